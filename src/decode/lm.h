@@ -1,0 +1,28 @@
+/* The decode loop's view of a language model: something that appends tokens to
+ * its state and returns logits for every one of them, and that can roll its
+ * state back to a shorter prefix. The real model (lm_model.c wraps an
+ * sd_context) and the model-free oracles of the property tests (a hash model,
+ * a Markov model) both sit behind it, so the verify loop under test is the
+ * one users run. */
+#ifndef SD_DECODE_LM_H
+#define SD_DECODE_LM_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct sd_lm {
+    void *self;
+    int32_t n_vocab;
+    /* Maximum number of positions (n_ctx). */
+    int32_t (*n_ctx)(void *self);
+    /* Positions currently held (committed + any speculative rows). */
+    int32_t (*len)(void *self);
+    /* Appends tokens[S] at positions len..len+S-1; logits[S][n_vocab] out.
+     * SD_ERR_CONTEXT (state unchanged) if it would pass n_ctx. */
+    sd_status (*forward)(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
+    /* Rolls back to n positions (n <= len). */
+    void (*truncate)(void *self, int32_t n);
+} sd_lm;
+
+#endif

@@ -1,0 +1,149 @@
+/* GGUF v2/v3 reader and writer.
+ *
+ * Format: llama.cpp's ggml/src/gguf.cpp and docs/gguf.md: magic "GGUF", u32
+ * version, u64 tensor count, u64 metadata count, metadata key/value pairs,
+ * tensor infos (name, n_dims, ne[], type, offset), padding to
+ * `general.alignment` (default 32), tensor data. All integers little-endian.
+ *
+ * The reader trusts nothing it reads: every count, string length, dimension,
+ * product and offset is checked against the file size before use, and a
+ * malformed file gives SD_ERR_FORMAT with a one-line reason. Strings in the
+ * file are not NUL-terminated there; the reader hands out (pointer, length)
+ * pairs pointing into the mapping, valid until gguf_close. Keys are copied to
+ * NUL-terminated strings at open so they can be compared with strcmp. */
+#ifndef SD_FORMAT_GGUF_H
+#define SD_FORMAT_GGUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "format/ggml_type.h"
+
+#define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAX_DIMS 4
+
+typedef enum gguf_type {
+    GGUF_TYPE_UINT8 = 0,
+    GGUF_TYPE_INT8 = 1,
+    GGUF_TYPE_UINT16 = 2,
+    GGUF_TYPE_INT16 = 3,
+    GGUF_TYPE_UINT32 = 4,
+    GGUF_TYPE_INT32 = 5,
+    GGUF_TYPE_FLOAT32 = 6,
+    GGUF_TYPE_BOOL = 7,
+    GGUF_TYPE_STRING = 8,
+    GGUF_TYPE_ARRAY = 9,
+    GGUF_TYPE_UINT64 = 10,
+    GGUF_TYPE_INT64 = 11,
+    GGUF_TYPE_FLOAT64 = 12,
+    GGUF_TYPE_COUNT
+} gguf_type;
+
+/* One tensor as described by the file. data points into the mapping. */
+typedef struct gguf_tensor_info {
+    const char *name;           /* NUL-terminated copy, owned by the gguf_ctx */
+    uint32_t type;              /* ggml_type id (checked known) */
+    uint32_t n_dims;            /* 1..4 */
+    int64_t ne[GGUF_MAX_DIMS];  /* ne[0] = elements per row (innermost); unused dims = 1 */
+    uint64_t offset;            /* relative to the data section, aligned */
+    uint64_t nbytes;            /* exact byte size of the data */
+    const void *data;           /* into the mapping/buffer; nbytes readable */
+} gguf_tensor_info;
+
+typedef struct gguf_ctx gguf_ctx;
+
+/* Opens and validates a GGUF file via mmap (read-only). On success *out owns the
+ * mapping; free with gguf_close. Errors: SD_ERR_IO (open/stat/mmap),
+ * SD_ERR_FORMAT (bad magic/version/structure, truncated, offsets past the end,
+ * overlapping tensors, duplicate keys or tensor names, bad string lengths),
+ * SD_ERR_UNSUPPORTED (unknown tensor type id), SD_ERR_NOMEM. */
+sd_status gguf_open(const char *path, gguf_ctx **out, sd_err *err);
+
+/* Same as gguf_open on a caller-owned buffer of size bytes; the buffer must
+ * outlive the ctx (it is borrowed, not copied). Used by tests and fuzzers. */
+sd_status gguf_open_memory(const void *data, size_t size, gguf_ctx **out, sd_err *err);
+
+/* Releases the ctx and its mapping. NULL is allowed. */
+void gguf_close(gguf_ctx *ctx);
+
+uint32_t gguf_version(const gguf_ctx *ctx);
+uint32_t gguf_alignment(const gguf_ctx *ctx);
+/* Byte offset of the tensor data section from the start of the file. */
+uint64_t gguf_data_offset(const gguf_ctx *ctx);
+
+/* ---- metadata ---- */
+int64_t gguf_n_kv(const gguf_ctx *ctx);
+/* Index of key, or -1. */
+int64_t gguf_find_key(const gguf_ctx *ctx, const char *key);
+const char *gguf_kv_key(const gguf_ctx *ctx, int64_t i);  /* NUL-terminated */
+gguf_type gguf_kv_type(const gguf_ctx *ctx, int64_t i);
+/* For arrays: element type and count. For scalars: *elem = type, *n = 1. */
+void gguf_kv_array_info(const gguf_ctx *ctx, int64_t i, gguf_type *elem, uint64_t *n);
+
+/* Typed getters by key. Each returns false when the key is absent or its value
+ * does not fit the requested type (integer getters accept any integer type whose
+ * value is in range; gguf_get_f32 accepts f32 and f64). */
+bool gguf_get_u32(const gguf_ctx *ctx, const char *key, uint32_t *out);
+bool gguf_get_i64(const gguf_ctx *ctx, const char *key, int64_t *out);
+bool gguf_get_f32(const gguf_ctx *ctx, const char *key, float *out);
+bool gguf_get_bool(const gguf_ctx *ctx, const char *key, bool *out);
+/* String value: *s points into the mapping (not NUL-terminated), *len bytes. */
+bool gguf_get_str(const gguf_ctx *ctx, const char *key, const char **s, uint64_t *len);
+
+/* Array of a fixed-size element type (not string/array): *data points at n
+ * little-endian elements of elem type in the mapping (may be unaligned: copy
+ * with memcpy). */
+bool gguf_get_arr_data(const gguf_ctx *ctx, const char *key, gguf_type *elem,
+                       uint64_t *n, const void **data);
+/* Array of strings: number of elements, then element i. */
+bool gguf_get_arr_str_n(const gguf_ctx *ctx, const char *key, uint64_t *n);
+bool gguf_get_arr_str(const gguf_ctx *ctx, const char *key, uint64_t i,
+                      const char **s, uint64_t *len);
+
+/* Human-readable one-line rendering of value i (arrays abbreviated), for
+ * `specdec inspect`. Writes at most cap bytes including the NUL. */
+void gguf_kv_format(const gguf_ctx *ctx, int64_t i, char *buf, size_t cap);
+
+/* ---- tensors ---- */
+int64_t gguf_n_tensors(const gguf_ctx *ctx);
+const gguf_tensor_info *gguf_tensor(const gguf_ctx *ctx, int64_t i);
+/* Tensor by name, or NULL. */
+const gguf_tensor_info *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
+
+/* ---- writer ---- */
+typedef struct gguf_writer gguf_writer;
+
+/* New empty writer (version 3, alignment 32). NULL on allocation failure. */
+gguf_writer *gguf_writer_init(void);
+void gguf_writer_free(gguf_writer *w);
+
+/* Metadata setters. Keys and strings are copied. Return SD_ERR_NOMEM or
+ * SD_ERR_ARG (duplicate key) on failure. Keys keep insertion order. */
+sd_status gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v);
+sd_status gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v);
+sd_status gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v);
+sd_status gguf_writer_set_f32(gguf_writer *w, const char *key, float v);
+sd_status gguf_writer_set_bool(gguf_writer *w, const char *key, bool v);
+sd_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *s, uint64_t len);
+/* Array of fixed-size elements (elem not STRING/ARRAY), n elements at data. */
+sd_status gguf_writer_set_arr_data(gguf_writer *w, const char *key, gguf_type elem,
+                                   const void *data, uint64_t n);
+/* Array of n strings (strs[i], lens[i]). */
+sd_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *strs,
+                                  const uint64_t *lens, uint64_t n);
+/* Copies metadata pair i of a reader (any type, nested arrays included). */
+sd_status gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i);
+
+/* Adds a tensor. data (nbytes, which must equal the size implied by type and ne)
+ * is borrowed until gguf_writer_write returns. */
+sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
+                                 uint32_t n_dims, const int64_t *ne, const void *data,
+                                 uint64_t nbytes);
+
+/* Writes the file (to path.tmp, then renames, so a failure never leaves a
+ * half-written file at path). SD_ERR_IO on failure. */
+sd_status gguf_writer_write(const gguf_writer *w, const char *path, sd_err *err);
+
+#endif

@@ -1,0 +1,45 @@
+/* Batched matrix product against a weight matrix stored in any supported
+ * ggml type: y[s][o] = sum_i W[o][i] * x[s][i] for s < S.
+ *
+ * Batch invariance (DESIGN.md §5): y[s][o] is bitwise the same whatever S is,
+ * whatever the other rows of x hold, and whatever the thread count. Each
+ * output element is reduced in one fixed order; SIMD paths reproduce the
+ * scalar order exactly (parallelism runs across output rows, never across the
+ * reduction). For quantized W the activation row is first quantized to 8-bit
+ * blocks (per row, so independently of S) and blocks are dotted in integers. */
+#ifndef SD_NUMERICS_MATMUL_H
+#define SD_NUMERICS_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* A weight matrix of n_out rows of n_in elements (GGUF ne[0] = n_in,
+ * ne[1] = n_out). data is borrowed (usually the GGUF mapping). The kernel may
+ * keep a repacked copy (packed, packed_bytes) owned by the matrix. */
+typedef struct sd_matrix {
+    uint32_t type;
+    int64_t n_in, n_out;
+    const void *data;
+    void *packed;
+    size_t packed_bytes;
+} sd_matrix;
+
+/* Checks type/shape (n_in % block == 0, type supported) and prepares the
+ * kernel's layout. Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_NOMEM. */
+sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out,
+                         const void *data, sd_err *err);
+void sd_matrix_free(sd_matrix *m);
+
+/* y[S][n_out] = x[S][n_in] * W^T, using n_threads threads. x and y must not alias. */
+void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_threads);
+
+/* Dequantizes row r of m into out[n_in] (embedding lookup). */
+void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out);
+
+/* Which kernel family runs: "avx2" or "scalar". SD_FORCE_SCALAR=1 in the
+ * environment forces the scalar path (for tests and comparisons). */
+const char *sd_matmul_backend(void);
+
+#endif

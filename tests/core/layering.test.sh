@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The layers of src/ only include downward:
+#   core < format < numerics < tokenizer < model < decode < api < cli
+# Fails, naming the file and include, when a lower layer includes a higher one.
+set -u
+cd "${SD_SOURCE_DIR:-$(dirname "$0")/../..}"
+order=(core format numerics tokenizer model decode api cli)
+rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
+bad=0; checked=0
+for f in $(find src -name '*.[ch]'); do
+  layer=$(echo "$f" | cut -d/ -f2); lr=$(rank "$layer")
+  while read -r inc; do
+    dep=${inc%%/*}; dr=$(rank "$dep"); checked=$((checked+1))
+    [ "$dr" -lt 0 ] && continue
+    if [ "$dr" -gt "$lr" ]; then echo "layering: $f includes \"$inc\" (a higher layer)"; bad=1; fi
+  done < <(grep -oE '^#include "[^"]+"' "$f" | sed -E 's/#include "([^"]+)"/\1/')
+done
+echo "layering: $checked includes checked"
+[ "$checked" -gt 0 ] || { echo "layering: no includes found"; exit 1; }
+exit $bad
