@@ -24,12 +24,24 @@ typedef enum ggml_type {
     GGML_TYPE_Q5_K = 13,
     GGML_TYPE_Q6_K = 14,
     GGML_TYPE_Q8_K = 15,
+    GGML_TYPE_IQ2_XXS = 16, /* IQ*, TQ*, MXFP4: sizes known so files using them */
+    GGML_TYPE_IQ2_XS = 17,  /* can be read and inspected; numerics/ decides    */
+    GGML_TYPE_IQ3_XXS = 18, /* which types it can compute with.                */
+    GGML_TYPE_IQ1_S = 19,
+    GGML_TYPE_IQ4_NL = 20,
+    GGML_TYPE_IQ3_S = 21,
+    GGML_TYPE_IQ2_S = 22,
+    GGML_TYPE_IQ4_XS = 23,
     GGML_TYPE_I8 = 24,
     GGML_TYPE_I16 = 25,
     GGML_TYPE_I32 = 26,
     GGML_TYPE_I64 = 27,
     GGML_TYPE_F64 = 28,
+    GGML_TYPE_IQ1_M = 29,
     GGML_TYPE_BF16 = 30,
+    GGML_TYPE_TQ1_0 = 34,
+    GGML_TYPE_TQ2_0 = 35,
+    GGML_TYPE_MXFP4 = 39,
     GGML_TYPE_COUNT = 40, /* ids below this may appear in files; unknown ones are rejected */
 } ggml_type;
 

@@ -102,6 +102,26 @@ bool gguf_get_arr_str_n(const gguf_ctx *ctx, const char *key, uint64_t *n);
 bool gguf_get_arr_str(const gguf_ctx *ctx, const char *key, uint64_t i,
                       const char **s, uint64_t *len);
 
+/* Element j of pair i (j = 0 for a scalar). Integer types fill .i (signed) or
+ * .u (unsigned), floats .f, bools .b, strings .s/.len (into the mapping, not
+ * NUL-terminated). False if j >= count or the element is itself an array. */
+typedef struct gguf_value {
+    gguf_type type;
+    union {
+        uint64_t u;
+        int64_t i;
+        double f;
+        bool b;
+    } v;
+    const char *s;
+    uint64_t len;
+} gguf_value;
+bool gguf_kv_value(const gguf_ctx *ctx, int64_t i, uint64_t j, gguf_value *out);
+
+/* Short lower-case name of a type: "u8", "i32", "f32", "bool", "string",
+ * "array"; "unknown" for ids past GGUF_TYPE_COUNT. Static storage. */
+const char *gguf_type_name(gguf_type t);
+
 /* Human-readable one-line rendering of value i (arrays abbreviated), for
  * `specdec inspect`. Writes at most cap bytes including the NUL. */
 void gguf_kv_format(const gguf_ctx *ctx, int64_t i, char *buf, size_t cap);
@@ -115,7 +135,9 @@ const gguf_tensor_info *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
 /* ---- writer ---- */
 typedef struct gguf_writer gguf_writer;
 
-/* New empty writer (version 3, alignment 32). NULL on allocation failure. */
+/* New empty writer (version 3, alignment 32). NULL on allocation failure.
+ * Setting "general.alignment" (u32, a nonzero power of two, else SD_ERR_ARG)
+ * changes the alignment the writer pads tensor data to. */
 gguf_writer *gguf_writer_init(void);
 void gguf_writer_free(gguf_writer *w);
 
@@ -133,6 +155,14 @@ sd_status gguf_writer_set_arr_data(gguf_writer *w, const char *key, gguf_type el
 /* Array of n strings (strs[i], lens[i]). */
 sd_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *strs,
                                   const uint64_t *lens, uint64_t n);
+/* Scalar of any fixed-size type (not STRING/ARRAY): value is one element of
+ * that type in host order (e.g. a pointer to an int16_t for GGUF_TYPE_INT16). */
+sd_status gguf_writer_set_val(gguf_writer *w, const char *key, gguf_type type, const void *value);
+/* Any value given as its exact file encoding after the type tag (for arrays:
+ * u32 element type, u64 count, elements; nested arrays allowed up to 4 deep).
+ * The encoding is checked like the reader checks it: SD_ERR_ARG if malformed. */
+sd_status gguf_writer_set_raw(gguf_writer *w, const char *key, gguf_type type, const void *raw,
+                              uint64_t size);
 /* Copies metadata pair i of a reader (any type, nested arrays included). */
 sd_status gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i);
 
@@ -145,5 +175,9 @@ sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
 /* Writes the file (to path.tmp, then renames, so a failure never leaves a
  * half-written file at path). SD_ERR_IO on failure. */
 sd_status gguf_writer_write(const gguf_writer *w, const char *path, sd_err *err);
+
+/* Same as gguf_writer_write into a new heap buffer (*out, *size; free with
+ * free()). Used by tests and fuzzers. SD_ERR_NOMEM on failure. */
+sd_status gguf_writer_write_memory(const gguf_writer *w, void **out, size_t *size, sd_err *err);
 
 #endif
