@@ -177,6 +177,21 @@ static sd_status copy_name(cursor *c, const char *what, const uint8_t *s, uint64
     return SD_OK;
 }
 
+/* Makes room for item n in *arr (cap items of size bytes), zeroing new slots.
+ * Arrays grow with what the file actually holds, not with the count it
+ * claims, so a hostile count costs nothing until backed by real bytes. */
+static bool grow_zeroed(void **arr, uint64_t n, size_t *cap, size_t size) {
+    if (n < *cap) return true;
+    size_t nc = *cap ? *cap * 2 : 16, bytes;
+    if (!sd_mul_size(nc, size, &bytes)) return false;
+    uint8_t *p = realloc(*arr, bytes);
+    if (!p) return false;
+    memset(p + *cap * size, 0, (nc - *cap) * size);
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
 /* ---- metadata ---- */
 
 /* For an array of strings: the offset of each element from kv->data, so that
@@ -261,9 +276,10 @@ static sd_status read_all_kv(cursor *c, gguf_ctx *ctx, uint64_t n_kv) {
     if (n_kv > left(c) / 13)
         return sd_err_set(c->err, SD_ERR_FORMAT,
                           "n_kv %" PRIu64 " cannot fit in the %" PRIu64 " bytes left in the file", n_kv, left(c));
-    ctx->kv = sd_calloc((size_t)n_kv, sizeof *ctx->kv);
-    if (!ctx->kv) return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory for %" PRIu64 " kv pairs", n_kv);
+    size_t cap = 0;
     for (uint64_t i = 0; i < n_kv; i++) {
+        if (!grow_zeroed((void **)&ctx->kv, i, &cap, sizeof *ctx->kv))
+            return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory for %" PRIu64 " kv pairs", n_kv);
         ctx->n_kv = (int64_t)i + 1; /* so gguf_close frees what this pair allocated */
         sd_status st = read_kv(c, (int64_t)i, &ctx->kv[i]);
         if (st) return st;
@@ -388,9 +404,10 @@ static sd_status read_all_tensors(cursor *c, gguf_ctx *ctx, uint64_t n_tensors) 
         return sd_err_set(c->err, SD_ERR_FORMAT,
                           "n_tensors %" PRIu64 " cannot fit in the %" PRIu64 " bytes left in the file", n_tensors,
                           left(c));
-    ctx->tensors = sd_calloc((size_t)n_tensors, sizeof *ctx->tensors);
-    if (!ctx->tensors) return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
+    size_t cap = 0;
     for (uint64_t i = 0; i < n_tensors; i++) {
+        if (!grow_zeroed((void **)&ctx->tensors, i, &cap, sizeof *ctx->tensors))
+            return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory for %" PRIu64 " tensors", n_tensors);
         ctx->n_tensors = (int64_t)i + 1;
         sd_status st = read_tensor_info(c, (int64_t)i, &ctx->tensors[i]);
         if (st) return st;
