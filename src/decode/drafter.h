@@ -1,27 +1,82 @@
 /* A drafter proposes tokens that continue the committed context; the target
  * verifies them (DESIGN.md §1, §3). Drafters never affect correctness, only
- * speed: every proposal is checked by the target. */
+ * speed: every proposal is checked by the target.
+ *
+ * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
+ * behind an sd_lm (drafter_model.c), and "auto", n-gram where it hits and the
+ * draft model otherwise (drafter_auto.c). */
 #ifndef SD_DECODE_DRAFTER_H
 #define SD_DECODE_DRAFTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/status.h"
+#include "decode/lm.h"
+
+typedef struct sd_sampling sd_sampling;
 
 typedef struct sd_drafter {
-    const char *name;  /* "ngram", "draft", "auto", ... */
+    const char *name; /* "ngram", "draft", "auto", ... */
     void *self;
+    /* Proposing runs a model (a draft model): the hit-rate gate probes it
+     * only now and then. False for n-gram lookup, which is free. */
+    bool costly;
+    /* Proposals are sampled (a draft model at temperature > 0): propose fills
+     * q with their distributions. False = deterministic, q is one-hot. */
+    bool stochastic;
+    /* Forgets everything learned from a previous generation. May be NULL. */
+    void (*reset)(void *self);
     /* Proposes up to k tokens continuing ctx[0..n) — the committed tokens
-     * INCLUDING a0 (DESIGN.md §1: propose past a0). Writes them to out[k] and
-     * returns how many (0 = no proposal). */
-    int (*propose)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, sd_err *err);
-    /* After verification: the committed context is now ctx[0..n), of which
-     * n_accepted tokens came from the last proposal. */
+     * INCLUDING a0 (DESIGN.md §1: propose past a0). Writes them to out[k] and,
+     * if stochastic, their distributions to q[k][n_vocab]. Returns how many
+     * (0 = no proposal), or -1 with err set. */
+    int (*propose)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                   sd_err *err);
+    /* Free proposal of one token (a lookup, no model forward) for the gate's
+     * shadow probes; returns 0 or 1. NULL if the drafter has none. */
+    int (*probe)(void *self, const int32_t *ctx, int32_t n, int32_t *out);
+    /* After verification: the committed context is now ctx[0..n) (not yet
+     * including the next a0), of which n_accepted tokens came from the last
+     * proposal. May be NULL. */
     void (*accepted)(void *self, const int32_t *ctx, int32_t n, int n_accepted);
-    /* Target forwards spent drafting are not counted here; draft-model
-     * forwards are, for the stats. */
+    /* Forwards of a draft model so far, for the stats (0 for n-gram). */
     int64_t (*n_forwards)(void *self);
     void (*free)(void *self);
 } sd_drafter;
+
+/* Frees d's implementation (d itself is the caller's). NULL-safe. */
+void sd_drafter_free(sd_drafter *d);
+
+/* ---- n-gram prompt lookup (drafter_ngram.c) ----
+ * The last m tokens of the context, m = ngram_max down to ngram_min, are
+ * looked up in the context before them (prompt + generated); the
+ * continuation of their most recent earlier occurrence is the draft. A hash
+ * index over every m-gram is updated as the context grows, so a lookup costs
+ * O(ngram_max + k), not a scan. Errors: SD_ERR_ARG (1 <= ngram_min <=
+ * ngram_max <= 8 required), SD_ERR_NOMEM. */
+sd_status sd_drafter_ngram_init(sd_drafter *d, int ngram_min, int ngram_max, sd_err *err);
+
+/* ---- draft model (drafter_model.c) ----
+ * A smaller model with the target's vocabulary, behind its own sd_lm (own
+ * KV cache; not owned, must outlive the drafter). Its state only ever holds
+ * committed tokens plus its own last proposals: each propose rolls it back to
+ * the longest prefix it shares with the committed context, catches up with
+ * one batched forward, and then proposes k tokens one forward each — greedy
+ * (argmax) when sampling is NULL or greedy, else drawn from the sampler's
+ * distribution with the drafter's own generator (seed ^ a constant) and
+ * reported as q. n_batch bounds the catch-up forward's rows. The caller checks
+ * the vocabularies match (sd_lm_check_same_vocab). Errors: SD_ERR_ARG,
+ * SD_ERR_NOMEM. */
+sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *draft, const sd_sampling *sampling,
+                                int32_t n_batch, sd_err *err);
+
+/* ---- auto (drafter_auto.c) ----
+ * n-gram first (it is free and wins on extractive spans); when it has no
+ * match, the draft model if one is given. Takes ownership of both drafters
+ * (draft may be NULL: then it behaves as n-gram alone; both are emptied).
+ * n_vocab sizes the one-hot q rows of n-gram proposals. */
+sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *draft, int32_t n_vocab,
+                               sd_err *err);
 
 #endif

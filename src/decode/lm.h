@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "model/model.h"
 
 typedef struct sd_lm {
     void *self;
@@ -24,5 +25,13 @@ typedef struct sd_lm {
     /* Rolls back to n positions (n <= len). */
     void (*truncate)(void *self, int32_t n);
 } sd_lm;
+
+/* An sd_lm over a model's inference context (lm_model.c). The lm borrows c:
+ * nothing to free; c and its model must outlive it. */
+void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m);
+
+/* SD_OK if a draft model can serve target (identical token lists, the check
+ * of DESIGN.md §3), else SD_ERR_VOCAB with a message naming both sizes. */
+sd_status sd_lm_check_same_vocab(const sd_model *target, const sd_model *draft, sd_err *err);
 
 #endif

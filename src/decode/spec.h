@@ -21,17 +21,30 @@ typedef struct sd_sampling {
     uint64_t seed;
 } sd_sampling;
 
+struct sd_rng;
+/* The speculative-sampling acceptance rule for one draft token d (DESIGN.md
+ * §6): p[n_vocab] the target's distribution, q[n_vocab] the drafter's (NULL =
+ * one-hot at d). Returns -1 to accept d, else the replacement token. scratch
+ * has n_vocab floats. The default is sd_accept_speculative (verify.c); tests
+ * plug in broken rules to show the statistics can tell. */
+typedef int32_t (*sd_accept_rule)(const float *p, const float *q, int32_t d, int32_t n_vocab,
+                                  struct sd_rng *rng, float *scratch);
+
 typedef struct sd_spec_params {
     int32_t n_predict;   /* tokens to generate at most */
-    int32_t draft_max;   /* K: tokens proposed per round */
+    int32_t draft_max;   /* K: most tokens proposed per round */
+    bool adaptive_k;     /* start rounds at K=1, double on full acceptance, halve on zero */
     int32_t gate_misses; /* G: zero-accept rounds in a row that close the gate (0 = never) */
-    int32_t gate_probe;  /* while closed, plain steps between re-probes */
+    int32_t gate_probe;  /* while closed, plain steps between probes of a costly drafter */
+    int32_t n_batch;     /* most rows per prefill forward */
     bool stop_at_eog;    /* stop after an end-of-generation token (see is_eog) */
     bool (*is_eog)(void *user, int32_t token);
     sd_sampling sampling;
+    sd_accept_rule accept; /* NULL = sd_accept_speculative */
 } sd_spec_params;
 
-/* Defaults: n_predict 128, draft_max 8, gate_misses 4, gate_probe 16, greedy. */
+/* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,
+ * gate_probe 16, n_batch 64, greedy, stop at EOG. */
 sd_spec_params sd_spec_default_params(void);
 
 typedef struct sd_spec_stats {
@@ -41,6 +54,8 @@ typedef struct sd_spec_stats {
     int64_t accepted;        /* of those, accepted */
     int64_t target_forwards; /* all target forwards after prefill (plain steps included) */
     int64_t draft_forwards;  /* forwards of a draft model, if any */
+    int64_t gate_closed_steps; /* plain steps taken because the gate was closed */
+    int64_t probes, probe_hits; /* shadow probes while closed, and how many would have hit */
     double t_prefill_s, t_decode_s;
 } sd_spec_stats;
 

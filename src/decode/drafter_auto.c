@@ -1,0 +1,72 @@
+/* "auto" (DESIGN.md §3, both at once): n-gram lookup first — free, and it
+ * wins on extractive spans — and the draft model when the n-gram has no
+ * match. A stochastic draft model makes this drafter stochastic: n-gram
+ * proposals then report one-hot q rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/drafter.h"
+
+typedef struct auto_drafter {
+    sd_drafter ngram, draft; /* draft.propose NULL = none */
+    int32_t n_vocab;
+} auto_drafter;
+
+static int auto_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                        sd_err *err) {
+    auto_drafter *a = self;
+    int got = a->ngram.propose(a->ngram.self, ctx, n, k, out, NULL, err);
+    if (got != 0 || !a->draft.propose) {
+        if (got > 0 && q && a->draft.stochastic) {
+            memset(q, 0, (size_t)got * (size_t)a->n_vocab * sizeof *q);
+            for (int i = 0; i < got; i++) q[(size_t)i * (size_t)a->n_vocab + (size_t)out[i]] = 1;
+        }
+        return got;
+    }
+    return a->draft.propose(a->draft.self, ctx, n, k, out, q, err);
+}
+
+static int auto_probe(void *self, const int32_t *ctx, int32_t n, int32_t *out) {
+    auto_drafter *a = self;
+    return a->ngram.probe(a->ngram.self, ctx, n, out);
+}
+
+static void auto_reset(void *self) {
+    auto_drafter *a = self;
+    if (a->ngram.reset) a->ngram.reset(a->ngram.self);
+    if (a->draft.reset) a->draft.reset(a->draft.self);
+}
+
+static void auto_accepted(void *self, const int32_t *ctx, int32_t n, int n_accepted) {
+    auto_drafter *a = self;
+    if (a->ngram.accepted) a->ngram.accepted(a->ngram.self, ctx, n, n_accepted);
+    if (a->draft.accepted) a->draft.accepted(a->draft.self, ctx, n, n_accepted);
+}
+
+static int64_t auto_n_forwards(void *self) {
+    auto_drafter *a = self;
+    return a->draft.n_forwards ? a->draft.n_forwards(a->draft.self) : 0;
+}
+
+static void auto_free(void *self) {
+    auto_drafter *a = self;
+    sd_drafter_free(&a->ngram);
+    sd_drafter_free(&a->draft);
+    free(a);
+}
+
+sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *draft, int32_t n_vocab,
+                               sd_err *err) {
+    auto_drafter *a = calloc(1, sizeof *a);
+    if (!a) return sd_err_set(err, SD_ERR_NOMEM, "auto drafter: out of memory");
+    a->ngram = *ngram;
+    if (draft) a->draft = *draft;
+    a->n_vocab = n_vocab;
+    *ngram = (sd_drafter){0};
+    if (draft) *draft = (sd_drafter){0};
+    *d = (sd_drafter){.name = "auto", .self = a, .costly = a->draft.costly,
+                      .stochastic = a->draft.stochastic, .reset = auto_reset,
+                      .propose = auto_propose, .probe = auto_probe, .accepted = auto_accepted,
+                      .n_forwards = auto_n_forwards, .free = auto_free};
+    return SD_OK;
+}

@@ -1,0 +1,118 @@
+/* Draft model drafter (DESIGN.md §3): K proposals from a smaller model with
+ * its own KV cache. The cache only ever holds committed tokens plus this
+ * drafter's own last proposals; `fed` mirrors what it holds, so each round
+ * rolls back to the longest prefix shared with the committed context and
+ * catches up with one batched forward (usually just [a0], or [dK, a0] after a
+ * fully accepted round). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/checked.h"
+#include "decode/drafter.h"
+#include "decode/sampler.h"
+#include "decode/spec.h"
+
+typedef struct draft {
+    sd_lm *lm;
+    sd_sampler sm;
+    int32_t n_batch;
+    int32_t *fed, cap_fed; /* fed[0..lm len) = the tokens in the draft's cache */
+    float *logits;         /* [n_batch][n_vocab] */
+    int64_t n_forwards;
+} draft;
+
+static bool reserve_fed(draft *m, int32_t n) {
+    if (n <= m->cap_fed) return true;
+    int32_t cap = n > 2 * m->cap_fed ? n : 2 * m->cap_fed;
+    int32_t *f = realloc(m->fed, (size_t)cap * sizeof *f);
+    if (!f) return false;
+    m->fed = f;
+    m->cap_fed = cap;
+    return true;
+}
+
+/* Runs toks[S] (S >= 1) in chunks of n_batch; the last row's logits stay in m->logits. */
+static sd_status feed(draft *m, const int32_t *toks, int32_t S, const float **last, sd_err *err) {
+    int32_t len = m->lm->len(m->lm->self), done = 0, c = 0;
+    if (!reserve_fed(m, len + S)) return sd_err_set(err, SD_ERR_NOMEM, "draft model: out of memory");
+    while (done < S) {
+        c = S - done < m->n_batch ? S - done : m->n_batch;
+        sd_status st = m->lm->forward(m->lm->self, toks + done, c, m->logits, err);
+        if (st != SD_OK) return st;
+        memcpy(m->fed + len + done, toks + done, (size_t)c * sizeof *toks);
+        done += c;
+        m->n_forwards++;
+    }
+    *last = m->logits + (size_t)(c - 1) * (size_t)m->lm->n_vocab;
+    return SD_OK;
+}
+
+/* Picks a proposal from the draft's logits: argmax, or a draw reported in q_row. */
+static int32_t pick(draft *m, const float *logits, float *q_row) {
+    if (m->sm.s.temp <= 0) return sd_argmax(logits, m->lm->n_vocab);
+    sd_sampler_probs(&m->sm, logits, m->sm.p);
+    if (q_row) memcpy(q_row, m->sm.p, (size_t)m->lm->n_vocab * sizeof *q_row);
+    return sd_sample_probs(m->sm.p, m->lm->n_vocab, &m->sm.rng);
+}
+
+static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                         sd_err *err) {
+    draft *m = self;
+    int32_t V = m->lm->n_vocab, n_ctx = m->lm->n_ctx(m->lm->self);
+    if (n > n_ctx) return 0; /* the draft's context is full: no proposal */
+    /* Roll back to the shared prefix, keeping at least the last token to re-run
+     * (its logits are the ones that continue ctx). */
+    int32_t keep = 0, len = m->lm->len(m->lm->self);
+    while (keep < len && keep < n - 1 && m->fed[keep] == ctx[keep]) keep++;
+    m->lm->truncate(m->lm->self, keep);
+    const float *row;
+    if (feed(m, ctx + keep, n - keep, &row, err) != SD_OK) return -1;
+    int got = 0;
+    for (;;) {
+        out[got] = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL);
+        if (++got == k || m->lm->len(m->lm->self) >= n_ctx) break;
+        if (feed(m, &out[got - 1], 1, &row, err) != SD_OK) return -1;
+    }
+    return got;
+}
+
+static void draft_reset(void *self) {
+    draft *m = self;
+    m->lm->truncate(m->lm->self, 0);
+    m->n_forwards = 0;
+}
+
+static int64_t draft_n_forwards(void *self) { return ((draft *)self)->n_forwards; }
+
+static void draft_free(void *self) {
+    draft *m = self;
+    if (!m) return;
+    sd_sampler_free(&m->sm);
+    free(m->fed);
+    free(m->logits);
+    free(m);
+}
+
+sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sampling,
+                                int32_t n_batch, sd_err *err) {
+    if (n_batch < 1) return sd_err_set(err, SD_ERR_ARG, "draft model: n_batch must be >= 1");
+    draft *m = calloc(1, sizeof *m);
+    if (!m) return sd_err_set(err, SD_ERR_NOMEM, "draft model: out of memory");
+    m->lm = lm;
+    m->n_batch = n_batch;
+    sd_sampling s = sampling ? *sampling : (sd_sampling){.top_p = 1};
+    s.seed ^= 0x5deece66dull; /* its own stream, apart from the target's */
+    sd_status st = sd_sampler_init(&m->sm, &s, lm->n_vocab, err);
+    if (st == SD_OK) {
+        m->logits = sd_malloc_array((size_t)n_batch, (size_t)lm->n_vocab * sizeof *m->logits);
+        if (!m->logits) st = sd_err_set(err, SD_ERR_NOMEM, "draft model: out of memory");
+    }
+    if (st != SD_OK) {
+        draft_free(m);
+        return st;
+    }
+    *d = (sd_drafter){.name = "draft", .self = m, .costly = true, .stochastic = s.temp > 0,
+                      .reset = draft_reset, .propose = draft_propose,
+                      .n_forwards = draft_n_forwards, .free = draft_free};
+    return SD_OK;
+}

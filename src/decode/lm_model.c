@@ -1,0 +1,25 @@
+/* sd_lm over a model's inference context: the decode loop's calls map one to
+ * one onto sd_forward / sd_context_truncate (model/model.h). */
+#include "decode/lm.h"
+
+static int32_t ctx_n_ctx(void *self) { return sd_context_n_ctx(self); }
+static int32_t ctx_len(void *self) { return sd_context_len(self); }
+static void ctx_truncate(void *self, int32_t n) { sd_context_truncate(self, n); }
+static sd_status ctx_forward(void *self, const int32_t *tokens, int32_t S, float *logits,
+                             sd_err *err) {
+    return sd_forward(self, tokens, S, logits, err);
+}
+
+void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m) {
+    *lm = (sd_lm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
+                  .forward = ctx_forward, .truncate = ctx_truncate};
+}
+
+sd_status sd_lm_check_same_vocab(const sd_model *target, const sd_model *draft, sd_err *err) {
+    if (target->hp.n_vocab == draft->hp.n_vocab && sd_tokenizer_same_vocab(target->tok, draft->tok))
+        return SD_OK;
+    return sd_err_set(err, SD_ERR_VOCAB,
+                      "the draft model's vocabulary (%d tokens) differs from the target's (%d tokens): "
+                      "a draft must share the target's tokenizer",
+                      draft->hp.n_vocab, target->hp.n_vocab);
+}

@@ -1,0 +1,216 @@
+/* The decode loop: prefill, then rounds of "commit a0, draft past it, verify"
+ * (DESIGN.md §1) until n_predict tokens, an end-of-generation token, or a full
+ * context. Plain decoding is the same loop with K = 0 every round. */
+#include "decode/spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/checked.h"
+#include "decode/gate.h"
+#include "decode/sampler.h"
+#include "decode/verify.h"
+
+sd_spec_params sd_spec_default_params(void) {
+    return (sd_spec_params){
+        .n_predict = 128,
+        .draft_max = 8,
+        .adaptive_k = true,
+        .gate_misses = 4,
+        .gate_probe = 16,
+        .n_batch = 64,
+        .stop_at_eog = true,
+        .sampling = {.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 0},
+    };
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct decoder {
+    sd_lm *lm;
+    sd_drafter *dr;
+    const sd_spec_params *p;
+    sd_sampler sm;
+    sd_gate gate;
+    int32_t *hist, n_hist; /* committed tokens: prompt, generated (a0 included once committed) */
+    int32_t *batch;        /* [K+1]: a0, d1..dK */
+    float *logits;         /* [max(K+1, n_batch)][n_vocab] */
+    float *q;              /* [K][n_vocab], stochastic drafters only */
+    float *scratch;        /* [2][n_vocab] */
+    int32_t *out, n_out;
+    sd_token_cb cb;
+    void *user;
+    bool stop;
+    sd_spec_stats *st;
+} decoder;
+
+static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
+    const sd_spec_params *p = d->p;
+    size_t V = (size_t)d->lm->n_vocab, K = (size_t)p->draft_max;
+    size_t rows = K + 1 > (size_t)p->n_batch ? K + 1 : (size_t)p->n_batch;
+    sd_status st = sd_sampler_init(&d->sm, &p->sampling, d->lm->n_vocab, err);
+    if (st != SD_OK) return st;
+    d->hist = sd_malloc_array((size_t)n_prompt + (size_t)p->n_predict + 1, sizeof *d->hist);
+    d->batch = sd_malloc_array(K + 1, sizeof *d->batch);
+    d->logits = sd_malloc_array(rows, V * sizeof *d->logits);
+    d->scratch = sd_malloc_array(2 * V, sizeof *d->scratch);
+    bool want_q = d->dr && d->dr->stochastic && K > 0;
+    d->q = want_q ? sd_malloc_array(K, V * sizeof *d->q) : NULL;
+    if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q))
+        return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
+    sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
+    return SD_OK;
+}
+
+static void decoder_free(decoder *d) {
+    sd_sampler_free(&d->sm);
+    free(d->hist);
+    free(d->batch);
+    free(d->logits);
+    free(d->scratch);
+    free(d->q);
+}
+
+/* Appends one token to the output; sets d->stop at n_predict, EOG, or when
+ * the callback asks. */
+static void commit(decoder *d, int32_t tok) {
+    d->hist[d->n_hist++] = tok;
+    d->out[d->n_out++] = tok;
+    if (d->cb && !d->cb(d->user, tok)) d->stop = true;
+    if (d->n_out >= d->p->n_predict) d->stop = true;
+    if (d->p->stop_at_eog && d->p->is_eog && d->p->is_eog(d->user, tok)) d->stop = true;
+}
+
+/* Forwards the prompt in chunks of n_batch rows; a0 comes from the last row. */
+static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, int32_t *a0,
+                         sd_err *err) {
+    int32_t done = 0, S = 0;
+    while (done < n_prompt) {
+        S = n_prompt - done < d->p->n_batch ? n_prompt - done : d->p->n_batch;
+        sd_status st = d->lm->forward(d->lm->self, prompt + done, S, d->logits, err);
+        if (st != SD_OK) return st;
+        done += S;
+    }
+    *a0 = sd_sampler_pick(&d->sm, d->logits + (size_t)(S - 1) * (size_t)d->lm->n_vocab);
+    return SD_OK;
+}
+
+/* A plain step (forward a0 alone). While the gate is closed, the drafter's
+ * one-token guess is checked against this step's result, for free. */
+static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) {
+    bool run_model = false, probing = d->dr && sd_gate_probe_due(&d->gate, &run_model);
+    int32_t guess = -1;
+    if (probing) {
+        int got = 0;
+        if (run_model)
+            got = d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, &guess, d->q, err);
+        else if (d->dr->probe)
+            got = d->dr->probe(d->dr->self, d->hist, d->n_hist, &guess);
+        if (got < 0) return err ? err->code : SD_ERR_ARG;
+        if (got == 0) guess = -1;
+    }
+    d->batch[0] = a0;
+    sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
+                                   d->scratch, v, err);
+    if (st != SD_OK) return st;
+    d->st->target_forwards++;
+    if (d->dr && !d->gate.open) d->st->gate_closed_steps++;
+    if (guess >= 0) {
+        d->st->probes++;
+        d->st->probe_hits += guess == v->next_a0;
+        sd_gate_probe_result(&d->gate, guess == v->next_a0, run_model);
+    }
+    return SD_OK;
+}
+
+/* One speculative round on k proposed tokens (batch[1..k] already filled). */
+static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
+    sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
+                                   &d->sm, d->p->accept, d->scratch, v, err);
+    if (st != SD_OK) return st;
+    d->st->target_forwards++;
+    d->st->rounds++;
+    d->st->drafted += k;
+    d->st->accepted += v->j;
+    sd_gate_round(&d->gate, k, v->j);
+    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t]);
+    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    return SD_OK;
+}
+
+/* Draft length for this round: what the gate allows, cut so the verify
+ * window fits the context (n + K + 1 <= n_ctx) and commits no more than
+ * n_predict (a round yields up to K + 1 tokens counting the next a0). */
+static int plan_k(decoder *d, int32_t n) {
+    if (!d->dr) return 0;
+    int32_t k = sd_gate_k(&d->gate);
+    int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
+    int32_t budget = d->p->n_predict - d->n_out - 1;
+    if (k > room) k = room;
+    if (k > budget) k = budget;
+    return k > 0 ? k : 0;
+}
+
+static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
+    for (;;) {
+        commit(d, a0); /* §1: a0 is always correct */
+        int32_t n = d->lm->len(d->lm->self);
+        if (d->stop || n >= d->lm->n_ctx(d->lm->self)) return SD_OK;
+        d->batch[0] = a0;
+        int k = plan_k(d, n), got = 0;
+        if (k > 0) got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
+        if (got < 0) return err ? err->code : SD_ERR_ARG;
+        sd_verdict v;
+        sd_status st = got > 0 ? spec_round(d, got, &v, err) : plain_step(d, a0, &v, err);
+        if (st != SD_OK || d->stop) return st;
+        a0 = v.next_a0;
+    }
+}
+
+static sd_status check_args(sd_lm *lm, int32_t n_prompt, const sd_spec_params *p, sd_err *err) {
+    if (n_prompt < 1) return sd_err_set(err, SD_ERR_ARG, "the prompt must have at least one token");
+    if (p->n_predict < 0 || p->draft_max < 0 || p->n_batch < 1 || p->gate_misses < 0)
+        return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
+    if (lm->len(lm->self) != 0) return sd_err_set(err, SD_ERR_ARG, "the model state is not empty");
+    int32_t n_ctx = lm->n_ctx(lm->self);
+    if (n_prompt > n_ctx)
+        return sd_err_set(err, SD_ERR_CONTEXT,
+                          "the prompt has %d tokens, more than the context size %d (raise -c)",
+                          n_prompt, n_ctx);
+    return SD_OK;
+}
+
+sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *prompt,
+                           int32_t n_prompt, const sd_spec_params *p, sd_token_cb cb, void *user,
+                           int32_t *out, int32_t *n_out, sd_spec_stats *stats, sd_err *err) {
+    sd_spec_stats local;
+    if (!stats) stats = &local;
+    *stats = (sd_spec_stats){.n_prompt = n_prompt};
+    *n_out = 0;
+    sd_status st = check_args(target, n_prompt, p, err);
+    if (st != SD_OK) return st;
+    decoder d = {.lm = target, .dr = drafter, .p = p, .out = out, .cb = cb, .user = user, .st = stats};
+    st = decoder_init(&d, n_prompt, err);
+    if (st == SD_OK) {
+        if (drafter && drafter->reset) drafter->reset(drafter->self);
+        memcpy(d.hist, prompt, (size_t)n_prompt * sizeof *prompt);
+        d.n_hist = n_prompt;
+    }
+    double t0 = now_s();
+    int32_t a0 = 0;
+    if (st == SD_OK) st = prefill(&d, prompt, n_prompt, &a0, err);
+    double t1 = now_s();
+    if (st == SD_OK && p->n_predict > 0) st = decode(&d, a0, err);
+    stats->t_prefill_s = t1 - t0;
+    stats->t_decode_s = now_s() - t1;
+    stats->n_gen = d.n_out;
+    stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;
+    *n_out = d.n_out;
+    decoder_free(&d);
+    return st;
+}

@@ -1,0 +1,62 @@
+/* The verify round, as DESIGN.md §1 (greedy) and §6 (sampling) state it. */
+#include "decode/verify.h"
+
+static const float *row(const float *logits, int i, int32_t n_vocab) {
+    return logits + (size_t)i * (size_t)n_vocab;
+}
+
+/* §1 step 3: the longest prefix with d_t == argmax(r_{t-1}); next a0 = argmax(r_j). */
+static sd_verdict accept_greedy(const int32_t *draft, int K, const float *logits, int32_t n_vocab) {
+    int j = 0;
+    while (j < K && draft[j] == sd_argmax(row(logits, j, n_vocab), n_vocab)) j++;
+    return (sd_verdict){j, sd_argmax(row(logits, j, n_vocab), n_vocab)};
+}
+
+/* §6: each d_t against p_{t-1}; the first rejection's replacement is the next
+ * a0; if every draft passes, the bonus a0 is drawn from p_K. */
+static sd_verdict accept_sampled(const int32_t *draft, int K, const float *q, const float *logits,
+                                 sd_sampler *sm, sd_accept_rule rule, float *scratch) {
+    int32_t V = sm->n_vocab;
+    float *p = scratch, *resid = scratch + V;
+    for (int t = 1; t <= K; t++) {
+        sd_sampler_probs(sm, row(logits, t - 1, V), p);
+        const float *q_t = q ? q + (size_t)(t - 1) * (size_t)V : NULL;
+        int32_t r = rule(p, q_t, draft[t - 1], V, &sm->rng, resid);
+        if (r >= 0) return (sd_verdict){t - 1, r};
+    }
+    sd_sampler_probs(sm, row(logits, K, V), p);
+    return (sd_verdict){K, sd_sample_probs(p, V, &sm->rng)};
+}
+
+sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q, float *logits,
+                          sd_sampler *sm, sd_accept_rule rule, float *scratch, sd_verdict *v,
+                          sd_err *err) {
+    int32_t n = lm->len(lm->self);
+    /* §1 step 2: one forward over [a0, d1..dK] at positions n..n+K, every row. */
+    sd_status st = lm->forward(lm->self, batch, K + 1, logits, err);
+    if (st != SD_OK) return st;
+    const int32_t *draft = batch + 1;
+    if (sm->s.temp <= 0)
+        *v = accept_greedy(draft, K, logits, lm->n_vocab);
+    else
+        *v = accept_sampled(draft, K, q, logits, sm, rule ? rule : sd_accept_speculative, scratch);
+    /* §1 step 4: a0 and d1..dj are committed; rows past them are stale. */
+    lm->truncate(lm->self, n + 1 + v->j);
+    return SD_OK;
+}
+
+int32_t sd_accept_speculative(const float *p, const float *q, int32_t d, int32_t n_vocab,
+                              sd_rng *rng, float *scratch) {
+    float q_d = q ? q[d] : 1.0f;
+    double u = sd_rng_uniform(rng);
+    if (q_d > 0 && u * q_d < p[d]) return -1; /* u < p(d)/q(d) */
+    double mass = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        float qi = q ? q[i] : (i == d ? 1.0f : 0.0f);
+        scratch[i] = p[i] > qi ? p[i] - qi : 0.0f;
+        mass += scratch[i];
+    }
+    /* mass 0 means p <= q everywhere, i.e. p == q, where rejection has
+     * probability 0; only rounding gets here, and p is then the right law. */
+    return sd_sample_probs(mass > 0 ? scratch : p, n_vocab, rng);
+}

@@ -1,0 +1,37 @@
+/* One verify round (DESIGN.md §1 greedy, §6 sampling). Plain decoding is the
+ * same round with no draft tokens (K = 0). */
+#ifndef SD_DECODE_VERIFY_H
+#define SD_DECODE_VERIFY_H
+
+#include <stdint.h>
+
+#include "decode/lm.h"
+#include "decode/sampler.h"
+#include "decode/spec.h"
+
+/* What a round decided: j draft tokens accepted (0..K) and the next a0. */
+typedef struct sd_verdict {
+    int j;
+    int32_t next_a0;
+} sd_verdict;
+
+/* batch[K+1] = [a0, d1..dK] is forwarded at positions n..n+K (n = lm len);
+ * logits has room for (K+1) rows. On return the lm holds n+1+j positions.
+ * Greedy (sm->s.temp <= 0): d_t is accepted while d_t == argmax(r_{t-1}) and
+ * the next a0 is argmax(r_j). Sampling: each d_t goes through rule (q[K][n_vocab]
+ * the drafter's distributions, NULL = one-hot) and the next a0 is the
+ * replacement token, or a draw from r_K's distribution when all K pass.
+ * scratch: 2 * n_vocab floats. Errors: the lm's forward errors (state unchanged). */
+sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q, float *logits,
+                          sd_sampler *sm, sd_accept_rule rule, float *scratch, sd_verdict *v,
+                          sd_err *err);
+
+/* The speculative-sampling rule of DESIGN.md §6 (Leviathan et al. 2023,
+ * "Fast Inference from Transformers via Speculative Decoding", Alg. 1):
+ * accept d with probability min(1, p(d)/q(d)); on rejection draw from
+ * normalize(max(0, p - q)). With q NULL (one-hot at d) that is: accept with
+ * probability p(d), else draw from p with d removed. */
+int32_t sd_accept_speculative(const float *p, const float *q, int32_t d, int32_t n_vocab,
+                              struct sd_rng *rng, float *scratch);
+
+#endif

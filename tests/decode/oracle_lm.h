@@ -1,0 +1,102 @@
+/* Model-free language models behind sd_lm for the decode tests (header-only,
+ * shared by the property and sampling tests):
+ * - hash: the argmax after a prefix is hash(last w tokens) mod V, made unique
+ *   by a margin; the other logits are hash noise below it;
+ * - markov: logits = table[last token][v], random small integers, so ties
+ *   happen and the first-index rule is exercised.
+ * The lm checks the loop's use of it: forwards never pass n_ctx, truncate
+ * never grows; violations are counted in `misuse`. */
+#ifndef SD_TESTS_ORACLE_LM_H
+#define SD_TESTS_ORACLE_LM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/lm.h"
+#include "decode/sampler.h"
+
+typedef enum { ORACLE_HASH, ORACLE_MARKOV } oracle_kind;
+
+typedef struct oracle {
+    oracle_kind kind;
+    int32_t V, w, n_ctx;
+    uint64_t salt;
+    float *table;   /* markov: [V][V] */
+    int32_t *state; /* [n_ctx] tokens in the "KV cache" */
+    int32_t len;
+    int misuse;
+    int64_t forwards;
+} oracle;
+
+static inline uint64_t oracle_mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+/* Logits row after the prefix t[0..len) (len >= 1). */
+static inline void oracle_row(const oracle *o, const int32_t *t, int32_t len, float *row) {
+    if (o->kind == ORACLE_MARKOV) {
+        memcpy(row, o->table + (size_t)t[len - 1] * (size_t)o->V, (size_t)o->V * sizeof *row);
+        return;
+    }
+    uint64_t h = o->salt;
+    for (int32_t i = len - o->w < 0 ? 0 : len - o->w; i < len; i++) h = oracle_mix(h ^ (uint64_t)t[i]);
+    for (int32_t v = 0; v < o->V; v++) row[v] = (float)(oracle_mix(h + (uint64_t)v) >> 40) * 0x1p-24f;
+    row[h % (uint64_t)o->V] = 2.0f;
+}
+
+static inline int32_t oracle_n_ctx(void *self) { return ((oracle *)self)->n_ctx; }
+static inline int32_t oracle_len(void *self) { return ((oracle *)self)->len; }
+static inline void oracle_truncate(void *self, int32_t n) {
+    oracle *o = self;
+    if (n > o->len || n < 0) o->misuse++;
+    else o->len = n;
+}
+static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S, float *logits,
+                                       sd_err *err) {
+    oracle *o = self;
+    o->forwards++;
+    if (S < 1 || o->len + S > o->n_ctx) {
+        o->misuse++;
+        return sd_err_set(err, SD_ERR_CONTEXT, "oracle: forward past n_ctx");
+    }
+    for (int32_t i = 0; i < S; i++) {
+        if (tok[i] < 0 || tok[i] >= o->V) {
+            o->misuse++;
+            return sd_err_set(err, SD_ERR_ARG, "oracle: token out of range");
+        }
+        o->state[o->len++] = tok[i];
+        oracle_row(o, o->state, o->len, logits + (size_t)i * (size_t)o->V);
+    }
+    return SD_OK;
+}
+
+/* markov_levels: table entries are integers in [0, levels) (small = many ties). */
+static inline void oracle_init(oracle *o, oracle_kind kind, int32_t V, int32_t w, int32_t n_ctx,
+                               uint64_t seed, int markov_levels) {
+    *o = (oracle){.kind = kind, .V = V, .w = w, .n_ctx = n_ctx, .salt = oracle_mix(seed)};
+    o->state = malloc((size_t)n_ctx * sizeof *o->state);
+    if (kind == ORACLE_MARKOV) {
+        o->table = malloc((size_t)V * (size_t)V * sizeof *o->table);
+        sd_rng r;
+        sd_rng_seed(&r, seed);
+        for (size_t i = 0; i < (size_t)V * (size_t)V; i++)
+            o->table[i] = (float)(sd_rng_next(&r) % (uint64_t)markov_levels);
+    }
+}
+
+static inline void oracle_free(oracle *o) {
+    free(o->state);
+    free(o->table);
+}
+
+static inline sd_lm oracle_lm(oracle *o) {
+    return (sd_lm){.self = o, .n_vocab = o->V, .n_ctx = oracle_n_ctx, .len = oracle_len,
+                   .forward = oracle_forward, .truncate = oracle_truncate};
+}
+
+#endif

@@ -1,0 +1,224 @@
+/* decode/spec: speculative sampling (DESIGN.md §6) draws from the same
+ * distribution as plain sampling. A Markov oracle is the target; for many
+ * seeds, the 4-token continuations from the real sd_spec_generate are
+ * counted and compared with their exact probabilities (products of the
+ * sampler's own distributions) by a chi-square test. Drafters: none (the
+ * control), n-gram (one-hot q), a draft model sampling its own q (a second
+ * Markov oracle through the real drafter_model), and auto. A deliberately
+ * broken acceptance rule must be caught by the same test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/spec.h"
+#include "decode/verify.h"
+#include "oracle_lm.h"
+
+enum { V = 4, N_GEN = 4, N_CELLS = V * V * V * V };
+/* p-value below which the distributions are declared different. The runs are
+ * seeded (the test is deterministic); the margin is for future changes. */
+#define P_FAIL 1e-4
+
+/* ---- chi-square upper tail: Q(df/2, x/2), the regularized upper incomplete
+ * gamma function by its series (x < a + 1) or continued fraction (Lentz). */
+static double gamma_q(double a, double x) {
+    if (x <= 0) return 1;
+    double lg = lgamma(a);
+    if (x < a + 1) {
+        double sum = 1 / a, term = sum;
+        for (int n = 1; n < 1000 && fabs(term) > fabs(sum) * 1e-15; n++) sum += term *= x / (a + n);
+        return 1 - sum * exp(-x + a * log(x) - lg);
+    }
+    double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
+    for (int i = 1; i < 1000; i++) {
+        double an = -i * (i - a);
+        b += 2;
+        d = an * d + b;
+        d = fabs(d) < 1e-300 ? 1e-300 : d;
+        c = b + an / c;
+        c = fabs(c) < 1e-300 ? 1e-300 : c;
+        d = 1 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-15) break;
+    }
+    return exp(-x + a * log(x) - lg) * h;
+}
+
+/* Pearson chi-square of counts against expected probabilities; cells with an
+ * expected count under 5 are pooled into one. Returns the p-value. */
+static double chi_square_p(const int *count, const double *prob, int n_cells, int n_samples) {
+    double chi = 0, pooled_e = 0, pooled_o = 0;
+    int df = -1;
+    for (int c = 0; c < n_cells; c++) {
+        double e = prob[c] * n_samples;
+        if (e < 5) {
+            pooled_e += e;
+            pooled_o += count[c];
+            continue;
+        }
+        chi += (count[c] - e) * (count[c] - e) / e;
+        df++;
+    }
+    if (pooled_e > 0) {
+        chi += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
+        df++;
+    }
+    return gamma_q(df / 2.0, chi / 2.0);
+}
+
+/* ---- the exact law of plain sampling, from the sampler's own p ---- */
+static void exact_probs(oracle *o, const sd_sampling *s, const int32_t *prompt, int32_t n_prompt,
+                        double *prob) {
+    sd_sampler sm;
+    assert_int_equal(sd_sampler_init(&sm, s, V, NULL), SD_OK);
+    float row[V], p[N_GEN][V];
+    int32_t t[64];
+    memcpy(t, prompt, (size_t)n_prompt * sizeof *t);
+    for (int c = 0; c < N_CELLS; c++) {
+        double pr = 1;
+        for (int i = 0, code = c; i < N_GEN; i++, code /= V) {
+            oracle_row(o, t, n_prompt + i, row);
+            sd_sampler_probs(&sm, row, p[i]);
+            t[n_prompt + i] = code % V;
+            pr *= p[i][code % V];
+        }
+        prob[c] = pr;
+    }
+    sd_sampler_free(&sm);
+}
+
+/* A broken rule: right acceptance test, but a rejection redraws from p instead
+ * of the residual max(0, p - q): the rejected token is over-represented. */
+static int32_t broken_rule(const float *p, const float *q, int32_t d, int32_t n_vocab, sd_rng *rng,
+                           float *scratch) {
+    (void)scratch;
+    float q_d = q ? q[d] : 1.0f;
+    if (q_d > 0 && sd_rng_uniform(rng) * q_d < p[d]) return -1;
+    return sd_sample_probs(p, n_vocab, rng);
+}
+
+typedef enum { NONE, NGRAM, DRAFT, AUTO } which;
+static const char *WHICH[] = {"plain", "ngram", "draft", "auto"};
+
+typedef struct setup {
+    sd_sampling s;
+    sd_accept_rule rule;
+} setup;
+
+/* Runs n seeds and returns the chi-square p-value of the 4-token sequences. */
+static double run(which w, const setup *su, int n, double *alpha) {
+    const int32_t prompt[] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2, 0, 1};
+    int32_t n_prompt = (int32_t)(sizeof prompt / sizeof *prompt);
+    oracle target, draft_o;
+    oracle_init(&target, ORACLE_MARKOV, V, 1, 64, 11, 4);
+    oracle_init(&draft_o, ORACLE_MARKOV, V, 1, 64, 12, 4);
+    sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&draft_o);
+    sd_drafter dr = {0}, ng = {0}, dm = {0};
+    if (w == NGRAM || w == AUTO) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 2, NULL), SD_OK);
+    if (w == DRAFT || w == AUTO) assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, &su->s, 4, NULL), SD_OK);
+    if (w == NGRAM) dr = ng, ng = (sd_drafter){0};
+    if (w == DRAFT) dr = dm, dm = (sd_drafter){0};
+    if (w == AUTO) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, NULL), SD_OK);
+    double prob[N_CELLS];
+    exact_probs(&target, &su->s, prompt, n_prompt, prob);
+    int count[N_CELLS] = {0};
+    int64_t drafted = 0, accepted = 0;
+    sd_spec_params p = sd_spec_default_params();
+    p.n_predict = N_GEN;
+    p.draft_max = 3;
+    p.adaptive_k = false;
+    p.gate_misses = 0;
+    p.accept = su->rule;
+    for (int i = 0; i < n; i++) {
+        p.sampling = su->s;
+        p.sampling.seed = 1000 + (uint64_t)i;
+        int32_t out[N_GEN], n_out = 0;
+        sd_spec_stats st;
+        target.len = 0;
+        assert_int_equal(sd_spec_generate(&lm, w == NONE ? NULL : &dr, prompt, n_prompt, &p, NULL,
+                                          NULL, out, &n_out, &st, NULL),
+                         SD_OK);
+        assert_int_equal(n_out, N_GEN);
+        int code = 0;
+        for (int t = N_GEN - 1; t >= 0; t--) code = code * V + out[t];
+        count[code]++;
+        drafted += st.drafted;
+        accepted += st.accepted;
+    }
+    *alpha = drafted ? (double)accepted / (double)drafted : 0;
+    if (w != NONE) assert_true(drafted > n); /* the drafter really drafted */
+    sd_drafter_free(&dr);
+    sd_drafter_free(&ng);
+    sd_drafter_free(&dm);
+    oracle_free(&target);
+    oracle_free(&draft_o);
+    return chi_square_p(count, prob, N_CELLS, n);
+}
+
+static int n_seeds(void) { return getenv("SD_ASAN") ? 12000 : 30000; }
+
+static void check_all(const setup *su, const char *label) {
+    for (which w = NONE; w <= AUTO; w++) {
+        double alpha, pv = run(w, su, n_seeds(), &alpha);
+        printf("%-22s %-6s α %.2f  chi-square p = %.4f\n", label, WHICH[w], alpha, pv);
+        assert_true(pv > P_FAIL);
+    }
+}
+
+static void test_same_law_temp1(void **state) {
+    (void)state;
+    setup su = {.s = {.temp = 1.0f, .top_p = 1}};
+    check_all(&su, "temp 1");
+}
+
+static void test_same_law_filters(void **state) {
+    (void)state;
+    setup su = {.s = {.temp = 0.8f, .top_k = 3, .top_p = 0.9f, .min_p = 0.05f}};
+    check_all(&su, "temp .8 k3 p.9 minp.05");
+}
+
+static void test_broken_rule_is_caught(void **state) {
+    (void)state;
+    setup su = {.s = {.temp = 1.0f, .top_p = 1}, .rule = broken_rule};
+    for (which w = NGRAM; w <= DRAFT; w++) {
+        double alpha, pv = run(w, &su, n_seeds(), &alpha);
+        printf("broken rule            %-6s α %.2f  chi-square p = %.3g (must be < %g)\n", WHICH[w],
+               alpha, pv, P_FAIL);
+        assert_true(pv < P_FAIL);
+    }
+}
+
+/* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
+static void test_rule_exact_law(void **state) {
+    (void)state;
+    const float p[3] = {0.5f, 0.3f, 0.2f}, q[3] = {0.2f, 0.7f, 0.1f};
+    int count[3] = {0};
+    sd_rng rng;
+    sd_rng_seed(&rng, 5);
+    float scratch[3];
+    int n = 200000;
+    for (int i = 0; i < n; i++) {
+        int32_t d = sd_sample_probs(q, 3, &rng);
+        int32_t r = sd_accept_speculative(p, q, d, 3, &rng, scratch);
+        count[r < 0 ? d : r]++;
+    }
+    double prob[3] = {0.5, 0.3, 0.2};
+    assert_true(chi_square_p(count, prob, 3, n) > P_FAIL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule_exact_law),
+        cmocka_unit_test(test_same_law_temp1),
+        cmocka_unit_test(test_same_law_filters),
+        cmocka_unit_test(test_broken_rule_is_caught),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
