@@ -69,6 +69,11 @@ static void test_type_table(void **state) {
         assert_int_equal(sd_type_quantizable(want[i].t), want[i].q);
         assert_int_equal(sd_quant_block_size(want[i].t), want[i].bs);
         assert_int_equal(sd_quant_type_size(want[i].t), want[i].ts);
+        /* the format layer's table agrees */
+        const ggml_type_info *gi = ggml_type_get(want[i].t);
+        assert_true(gi->known);
+        assert_int_equal(gi->block_size, want[i].bs);
+        assert_int_equal(gi->type_size, want[i].ts);
     }
     uint32_t unsupported[] = {GGML_TYPE_I8, GGML_TYPE_I32, GGML_TYPE_F64, 4, 5, 16, 39, 1000};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
