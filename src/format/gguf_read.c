@@ -67,6 +67,25 @@ static sd_status take_str(cursor *c, const char *what, const uint8_t **s, uint64
     return SD_OK;
 }
 
+/* A name from the file made safe for a one-line message: control bytes
+ * escaped as \xNN, cut after 60 bytes. Returns buf (SHOWN_CAP bytes). */
+#define SHOWN_CAP 256
+static const char *shown(const char *s, char *buf) {
+    size_t o = 0;
+    for (size_t k = 0; s[k] && o + 8 < SHOWN_CAP; k++) {
+        if (k == 60) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+        unsigned char ch = (unsigned char)s[k];
+        if (ch < 0x20 || ch == 0x7f) o += (size_t)snprintf(buf + o, SHOWN_CAP - o, "\\x%02x", ch);
+        else buf[o++] = (char)ch;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 /* ---- values ---- */
 
 uint32_t gguf_type_size(gguf_type t) {
@@ -208,7 +227,7 @@ static sd_status index_strings(cursor *c, gguf_kv *kv) {
 }
 
 static sd_status read_kv(cursor *c, int64_t i, gguf_kv *kv) {
-    char what[96];
+    char what[SHOWN_CAP + 16];
     snprintf(what, sizeof what, "kv %" PRId64 " key", i);
     const uint8_t *s;
     uint64_t len;
@@ -216,7 +235,8 @@ static sd_status read_kv(cursor *c, int64_t i, gguf_kv *kv) {
     sd_status st = take_str(c, what, &s, &len);
     if (!st) st = copy_name(c, what, s, len, &kv->key);
     if (st) return st;
-    snprintf(what, sizeof what, "kv '%.60s'%s", kv->key, len > 60 ? "..." : "");
+    char nb[SHOWN_CAP];
+    snprintf(what, sizeof what, "kv '%s'", shown(kv->key, nb));
     if ((st = take_u32(c, what, &t))) return st;
     if (t >= GGUF_TYPE_COUNT)
         return sd_err_set(c->err, SD_ERR_FORMAT, "%s: unknown value type %u at offset %" PRIu64, what, t,
@@ -287,7 +307,8 @@ static sd_status read_all_kv(cursor *c, gguf_ctx *ctx, uint64_t n_kv) {
     const char *dup;
     sd_status st = sort_names(ctx->n_kv, kv_name, ctx, &ctx->kv_sorted, &dup, c->err);
     if (st) return st;
-    if (dup) return sd_err_set(c->err, SD_ERR_FORMAT, "duplicate key '%s'", dup);
+    char nb[SHOWN_CAP];
+    if (dup) return sd_err_set(c->err, SD_ERR_FORMAT, "duplicate key '%s'", shown(dup, nb));
     return SD_OK;
 }
 
@@ -309,7 +330,7 @@ static sd_status read_alignment(cursor *c, gguf_ctx *ctx) {
 /* ---- tensors ---- */
 
 static sd_status read_tensor_info(cursor *c, int64_t i, gguf_tensor_info *ti) {
-    char what[128];
+    char what[SHOWN_CAP + 16], nb[SHOWN_CAP];
     snprintf(what, sizeof what, "tensor %" PRId64 " name", i);
     const uint8_t *s;
     uint64_t len;
@@ -321,7 +342,7 @@ static sd_status read_tensor_info(cursor *c, int64_t i, gguf_tensor_info *ti) {
     char *name;
     if ((st = copy_name(c, what, s, len, &name))) return st;
     ti->name = name;
-    snprintf(what, sizeof what, "tensor '%s'", name);
+    snprintf(what, sizeof what, "tensor '%s'", shown(name, nb));
     if ((st = take_u32(c, what, &ti->n_dims))) return st;
     if (ti->n_dims < 1 || ti->n_dims > GGUF_MAX_DIMS)
         return sd_err_set(c->err, SD_ERR_FORMAT, "%s: n_dims %u is not in 1..%d", what, ti->n_dims,
@@ -371,16 +392,17 @@ static sd_status place_tensors(cursor *c, gguf_ctx *ctx) {
     span *sp = sd_malloc_array((size_t)ctx->n_tensors, sizeof *sp);
     if (!sp) return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory checking tensor offsets");
     sd_status st = SD_OK;
+    char nb[SHOWN_CAP], nb2[SHOWN_CAP];
     for (int64_t i = 0; i < ctx->n_tensors && !st; i++) {
         gguf_tensor_info *ti = &ctx->tensors[i];
         uint64_t begin, end;
         if (ti->offset % a)
             st = sd_err_set(c->err, SD_ERR_FORMAT, "tensor '%s': offset %" PRIu64 " is not a multiple of the alignment %u",
-                            ti->name, ti->offset, ctx->alignment);
+                            shown(ti->name, nb), ti->offset, ctx->alignment);
         else if (!sd_add_u64(ctx->data_offset, ti->offset, &begin) || !sd_add_u64(begin, ti->nbytes, &end) ||
                  end > c->size)
             st = sd_err_set(c->err, SD_ERR_FORMAT, "tensor '%s': data [%" PRIu64 ", %" PRIu64 ") past end of file (size %" PRIu64 ")",
-                            ti->name, ctx->data_offset + ti->offset, ctx->data_offset + ti->offset + ti->nbytes, c->size);
+                            shown(ti->name, nb), ctx->data_offset + ti->offset, ctx->data_offset + ti->offset + ti->nbytes, c->size);
         else {
             ti->data = c->p + begin;
             sp[i] = (span){begin, end, i};
@@ -391,8 +413,8 @@ static sd_status place_tensors(cursor *c, gguf_ctx *ctx) {
         for (int64_t i = 1; i < ctx->n_tensors && !st; i++)
             if (sp[i].begin < sp[i - 1].end)
                 st = sd_err_set(c->err, SD_ERR_FORMAT, "tensors '%s' [%" PRIu64 ", %" PRIu64 ") and '%s' [%" PRIu64 ", %" PRIu64 ") overlap",
-                                ctx->tensors[sp[i - 1].idx].name, sp[i - 1].begin, sp[i - 1].end,
-                                ctx->tensors[sp[i].idx].name, sp[i].begin, sp[i].end);
+                                shown(ctx->tensors[sp[i - 1].idx].name, nb), sp[i - 1].begin, sp[i - 1].end,
+                                shown(ctx->tensors[sp[i].idx].name, nb2), sp[i].begin, sp[i].end);
     }
     free(sp);
     return st;
@@ -415,7 +437,8 @@ static sd_status read_all_tensors(cursor *c, gguf_ctx *ctx, uint64_t n_tensors) 
     const char *dup;
     sd_status st = sort_names(ctx->n_tensors, tensor_name, ctx, &ctx->t_sorted, &dup, c->err);
     if (st) return st;
-    if (dup) return sd_err_set(c->err, SD_ERR_FORMAT, "duplicate tensor name '%s'", dup);
+    char nb[SHOWN_CAP];
+    if (dup) return sd_err_set(c->err, SD_ERR_FORMAT, "duplicate tensor name '%s'", shown(dup, nb));
     return place_tensors(c, ctx);
 }
 

@@ -262,6 +262,11 @@ static void test_handbuilt(void **state) {
     h_str(&h, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     h_put(&h, 1, 4), h_put(&h, 4, 8), h_put(&h, GGML_TYPE_F32, 4), h_put(&h, 0, 8);
     expect_refused(h.b, h.n, SD_ERR_FORMAT, "longer than");
+    /* control bytes in a name are escaped: the message stays one line */
+    h_header(&h, 0, 1);
+    h_str(&h, "a\nb\rc");
+    h_put(&h, 99, 4);
+    expect_refused(h.b, h.n, SD_ERR_FORMAT, "kv 'a\\x0ab\\x0dc': unknown value type 99");
     /* zero pairs, zero tensors: valid, data offset past the end is fine */
     h_header(&h, 0, 0);
     assert_int_equal(try_open(h.b, h.n).st, SD_OK);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds one libFuzzer target and runs it for a bounded time.
+#   bash fuzz/run.sh SECONDS TARGET       e.g. bash fuzz/run.sh 300 fuzz_gguf
+# TARGET is any fuzz/fuzz_*.c; it is compiled with clang -fsanitize=fuzzer,address,undefined
+# together with every library source (src/ except src/cli; *_avx2.c get -mavx2 -mfma -mf16c).
+# Seeds: if fuzz/seeds_<P>.c exists (P = TARGET without "fuzz_", up to its first "_";
+# e.g. seeds_gguf.c for fuzz_gguf and fuzz_gguf_roundtrip) it is built and run once to
+# fill the corpus. Corpus: fuzz/corpus-TARGET/ ; binaries and crash files: fuzz/out/TARGET/
+# (both git-ignored). Prints the executions and the number of crash files; exit 1 on a crash.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -ne 2 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
+  echo "usage: fuzz/run.sh SECONDS TARGET   (TARGET: $(cd fuzz && ls fuzz_*.c | sed 's/\.c$//' | tr '\n' ' '))" >&2
+  exit 2
+fi
+secs=$1; target=${2%.c}; target=${target#fuzz/}
+src=fuzz/$target.c
+[ -f "$src" ] || { echo "fuzz/run.sh: no $src" >&2; exit 2; }
+out=fuzz/out/$target; corpus=fuzz/corpus-$target
+mkdir -p "$out" "$corpus"
+
+lib=(); objs=()
+while IFS= read -r f; do lib+=("$f"); done < <(find src -name '*.c' -not -path 'src/cli/*' | sort)
+# _DEFAULT_SOURCE: some library files use POSIX clocks without a feature macro; gcc's omp.h
+# happens to expose them, clang's does not.
+common=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Isrc -Itests -fopenmp -ffp-contract=off)
+libs=(-lpcre2-8 -ljansson -lm)
+
+# compile each library file (avx2 flags per file), then link with the target
+build_objs() {  # $1 = object dir, rest = extra flags
+  local dir=$1; shift; mkdir -p "$dir"; objs=()
+  for f in "${lib[@]}"; do
+    local o=$dir/$(echo "${f%.c}" | tr / _).o extra=()
+    [[ $f == *_avx2.c ]] && extra=(-mavx2 -mfma -mf16c)
+    clang "${common[@]}" "$@" "${extra[@]}" -c "$f" -o "$o"
+    objs+=("$o")
+  done
+}
+echo "fuzz: building $target"
+build_objs "$out/obj" -fsanitize=fuzzer-no-link,address,undefined
+clang "${common[@]}" -fsanitize=fuzzer,address,undefined "$src" "${objs[@]}" "${libs[@]}" -o "$out/$target"
+
+prefix=${target#fuzz_}; prefix=${prefix%%_*}
+if [ -f "fuzz/seeds_$prefix.c" ] && [ -z "$(ls -A "$corpus")" ]; then
+  build_objs "$out/obj-seeds"
+  clang "${common[@]}" "fuzz/seeds_$prefix.c" "${objs[@]}" "${libs[@]}" -o "$out/seeds_$prefix"
+  "$out/seeds_$prefix" "$corpus"
+  echo "fuzz: seeded $corpus with $(ls "$corpus" | wc -l) files"
+fi
+
+before=$(ls "$out" | grep -c '^crash-\|^leak-\|^timeout-\|^oom-' || true)
+log=$out/fuzz.log
+set +e
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "$out/$target" "$corpus" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
+  -print_final_stats=1 -artifact_prefix="$out/" >"$log" 2>&1
+rc=$?
+set -e
+after=$(ls "$out" | grep -c '^crash-\|^leak-\|^timeout-\|^oom-' || true)
+execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+cov=$(grep -oE '(cov|ft): [0-9]+' "$log" | tail -2 | tr '\n' ' ')
+echo "fuzz: $target ran ${secs}s: $execs executions, $((after - before)) new crash files ($cov); corpus $(ls "$corpus" | wc -l) files; log $log"
+if [ $rc -ne 0 ] || [ "$after" -gt "$before" ]; then
+  grep -m5 -E 'ERROR|SUMMARY|check failed' "$log" || true
+  ls "$out" | grep -E '^(crash|leak|timeout|oom)-' || true
+  exit 1
+fi
