@@ -20,7 +20,15 @@ void sd_add(float *x, const float *y, int64_t n);
  * Rotates the first n_rot dims; theta_i = pos * freq_scale * base^(-2i/n_rot). */
 void sd_rope(float *x, int n_rot, int64_t pos, float base, float freq_scale, int neox);
 
-/* Index of the largest x[i] (first on ties). */
-int64_t sd_argmax(const float *x, int64_t n);
+/* Dot product sum_i a[i]*b[i] in one fixed order, the same in the scalar and
+ * AVX2 builds: 8 lane accumulators, lane l takes i = l mod 8 (acc = fmaf(a, b,
+ * acc); the last partial chunk is padded with zeros), then the lanes are summed
+ * as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). Used for attention scores over the
+ * KV cache and for rmsnorm, so every position's result is batch-invariant. */
+float sd_dot_f32(const float *a, const float *b, int64_t n);
+/* y[i] = fmaf(a, x[i], y[i]) for i < n (attention: value rows into the output). */
+void sd_axpy_f32(float *y, float a, const float *x, int64_t n);
+
+/* argmax lives in decode/sampler.h (sd_argmax), next to its only users. */
 
 #endif

@@ -1,0 +1,331 @@
+/* AVX2 matmul kernels over the repacked layout (matmul_pack.c). Each computes
+ * exactly the integers and float operations of the scalar reference
+ * (matmul_ref.c), 8 output rows per vector, one weight block at a time for a
+ * group of up to 4 activation rows, so a weight tile is read from memory once
+ * per SD_SCHUNK activation rows. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "numerics/matmul_impl.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __m256i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* ---- activation quantization: the scalar quantize_block, 8 floats at a time ---- */
+
+INLINE float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+static float quantize_block_avx2(const float *x, int n, int8_t *q) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 vmax = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    float d = hmax8(vmax) / 127.0f;
+    __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int i = 0; i < n; i += 32) {
+        __m256i v[4];
+        for (int j = 0; j < 4; j++) {
+            __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * j), id),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(r, lo), hi); /* max_ps(NaN, lo) = lo, as the scalar clamp */
+            v[j] = _mm256_cvtps_epi32(r);
+        }
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+        _mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(p, perm));
+    }
+    return d;
+}
+
+void sd_act_quantize_row_avx2(sd_act *a, int s, const float *x) {
+    int8_t *q = a->q + (size_t)s * a->n_in;
+    for (int64_t b = 0; b < a->nb; b++) {
+        int8_t *qb = q + b * a->block;
+        a->d[(size_t)s * a->nb + b] = quantize_block_avx2(x + b * a->block, a->block, qb);
+        int16_t *sum = a->sum + ((size_t)s * a->nb + b) * a->nsum;
+        if (a->block == SD_QK) {
+            int t = 0;
+            for (int i = 0; i < SD_QK; i++) t += qb[i];
+            sum[0] = (int16_t)t;
+        } else {
+            for (int j = 0; j < 16; j++) {
+                int t = 0;
+                for (int i = 0; i < 16; i++) t += qb[16 * j + i];
+                sum[j] = (int16_t)t;
+            }
+            for (int j = 0; j < 8; j++) sum[16 + j] = (int16_t)(sum[2 * j] + sum[2 * j + 1]);
+        }
+    }
+}
+
+/* ---- quantized tiles ---- */
+
+typedef struct grp {
+    const int8_t *xq[4]; /* activation block of each row in the group */
+    const int16_t *xs[4];
+    float dx[4];
+} grp;
+
+INLINE void grp_set(grp *g, const sd_act *a, int s, int64_t b, int N) {
+    for (int n = 0; n < N; n++) {
+        size_t sb = (size_t)(s + n) * (size_t)a->nb + (size_t)b;
+        g->xq[n] = a->q + (size_t)(s + n) * (size_t)a->n_in + (size_t)b * (size_t)a->block;
+        g->xs[n] = a->sum + sb * (size_t)a->nsum;
+        g->dx[n] = a->d[sb];
+    }
+}
+
+/* acc += cvt(isum) * (d_w * d_x): the reference's fmaf((float)isum, d * dx, acc). */
+INLINE __m256 fma_block(__m256i isum, __m256 dw, float dx, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc);
+}
+
+/* Q8_0: signed x signed via the sign trick (|w| unsigned, x takes w's sign). */
+INLINE void q8_0_grp(const uint8_t *c, const grp *g, __m256 *acc, int N) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[4];
+    for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++) {
+        __m256i w = _mm256_load_si256((const __m256i *)(c + 32 * k)), aw = _mm256_abs_epi8(w);
+        for (int n = 0; n < N; n++) {
+            __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(g->xq[n] + 4 * k), w));
+            isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(p, ones));
+        }
+    }
+    __m256 dw = _mm256_load_ps((const float *)(c + 256));
+    for (int n = 0; n < N; n++) acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
+}
+
+/* Q4_0: unsigned nibbles x signed activations; 8 maddubs sums fit int16
+ * (8 * 2 * 15 * 127 = 30480); minus 8 * block sum. */
+INLINE void q4_0_grp(const __m256i *u, const uint8_t *c, const grp *g, __m256 *acc, int N) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i t16[4];
+    for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k++)
+        for (int n = 0; n < N; n++)
+            t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(u[k], bcast32(g->xq[n] + 4 * k)));
+    __m256 dw = _mm256_load_ps((const float *)(c + 128));
+    for (int n = 0; n < N; n++) {
+        __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(t16[n], ones), _mm256_set1_epi32(8 * g->xs[n][0]));
+        acc[n] = fma_block(isum, dw, g->dx[n], acc[n]);
+    }
+}
+
+static void q4_0_decode(const uint8_t *c, __m256i *u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int k = 0; k < 4; k++) {
+        __m256i v = _mm256_load_si256((const __m256i *)(c + 32 * k));
+        u[k] = _mm256_and_si256(v, m4);
+        u[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+}
+
+/* Q4_K: u[8j+m] = sub-block j dword m; sc[j] = (scale, scale) int16 pairs per
+ * row; mn[i] = (min 2i, min 2i+1) int16 pairs per row. */
+typedef struct k4_dec {
+    __m256i u[64], sc[8], mn[4];
+} k4_dec;
+
+static void q4_k_decode(const uint8_t *c, k4_dec *k4) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int i = 0; i < 4; i++)
+        for (int m = 0; m < 8; m++) {
+            __m256i v = _mm256_load_si256((const __m256i *)(c + 32 * (8 * i + m)));
+            k4->u[16 * i + m] = _mm256_and_si256(v, m4);
+            k4->u[16 * i + 8 + m] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+    for (int j = 0; j < 8; j++) {
+        __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1024 + 8 * j)));
+        k4->sc[j] = _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+    }
+    for (int i = 0; i < 4; i++) {
+        __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i)));
+        __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i + 8)));
+        k4->mn[i] = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
+    }
+}
+
+INLINE void q4_k_grp(const k4_dec *k4, const uint8_t *c, const grp *g, __m256 *acc, int N) {
+    __m256i isum[4], summ[4];
+    for (int n = 0; n < N; n++) isum[n] = summ[n] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        __m256i t16[4];
+        for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
+        for (int m = 0; m < 8; m++)
+            for (int n = 0; n < N; n++)
+                t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(k4->u[8 * j + m], bcast32(g->xq[n] + 32 * j + 4 * m)));
+        for (int n = 0; n < N; n++) isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(t16[n], k4->sc[j]));
+    }
+    for (int i = 0; i < 4; i++)
+        for (int n = 0; n < N; n++)
+            summ[n] = _mm256_add_epi32(summ[n], _mm256_madd_epi16(k4->mn[i], bcast32(g->xs[n] + 16 + 2 * i)));
+    __m256 dw = _mm256_load_ps((const float *)(c + 1152)), dmin = _mm256_load_ps((const float *)(c + 1184));
+    const __m256 neg = _mm256_set1_ps(-0.0f);
+    for (int n = 0; n < N; n++) {
+        __m256 dxv = _mm256_set1_ps(g->dx[n]);
+        acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
+        acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ[n]), _mm256_xor_ps(_mm256_mul_ps(dmin, dxv), neg), acc[n]);
+    }
+}
+
+/* Q6_K: u[e] = values 4e..4e+3 (0..63) of the 8 rows; sc[j] = (scale, scale)
+ * per row for the 16-value sub-block j; scp[i] = (scale 2i, scale 2i+1). */
+typedef struct k6_dec {
+    __m256i u[64], sc[16], scp[8];
+} k6_dec;
+
+static void q6_k_decode(const uint8_t *c, k6_dec *k6) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    for (int k = 0; k < 16; k++) {
+        __m256i l0 = _mm256_load_si256((const __m256i *)(c + 32 * k));
+        __m256i l1 = _mm256_load_si256((const __m256i *)(c + 32 * (k + 16)));
+        __m256i h = _mm256_load_si256((const __m256i *)(c + 1024 + 32 * k));
+        k6->u[k] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2));
+        k6->u[k + 16] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2));
+        k6->u[k + 32] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2));
+        k6->u[k + 48] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m2));
+    }
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    __m256i s[16];
+    for (int j = 0; j < 16; j++) {
+        s[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1536 + 8 * j)));
+        k6->sc[j] = _mm256_or_si256(_mm256_and_si256(s[j], lo16), _mm256_slli_epi32(s[j], 16));
+    }
+    for (int i = 0; i < 8; i++)
+        k6->scp[i] = _mm256_or_si256(_mm256_and_si256(s[2 * i], lo16), _mm256_slli_epi32(s[2 * i + 1], 16));
+}
+
+/* Two maddubs per int16 sum: 2 * 2 * 63 * 127 = 32004 fits. */
+INLINE void q6_k_grp(const k6_dec *k6, const uint8_t *c, const grp *g, __m256 *acc, int N) {
+    __m256i isum[4];
+    for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
+    for (int j = 0; j < 16; j++)
+        for (int n = 0; n < N; n++) {
+            const int8_t *x = g->xq[n] + 16 * j;
+            __m256i ta = _mm256_add_epi16(_mm256_maddubs_epi16(k6->u[4 * j], bcast32(x)),
+                                          _mm256_maddubs_epi16(k6->u[4 * j + 1], bcast32(x + 4)));
+            __m256i tb = _mm256_add_epi16(_mm256_maddubs_epi16(k6->u[4 * j + 2], bcast32(x + 8)),
+                                          _mm256_maddubs_epi16(k6->u[4 * j + 3], bcast32(x + 12)));
+            isum[n] = _mm256_add_epi32(isum[n], _mm256_add_epi32(_mm256_madd_epi16(ta, k6->sc[j]),
+                                                                 _mm256_madd_epi16(tb, k6->sc[j])));
+        }
+    __m256 dw = _mm256_load_ps((const float *)(c + 1664));
+    for (int n = 0; n < N; n++) {
+        __m256i corr = _mm256_setzero_si256();
+        for (int i = 0; i < 8; i++)
+            corr = _mm256_add_epi32(corr, _mm256_madd_epi16(k6->scp[i], bcast32(g->xs[n] + 2 * i)));
+        isum[n] = _mm256_sub_epi32(isum[n], _mm256_slli_epi32(corr, 5));
+        acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
+    }
+}
+
+/* One block of the tile for activation rows [s, s+ns) of a chunk. */
+static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, int ns, int64_t b, __m256 *acc) {
+    union {
+        __m256i u[8];
+        k4_dec k4;
+        k6_dec k6;
+    } dec;
+    grp g;
+    if (type == GGML_TYPE_Q4_0) q4_0_decode(c, dec.u);
+    else if (type == GGML_TYPE_Q4_K) q4_k_decode(c, &dec.k4);
+    else if (type == GGML_TYPE_Q6_K) q6_k_decode(c, &dec.k6);
+    int i = 0;
+#define GROUP(N)                                                        \
+    do {                                                                \
+        grp_set(&g, a, s + i, b, N);                                    \
+        switch (type) {                                                 \
+        case GGML_TYPE_Q8_0: q8_0_grp(c, &g, acc + i, N); break;        \
+        case GGML_TYPE_Q4_0: q4_0_grp(dec.u, c, &g, acc + i, N); break; \
+        case GGML_TYPE_Q4_K: q4_k_grp(&dec.k4, c, &g, acc + i, N); break; \
+        case GGML_TYPE_Q6_K: q6_k_grp(&dec.k6, c, &g, acc + i, N); break; \
+        }                                                               \
+    } while (0)
+    for (; i + 4 <= ns; i += 4) GROUP(4);
+    for (; i < ns; i++) GROUP(1);
+#undef GROUP
+}
+
+void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t) {
+    const sd_wtype *wt = sd_wtype_get(m->type);
+    const uint8_t *tile = (const uint8_t *)m->packed + (size_t)t * (size_t)a->nb * (size_t)wt->packed_bytes;
+    int64_t o0 = t * SD_TILE;
+    int rows = m->n_out - o0 < SD_TILE ? (int)(m->n_out - o0) : SD_TILE;
+    __m256 acc[SD_SCHUNK];
+    for (int s0 = 0; s0 < a->S; s0 += SD_SCHUNK) {
+        int ns = a->S - s0 < SD_SCHUNK ? a->S - s0 : SD_SCHUNK;
+        for (int s = 0; s < ns; s++) acc[s] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < a->nb; b++)
+            block_rows(m->type, tile + (size_t)b * (size_t)wt->packed_bytes, a, s0, ns, b, acc);
+        for (int s = 0; s < ns; s++) {
+            float out[8];
+            _mm256_storeu_ps(out, acc[s]);
+            memcpy(y + (size_t)(s0 + s) * (size_t)m->n_out + o0, out, (size_t)rows * sizeof(float));
+        }
+    }
+}
+
+/* ---- float weights: the order of sd_dot_f32, 4 activation rows per weight load ---- */
+
+INLINE float hsum_tree(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(s) + _mm_cvtss_f32(_mm_shuffle_ps(s, s, 1));
+}
+
+INLINE __m256 load_w8(uint32_t type, const void *p) {
+    if (type == GGML_TYPE_F32) return _mm256_loadu_ps((const float *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (type == GGML_TYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+INLINE void float_grp(uint32_t type, const uint8_t *row, size_t es, const float *x, int64_t n_in, float *out, int N) {
+    __m256 acc[4];
+    for (int n = 0; n < N; n++) acc[n] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n_in; i += 8) {
+        __m256 w = load_w8(type, row + (size_t)i * es);
+        for (int n = 0; n < N; n++) acc[n] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (size_t)n * n_in + i), acc[n]);
+    }
+    if (i < n_in) { /* zero-padded tail, as the reference */
+        uint8_t wt[32] = {0};
+        memcpy(wt, row + (size_t)i * es, (size_t)(n_in - i) * es);
+        __m256 w = load_w8(type, wt);
+        for (int n = 0; n < N; n++) {
+            float xt[8] = {0};
+            memcpy(xt, x + (size_t)n * n_in + i, (size_t)(n_in - i) * sizeof(float));
+            acc[n] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xt), acc[n]);
+        }
+    }
+    for (int n = 0; n < N; n++) out[n] = hsum_tree(acc[n]);
+}
+
+void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1) {
+    size_t es = m->type == GGML_TYPE_F32 ? 4 : 2;
+    float out[4];
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *row = (const uint8_t *)m->data + (size_t)o * (size_t)m->n_in * es;
+        int s = 0;
+        for (; s + 4 <= S; s += 4) {
+            float_grp(m->type, row, es, x + (size_t)s * m->n_in, m->n_in, out, 4);
+            for (int n = 0; n < 4; n++) y[(size_t)(s + n) * m->n_out + o] = out[n];
+        }
+        for (; s < S; s++) {
+            float_grp(m->type, row, es, x + (size_t)s * m->n_in, m->n_in, out, 1);
+            y[(size_t)s * m->n_out + o] = out[0];
+        }
+    }
+}

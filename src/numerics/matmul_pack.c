@@ -1,0 +1,93 @@
+/* Repacking quantized weights into the AVX2 kernels' layout, once at load time.
+ *
+ * Eight output rows form a tile; for every weight block the tile's integer
+ * values are interleaved so that one 32-byte vector holds 4 consecutive
+ * values of each of the 8 rows (byte 4r+t of vector k = row r, value 4k+t).
+ * An activation dword broadcast against such a vector gives, after
+ * maddubs/madd, the 8 rows' partial sums in the 8 int32 lanes: the per-block
+ * scale work is then one float FMA per (block, 8 rows, activation row)
+ * (DESIGN.md §2, "weights repacked 16 rows x 4 bytes", here 8 rows for AVX2).
+ * Rows past n_out are zero. Chunk layouts, per (tile, block), offsets in bytes:
+ *   Q8_0 (288):  [0,256) 8 vectors of int8 values;          [256,288) d f32[8]
+ *   Q4_0 (160):  [0,128) 4 vectors, nibbles: low = value 4k+t, high = 16+4k+t; [128,160) d[8]
+ *   Q4_K (1216): [0,1024) 32 vectors = the block's qs dwords (i = k/8: low nibble
+ *                value 64i+4(k%8)+t, high nibble 64i+32+4(k%8)+t);
+ *                [1024,1088) scales u8 [sub j][row]; [1088,1152) mins u8 [j][row];
+ *                [1152,1184) d[8]; [1184,1216) dmin[8]
+ *   Q6_K (1696): [0,1024) 32 vectors, low nibble of value 4k+t | low nibble of 4(k+32)+t << 4;
+ *                [1024,1536) 16 vectors, 2-bit highs of values 4(k+16p)+t at bits 2p;
+ *                [1536,1664) scales i8 [sub j][row]; [1664,1696) d[8]
+ * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 1216/1152 (Q4_K), 1696/1680 (Q6_K) of
+ * the GGUF bytes, held in addition to the mapping (which get_row still reads). */
+#include <string.h>
+
+#include "numerics/matmul_impl.h"
+
+bool sd_matmul_has_avx2_layout(uint32_t type) {
+    const sd_wtype *wt = sd_wtype_get(type);
+    return wt && wt->packed_bytes != 0;
+}
+
+static uint8_t *at(uint8_t *c, int k, int r, int t) { return c + 32 * k + 4 * r + t; }
+
+static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
+    float *fd;
+    switch (type) {
+    case GGML_TYPE_Q8_0:
+        for (int k = 0; k < 8; k++)
+            for (int t = 0; t < 4; t++) *at(c, k, r, t) = (uint8_t)wb->q[4 * k + t];
+        fd = (float *)(c + 256);
+        fd[r] = wb->d;
+        break;
+    case GGML_TYPE_Q4_0:
+        for (int k = 0; k < 4; k++)
+            for (int t = 0; t < 4; t++) *at(c, k, r, t) = (uint8_t)(wb->q[4 * k + t] | wb->q[16 + 4 * k + t] << 4);
+        fd = (float *)(c + 128);
+        fd[r] = wb->d;
+        break;
+    case GGML_TYPE_Q4_K:
+        for (int k = 0; k < 32; k++) {
+            int i = k / 8, m = k % 8;
+            for (int t = 0; t < 4; t++)
+                *at(c, k, r, t) = (uint8_t)(wb->q[64 * i + 4 * m + t] | wb->q[64 * i + 32 + 4 * m + t] << 4);
+        }
+        for (int j = 0; j < 8; j++) {
+            c[1024 + 8 * j + r] = (uint8_t)wb->sc[j];
+            c[1088 + 8 * j + r] = (uint8_t)wb->mn[j];
+        }
+        ((float *)(c + 1152))[r] = wb->d;
+        ((float *)(c + 1184))[r] = wb->m;
+        break;
+    case GGML_TYPE_Q6_K:
+        for (int k = 0; k < 32; k++)
+            for (int t = 0; t < 4; t++)
+                *at(c, k, r, t) = (uint8_t)((wb->q[4 * k + t] & 0xF) | (wb->q[4 * (k + 32) + t] & 0xF) << 4);
+        for (int k = 0; k < 16; k++)
+            for (int t = 0; t < 4; t++) {
+                int h = 0;
+                for (int p = 0; p < 4; p++) h |= (wb->q[4 * (k + 16 * p) + t] >> 4) << (2 * p);
+                *at(c + 1024, k, r, t) = (uint8_t)h;
+            }
+        for (int j = 0; j < 16; j++) c[1536 + 8 * j + r] = (uint8_t)wb->sc[j];
+        ((float *)(c + 1664))[r] = wb->d;
+        break;
+    }
+}
+
+void sd_matmul_pack(const sd_matrix *m, void *packed) {
+    const sd_wtype *wt = sd_wtype_get(m->type);
+    int64_t nb = m->n_in / wt->block, n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
+    size_t row_bytes = (size_t)nb * (size_t)wt->block_bytes;
+    sd_wblock wb;
+    for (int64_t t = 0; t < n_tiles; t++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *c = (uint8_t *)packed + ((size_t)t * (size_t)nb + (size_t)b) * (size_t)wt->packed_bytes;
+            memset(c, 0, (size_t)wt->packed_bytes);
+            for (int r = 0; r < SD_TILE && t * SD_TILE + r < m->n_out; r++) {
+                const uint8_t *src = (const uint8_t *)m->data + (size_t)(t * SD_TILE + r) * row_bytes +
+                                     (size_t)b * (size_t)wt->block_bytes;
+                sd_wblock_decode(m->type, src, &wb);
+                pack_row(m->type, &wb, r, c);
+            }
+        }
+}

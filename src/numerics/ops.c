@@ -1,0 +1,94 @@
+/* Transformer ops, scalar reference and dispatch. Every reduction runs in one
+ * fixed order per row (DESIGN.md §5); the AVX2 versions (ops_avx2.c) reproduce
+ * the scalar rounding exactly. exp-based ops (softmax, swiglu) stay scalar:
+ * libm's expf is the definition, and they are a small share of a forward. */
+#include "numerics/ops.h"
+
+#include <math.h>
+
+#include "numerics/cpu.h"
+#include "numerics/ops_kernels.h"
+
+static float dot_scalar(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(a[i + l], b[i + l], acc[l]);
+    if (i < n) /* zero padding, as the AVX2 build loads the tail */
+        for (int l = 0; l < 8; l++)
+            acc[l] = i + l < n ? fmaf(a[i + l], b[i + l], acc[l]) : fmaf(0.0f, 0.0f, acc[l]);
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+float sd_dot_f32(const float *a, const float *b, int64_t n) {
+    if (sd_cpu_avx2()) return sd_dot_f32_avx2(a, b, n);
+    return dot_scalar(a, b, n);
+}
+
+void sd_axpy_f32(float *y, float a, const float *x, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_axpy_f32_avx2(y, a, x, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+}
+
+void sd_add(float *x, const float *y, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_add_avx2(x, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* llama.cpp ggml_compute_forward_rms_norm: mean of squares, 1/sqrt(mean+eps),
+ * then the weight multiply (a separate op there, fused here in the same order). */
+void sd_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
+    float ss = sd_dot_f32(x, x, n);
+    float scale = 1.0f / sqrtf(ss / (float)n + eps);
+    if (sd_cpu_avx2()) {
+        sd_scale_mul_avx2(out, x, scale, w, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i] * scale;
+        out[i] = w ? v * w[i] : v;
+    }
+}
+
+void sd_softmax(float *x, int64_t n) {
+    if (n <= 0) return;
+    float max = x[0];
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+    for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+/* silu(g) = g / (1 + exp(-g)) (llama.cpp ggml_silu_f32). */
+void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+/* llama.cpp rope_yarn without extrapolation (ext_factor = 0, attn_factor = 1):
+ * theta_i = pos * freq_scale * base^(-2i/n_rot). NORM rotates (2i, 2i+1),
+ * NEOX rotates (i, i + n_rot/2). */
+void sd_rope(float *x, int n_rot, int64_t pos, float base, float freq_scale, int neox) {
+    int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        float theta = (float)pos * freq_scale * powf(base, -2.0f * (float)i / (float)n_rot);
+        float c = cosf(theta), s = sinf(theta);
+        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+    }
+}

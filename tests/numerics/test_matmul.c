@@ -1,0 +1,230 @@
+/* numerics/matmul: batch invariance (DESIGN.md §5) and correctness of every
+ * weight type. Weights are random bytes with sane fp16 scales, so every bit
+ * pattern of the quants (Q8_0 -128, Q6_K scale -128, ...) is exercised. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/ggml_type.h"
+#include "numerics/cpu.h"
+#include "numerics/matmul.h"
+#include "numerics/quant.h"
+
+static const uint32_t k_types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
+                                   GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                   GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+#define N_TYPES (sizeof k_types / sizeof k_types[0])
+#define MAX_S 17
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) { /* splitmix64 */
+    uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float frand(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() >> 40) / (float)(1 << 24); }
+
+static void put_f16(uint8_t *p, float v) {
+    uint16_t h = sd_fp32_to_fp16(v);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+/* Offsets of the fp16 scale fields inside a block (ggml-common.h). */
+static void fix_scales(uint32_t t, uint8_t *b) {
+    float d = frand(0.002f, 0.05f) * (rnd() & 1 ? 1.0f : -1.0f);
+    switch (t) {
+    case GGML_TYPE_Q8_0: case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: put_f16(b, d); break;
+    case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_1: case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K:
+        put_f16(b, d);
+        put_f16(b + 2, frand(-0.05f, 0.05f));
+        break;
+    case GGML_TYPE_Q6_K: put_f16(b + 208, d * 0.05f); break;
+    }
+}
+
+static void *random_weights(uint32_t t, int64_t n_in, int64_t n_out) {
+    const ggml_type_info *ti = ggml_type_get(t);
+    size_t nblk = (size_t)(n_in / ti->block_size) * (size_t)n_out, bytes = nblk * ti->type_size;
+    uint8_t *w = malloc(bytes);
+    assert_non_null(w);
+    if (t == GGML_TYPE_F32) {
+        for (size_t i = 0; i < nblk; i++) ((float *)w)[i] = frand(-1, 1);
+    } else if (t == GGML_TYPE_F16 || t == GGML_TYPE_BF16) {
+        for (size_t i = 0; i < nblk; i++)
+            ((uint16_t *)w)[i] = t == GGML_TYPE_F16 ? sd_fp32_to_fp16(frand(-1, 1)) : sd_fp32_to_bf16(frand(-1, 1));
+    } else {
+        for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)rnd();
+        for (size_t i = 0; i < nblk; i++) fix_scales(t, w + i * ti->type_size);
+    }
+    return w;
+}
+
+static float *random_x(int S, int64_t n_in) {
+    float *x = malloc((size_t)S * (size_t)n_in * sizeof(float));
+    assert_non_null(x);
+    for (int64_t i = 0; i < S * n_in; i++) x[i] = frand(-2, 2) * (rnd() % 7 == 0 ? 10.0f : 1.0f);
+    return x;
+}
+
+static int64_t block_of(uint32_t t) { return ggml_type_get(t)->block_size; }
+
+/* y for S rows at once vs each row alone, for 1, 2 and 3 threads. */
+static void check_batch_invariance(const sd_matrix *m, const float *x, float *y1) {
+    int64_t n_out = m->n_out, n_in = m->n_in;
+    float *y = malloc(MAX_S * (size_t)n_out * sizeof(float));
+    assert_non_null(y);
+    for (int s = 0; s < MAX_S; s++) sd_matmul(m, x + s * n_in, 1, y1 + s * n_out, 1);
+    for (int nt = 1; nt <= 3; nt++)
+        for (int S = 1; S <= MAX_S; S++) {
+            memset(y, 0xAB, (size_t)S * (size_t)n_out * sizeof(float));
+            sd_matmul(m, x, S, y, nt);
+            if (memcmp(y, y1, (size_t)S * (size_t)n_out * sizeof(float)) != 0)
+                fail_msg("type %s %lldx%lld: S=%d threads=%d differs from S=1", ggml_type_get(m->type)->name,
+                         (long long)n_out, (long long)n_in, S, nt);
+        }
+    free(y);
+}
+
+/* Against float64 dot products of the dequantized weights. The activation is
+ * rounded to 8 bits per block: |error| <= sum_i |w_i| * amax_block(i) / 254. */
+static void check_reference(const sd_matrix *m, const float *x, const float *y) {
+    int64_t n_in = m->n_in, qb = 0;
+    uint32_t t = m->type;
+    if (block_of(t) == 32) qb = 32;
+    if (block_of(t) == 256) qb = 256;
+    float *w = malloc((size_t)n_in * sizeof(float));
+    assert_non_null(w);
+    for (int64_t o = 0; o < m->n_out; o++) {
+        sd_matrix_get_row(m, o, w);
+        for (int s = 0; s < MAX_S; s++) {
+            const float *xs = x + s * n_in;
+            double ref = 0, mag = 0, bound = 0;
+            for (int64_t i = 0; i < n_in; i++) {
+                ref += (double)w[i] * xs[i];
+                mag += fabs((double)w[i] * xs[i]);
+            }
+            if (qb)
+                for (int64_t b = 0; b < n_in; b += qb) {
+                    double amax = 0, sw = 0;
+                    for (int64_t i = b; i < b + qb; i++) {
+                        amax = fmax(amax, fabs(xs[i]));
+                        sw += fabs(w[i]);
+                    }
+                    bound += sw * amax / 254.0 * 1.001;
+                }
+            bound += 1e-5 * mag + 1e-30;
+            double got = y[s * m->n_out + o];
+            if (!(fabs(got - ref) <= bound))
+                fail_msg("type %s row %lld s %d: got %.9g want %.9g (bound %.3g)", ggml_type_get(t)->name,
+                         (long long)o, s, got, ref, bound);
+            if (qb) { /* tight: against the activation as the kernel rounds it (matmul_impl.h) */
+                double refq = 0, magq = 0;
+                for (int64_t b = 0; b < n_in; b += qb) {
+                    float amax = 0;
+                    for (int64_t i = b; i < b + qb; i++) amax = fmaxf(amax, fabsf(xs[i]));
+                    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+                    for (int64_t i = b; i < b + qb; i++) {
+                        double xq = (double)nearbyintf(xs[i] * id) * d;
+                        refq += (double)w[i] * xq;
+                        magq += fabs((double)w[i] * xq);
+                    }
+                }
+                if (!(fabs(got - refq) <= 2e-6 * magq + 1e-30))
+                    fail_msg("type %s row %lld s %d: got %.9g, want %.9g with 8-bit activations",
+                             ggml_type_get(t)->name, (long long)o, s, got, refq);
+            }
+        }
+    }
+    free(w);
+}
+
+static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
+    void *wdata = random_weights(t, n_in, n_out);
+    float *x = random_x(MAX_S, n_in);
+    float *y_fast = malloc(MAX_S * (size_t)n_out * sizeof(float));
+    float *y_ref = malloc(MAX_S * (size_t)n_out * sizeof(float));
+    assert_non_null(y_fast);
+    assert_non_null(y_ref);
+    sd_matrix m;
+    sd_err err = {0};
+    assert_int_equal(sd_matrix_init(&m, t, n_in, n_out, wdata, &err), SD_OK);
+    bool simd = sd_cpu_avx2();
+    check_batch_invariance(&m, x, y_fast); /* the build this CPU runs */
+    sd_cpu_force_scalar(true);
+    check_batch_invariance(&m, x, y_ref);
+    sd_cpu_force_scalar(false);
+    if (simd && memcmp(y_fast, y_ref, MAX_S * (size_t)n_out * sizeof(float)) != 0) {
+        for (int64_t i = 0; i < MAX_S * n_out; i++)
+            if (memcmp(&y_fast[i], &y_ref[i], 4))
+                fail_msg("type %s %lldx%lld: avx2 %.9g != scalar %.9g at %lld", ggml_type_get(t)->name,
+                         (long long)n_out, (long long)n_in, y_fast[i], y_ref[i], (long long)i);
+    }
+    check_reference(&m, x, y_ref);
+    sd_matrix_free(&m);
+    free(wdata);
+    free(x);
+    free(y_fast);
+    free(y_ref);
+}
+
+static void test_all_types(void **state) {
+    (void)state;
+    static const int64_t outs[] = {1, 7, 9, 20, 37};
+    for (size_t k = 0; k < N_TYPES; k++) {
+        uint32_t t = k_types[k];
+        int64_t blk = block_of(t) == 1 ? 1 : block_of(t);
+        int64_t ins[3] = {blk == 1 ? 13 : blk, blk == 1 ? 64 : 2 * blk, blk == 1 ? 259 : (blk == 32 ? 7 * 32 : 3 * 256)};
+        for (int i = 0; i < 3; i++) run_shape(t, ins[i], outs[(k + (size_t)i) % 5]);
+        run_shape(t, ins[0], 1);
+    }
+}
+
+static void test_avx2_present(void **state) {
+    (void)state;
+    if (!sd_cpu_avx2()) skip(); /* no AVX2 here (or SD_FORCE_SCALAR): scalar-only run */
+    assert_string_equal(sd_matmul_backend(), "avx2");
+    sd_cpu_force_scalar(true);
+    assert_string_equal(sd_matmul_backend(), "scalar");
+    sd_cpu_force_scalar(false);
+}
+
+static void test_init_errors(void **state) {
+    (void)state;
+    sd_matrix m;
+    sd_err err = {0};
+    static uint8_t buf[4096];
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q8_0, 48, 4, buf, &err), SD_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "block"));
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q4_K, 128, 4, buf, &err), SD_ERR_FORMAT);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q2_K, 256, 4, buf, &err), SD_ERR_UNSUPPORTED);
+    assert_int_equal(sd_matrix_init(&m, 99, 32, 4, buf, &err), SD_ERR_UNSUPPORTED);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 0, 4, buf, &err), SD_ERR_FORMAT);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 8, -1, buf, &err), SD_ERR_FORMAT);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 8, 4, NULL, &err), SD_ERR_ARG);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    /* Runs with 2 and 3 threads on a shared 2-core machine: spinning OpenMP
+     * waits make that 30x slower, so re-run ourselves with passive waits
+     * (libgomp reads the variable before main). */
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "passive", 1);
+        execv("/proc/self/exe", argv);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_avx2_present),
+        cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_all_types),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

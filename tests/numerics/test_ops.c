@@ -1,0 +1,157 @@
+/* numerics/ops: scalar and AVX2 builds agree bitwise; results match float64. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numerics/cpu.h"
+#include "numerics/ops.h"
+
+static uint64_t g_rng = 12345;
+static float frand(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)(g_rng >> 40) / (float)(1 << 24) * 4.0f - 2.0f;
+}
+static void fill(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = frand();
+}
+
+static const int64_t k_sizes[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 64, 127, 128, 1000, 1024};
+#define N_SIZES (sizeof k_sizes / sizeof k_sizes[0])
+
+
+static void test_dot(void **state) {
+    (void)state;
+    float a[1024], b[1024];
+    for (size_t k = 0; k < N_SIZES; k++) {
+        int64_t n = k_sizes[k];
+        fill(a, n);
+        fill(b, n);
+        float fast = sd_dot_f32(a, b, n);
+        sd_cpu_force_scalar(true);
+        float ref = sd_dot_f32(a, b, n);
+        sd_cpu_force_scalar(false);
+        assert_memory_equal(&fast, &ref, sizeof fast);
+        double d = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) {
+            d += (double)a[i] * b[i];
+            mag += fabs((double)a[i] * b[i]);
+        }
+        assert_true(fabs(ref - d) <= 1e-6 * mag + 1e-30);
+        /* the documented order: 8 lanes, fixed tree */
+        float acc[8] = {0};
+        for (int64_t i = 0; i < n; i++) acc[i % 8] = fmaf(a[i], b[i], acc[i % 8]);
+        if (n % 8) /* zero padding adds +0 to the lanes past the end */
+            for (int64_t l = n % 8; l < 8; l++) acc[l] = fmaf(0.0f, 0.0f, acc[l]);
+        float want = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+        assert_memory_equal(&ref, &want, sizeof ref);
+    }
+}
+
+static void test_axpy_add_rmsnorm(void **state) {
+    (void)state;
+    float x[1024], y[1024], w[1024], o1[1024], o2[1024];
+    for (size_t k = 0; k < N_SIZES; k++) {
+        int64_t n = k_sizes[k];
+        fill(x, n);
+        fill(y, n);
+        fill(w, n);
+        float a = frand();
+        for (int pass = 0; pass < 2; pass++) {
+            float *o = pass ? o2 : o1;
+            sd_cpu_force_scalar(pass == 1);
+            memcpy(o, y, (size_t)n * sizeof(float));
+            sd_axpy_f32(o, a, x, n);
+            for (int64_t i = 0; i < n; i++) assert_true(fabsf(o[i] - (y[i] + a * x[i])) <= 1e-5f);
+        }
+        sd_cpu_force_scalar(false);
+        assert_memory_equal(o1, o2, (size_t)n * sizeof(float));
+        for (int pass = 0; pass < 2; pass++) {
+            float *o = pass ? o2 : o1;
+            sd_cpu_force_scalar(pass == 1);
+            memcpy(o, y, (size_t)n * sizeof(float));
+            sd_add(o, x, n);
+            for (int64_t i = 0; i < n; i++) assert_true(o[i] == y[i] + x[i]);
+        }
+        sd_cpu_force_scalar(false);
+        if (n == 0) continue;
+        for (int pass = 0; pass < 2; pass++) {
+            float *o = pass ? o2 : o1;
+            sd_cpu_force_scalar(pass == 1);
+            sd_rmsnorm(o, x, w, n, 1e-6f);
+            double ss = 0;
+            for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+            double sc = 1.0 / sqrt(ss / (double)n + 1e-6);
+            for (int64_t i = 0; i < n; i++) assert_true(fabs(o[i] - x[i] * sc * w[i]) <= 1e-5 * (1 + fabs(x[i] * sc * w[i])));
+        }
+        sd_cpu_force_scalar(false);
+        assert_memory_equal(o1, o2, (size_t)n * sizeof(float));
+        memcpy(o1, x, (size_t)n * sizeof(float)); /* in place, no weight */
+        sd_rmsnorm(o1, o1, NULL, n, 1e-6f);
+        double ss = 0;
+        for (int64_t i = 0; i < n; i++) ss += (double)o1[i] * o1[i];
+        assert_true(fabs(ss / (double)n - 1.0) < 1e-3);
+    }
+}
+
+static void test_softmax_swiglu(void **state) {
+    (void)state;
+    float x[1000], g[1000], u[1000], o[1000];
+    fill(x, 1000);
+    x[17] = 30.0f;
+    float x0[1000];
+    memcpy(x0, x, sizeof x);
+    sd_softmax(x, 1000);
+    double sum = 0, z = 0;
+    for (int i = 0; i < 1000; i++) z += exp((double)x0[i] - 30.0);
+    for (int i = 0; i < 1000; i++) {
+        sum += x[i];
+        assert_true(fabs(x[i] - exp((double)x0[i] - 30.0) / z) <= 1e-6);
+    }
+    assert_true(fabs(sum - 1.0) < 1e-5);
+    fill(g, 1000);
+    fill(u, 1000);
+    sd_swiglu(o, g, u, 1000);
+    for (int i = 0; i < 1000; i++) assert_true(fabs(o[i] - g[i] / (1 + exp(-(double)g[i])) * u[i]) <= 1e-6 * 4);
+}
+
+static void test_rope(void **state) {
+    (void)state;
+    enum { HD = 128 };
+    float x[HD], r[HD];
+    for (int neox = 0; neox < 2; neox++)
+        for (int64_t pos = 0; pos < 300; pos += 37) {
+            fill(x, HD);
+            memcpy(r, x, sizeof x);
+            int n_rot = neox ? HD : 64; /* partial rotation: dims past n_rot are untouched */
+            sd_rope(r, n_rot, pos, 10000.0f, 1.0f, neox);
+            for (int i = 0; i < n_rot / 2; i++) {
+                double th = (double)pos * pow(10000.0, -2.0 * i / n_rot);
+                int a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+                double wa = x[a] * cos(th) - x[b] * sin(th), wb = x[a] * sin(th) + x[b] * cos(th);
+                assert_true(fabs(r[a] - wa) < 2e-3 && fabs(r[b] - wb) < 2e-3);
+            }
+            for (int i = n_rot; i < HD; i++) assert_true(r[i] == x[i]);
+            /* rotation keeps the norm */
+            double n0 = 0, n1 = 0;
+            for (int i = 0; i < HD; i++) {
+                n0 += (double)x[i] * x[i];
+                n1 += (double)r[i] * r[i];
+            }
+            assert_true(fabs(n0 - n1) < 1e-4 * n0);
+        }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_axpy_add_rmsnorm),
+        cmocka_unit_test(test_softmax_swiglu),
+        cmocka_unit_test(test_rope),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
