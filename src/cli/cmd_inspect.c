@@ -1,0 +1,259 @@
+/* specdec inspect MODEL.gguf [--json]: what a GGUF file holds, read with the
+ * checked reader (format/gguf.h): header facts, every metadata pair (arrays
+ * abbreviated to their type, length and first elements), the tokenizer, one
+ * line per tensor, and totals. --json prints the same as one JSON object. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "format/gguf.h"
+
+#define N_FIRST 8 /* array elements shown */
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specdec inspect MODEL.gguf [--json]\n"
+            "  Prints the GGUF's version, architecture, alignment, every metadata key and value\n"
+            "  (arrays: element type, length, first %d elements), the tokenizer (tokenizer.ggml.model\n"
+            "  and the number of tokenizer.ggml.tokens), one line per tensor (name, type, shape,\n"
+            "  bytes) and the totals.\n"
+            "  --json   the same as one JSON object\n"
+            "  --help   this text\n",
+            N_FIRST);
+}
+
+/* ---- facts shared by both outputs ---- */
+
+typedef struct summary {
+    const char *arch;   /* general.architecture (not NUL-terminated) */
+    uint64_t arch_len;
+    const char *tok;    /* tokenizer.ggml.model */
+    uint64_t tok_len;
+    uint64_t n_tokens;  /* entries of tokenizer.ggml.tokens */
+    uint64_t bytes, params;
+} summary;
+
+static summary summarize(const gguf_ctx *ctx) {
+    summary s = {0};
+    if (!gguf_get_str(ctx, "general.architecture", &s.arch, &s.arch_len)) s.arch = NULL;
+    if (!gguf_get_str(ctx, "tokenizer.ggml.model", &s.tok, &s.tok_len)) s.tok = NULL;
+    if (!gguf_get_arr_str_n(ctx, "tokenizer.ggml.tokens", &s.n_tokens)) s.n_tokens = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(ctx); i++) {
+        const gguf_tensor_info *t = gguf_tensor(ctx, i);
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < t->n_dims; d++) n *= (uint64_t)t->ne[d]; /* fits: checked at open */
+        s.params += n;
+        s.bytes += t->nbytes;
+    }
+    return s;
+}
+
+static void shape_str(const gguf_tensor_info *t, char *buf, size_t cap) {
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t d = 0; d < t->n_dims && o < cap; d++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%" PRId64, d ? ", " : "", t->ne[d]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* ---- text ---- */
+
+/* A file string printed with control bytes escaped, cut after max bytes. */
+static void print_str(const char *s, uint64_t len, uint64_t max) {
+    for (uint64_t k = 0; k < len && k < max; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch < 0x20 || ch == 0x7f) printf("\\x%02x", ch);
+        else putchar(ch);
+    }
+    if (len > max) printf("...");
+}
+
+static void print_text(const char *path, const gguf_ctx *ctx) {
+    summary s = summarize(ctx);
+    printf("file: %s\nversion: %u\narchitecture: ", path, gguf_version(ctx));
+    if (s.arch) print_str(s.arch, s.arch_len, 200);
+    else printf("(none)");
+    printf("\nalignment: %u\ndata offset: %" PRIu64 "\ntokenizer: ", gguf_alignment(ctx), gguf_data_offset(ctx));
+    if (s.tok) {
+        print_str(s.tok, s.tok_len, 200);
+        printf(", %" PRIu64 " tokens\n", s.n_tokens);
+    } else {
+        printf("(none)\n");
+    }
+    printf("metadata: %" PRId64 " keys\n", gguf_n_kv(ctx));
+    char buf[1024];
+    for (int64_t i = 0; i < gguf_n_kv(ctx); i++) {
+        gguf_kv_format(ctx, i, buf, sizeof buf);
+        const char *key = gguf_kv_key(ctx, i);
+        int w = (int)strlen(key);
+        printf("  ");
+        print_str(key, strlen(key), 200);
+        printf("%*s %-6s %s\n", w < 44 ? 44 - w : 0, "", gguf_type_name(gguf_kv_type(ctx, i)), buf);
+    }
+    printf("tensors: %" PRId64 "\n", gguf_n_tensors(ctx));
+    for (int64_t i = 0; i < gguf_n_tensors(ctx); i++) {
+        const gguf_tensor_info *t = gguf_tensor(ctx, i);
+        shape_str(t, buf, sizeof buf);
+        printf("  ");
+        int w = (int)strlen(t->name);
+        print_str(t->name, strlen(t->name), 64); /* names are <= 63 bytes: checked at open */
+        printf("%*s %-8s %-24s %" PRIu64 " bytes\n", w < 40 ? 40 - w : 0, "", ggml_type_get(t->type)->name, buf,
+               t->nbytes);
+    }
+    printf("total: %" PRId64 " tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%.2f MiB)\n", gguf_n_tensors(ctx),
+           s.params, s.bytes, (double)s.bytes / (1024.0 * 1024.0));
+}
+
+/* ---- JSON ---- */
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (!len || len > n) return 0;
+    uint32_t cp = len == 1 ? s[0] : len == 2 ? s[0] & 0x1fu : len == 3 ? s[0] & 0x0fu : s[0] & 0x07u;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+/* JSON string of file bytes; invalid UTF-8 bytes become U+FFFD each. */
+static json_t *jstr(const char *s, uint64_t len) {
+    json_t *j = json_stringn(s, (size_t)len);
+    if (j) return j;
+    char *clean = malloc((size_t)len * 3 + 1);
+    if (!clean) return json_null();
+    size_t o = 0;
+    for (size_t k = 0; k < len;) {
+        size_t l = utf8_len((const unsigned char *)s + k, (size_t)len - k);
+        if (l) memcpy(clean + o, s + k, l), o += l, k += l;
+        else memcpy(clean + o, "\xef\xbf\xbd", 3), o += 3, k++;
+    }
+    j = json_stringn(clean, o);
+    free(clean);
+    return j ? j : json_null();
+}
+
+static json_t *jvalue(const gguf_value *v) {
+    switch (v->type) {
+    case GGUF_TYPE_STRING: return jstr(v->s, v->len);
+    case GGUF_TYPE_BOOL: return json_boolean(v->v.b);
+    case GGUF_TYPE_FLOAT32:
+    case GGUF_TYPE_FLOAT64:
+        if (isfinite(v->v.f)) return json_real(v->v.f);
+        return json_string(isnan(v->v.f) ? "nan" : v->v.f > 0 ? "inf" : "-inf");
+    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
+        return json_integer(v->v.i);
+    default:
+        if (v->v.u <= (uint64_t)INT64_MAX) return json_integer((json_int_t)v->v.u);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, v->v.u); /* past json_int_t: a string keeps it exact */
+        return json_string(buf);
+    }
+}
+
+static json_t *jkv(const gguf_ctx *ctx, int64_t i) {
+    const char *key = gguf_kv_key(ctx, i);
+    json_t *o = json_object();
+    json_object_set_new(o, "key", jstr(key, strlen(key)));
+    gguf_type t = gguf_kv_type(ctx, i), et;
+    uint64_t n;
+    gguf_kv_array_info(ctx, i, &et, &n);
+    json_object_set_new(o, "type", json_string(gguf_type_name(t)));
+    gguf_value v;
+    if (t != GGUF_TYPE_ARRAY) {
+        json_object_set_new(o, "value", gguf_kv_value(ctx, i, 0, &v) ? jvalue(&v) : json_null());
+        return o;
+    }
+    json_object_set_new(o, "elem_type", json_string(gguf_type_name(et)));
+    json_object_set_new(o, "n", json_integer((json_int_t)n));
+    json_t *first = json_array();
+    for (uint64_t j = 0; j < n && j < N_FIRST; j++)
+        if (gguf_kv_value(ctx, i, j, &v)) json_array_append_new(first, jvalue(&v));
+    json_object_set_new(o, "first", first);
+    return o;
+}
+
+static json_t *jtensor(const gguf_tensor_info *t) {
+    json_t *o = json_object(), *shape = json_array();
+    for (uint32_t d = 0; d < t->n_dims; d++) json_array_append_new(shape, json_integer(t->ne[d]));
+    json_object_set_new(o, "name", jstr(t->name, strlen(t->name)));
+    json_object_set_new(o, "type", json_string(ggml_type_get(t->type)->name));
+    json_object_set_new(o, "type_id", json_integer(t->type));
+    json_object_set_new(o, "shape", shape);
+    json_object_set_new(o, "offset", json_integer((json_int_t)t->offset));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)t->nbytes));
+    return o;
+}
+
+static int print_json(const char *path, const gguf_ctx *ctx) {
+    summary s = summarize(ctx);
+    json_t *root = json_object(), *kvs = json_array(), *ts = json_array(), *tok = json_null();
+    json_object_set_new(root, "file", jstr(path, strlen(path)));
+    json_object_set_new(root, "version", json_integer(gguf_version(ctx)));
+    json_object_set_new(root, "architecture", s.arch ? jstr(s.arch, s.arch_len) : json_null());
+    json_object_set_new(root, "alignment", json_integer(gguf_alignment(ctx)));
+    json_object_set_new(root, "data_offset", json_integer((json_int_t)gguf_data_offset(ctx)));
+    if (s.tok) {
+        tok = json_object();
+        json_object_set_new(tok, "model", jstr(s.tok, s.tok_len));
+        json_object_set_new(tok, "n_tokens", json_integer((json_int_t)s.n_tokens));
+    }
+    json_object_set_new(root, "tokenizer", tok);
+    for (int64_t i = 0; i < gguf_n_kv(ctx); i++) json_array_append_new(kvs, jkv(ctx, i));
+    json_object_set_new(root, "metadata", kvs);
+    for (int64_t i = 0; i < gguf_n_tensors(ctx); i++) json_array_append_new(ts, jtensor(gguf_tensor(ctx, i)));
+    json_object_set_new(root, "tensors", ts);
+    json_t *total = json_object();
+    json_object_set_new(total, "tensors", json_integer(gguf_n_tensors(ctx)));
+    json_object_set_new(total, "parameters", json_integer((json_int_t)s.params));
+    json_object_set_new(total, "bytes", json_integer((json_int_t)s.bytes));
+    json_object_set_new(root, "total", total);
+    int rc = json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    putchar('\n');
+    json_decref(root);
+    return rc == 0 ? 0 : 1;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "specdec: inspect: unknown option '%s' (see specdec inspect --help)\n", argv[i]);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "specdec: inspect: more than one file given ('%s', '%s')\n", path, argv[i]);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "specdec: inspect: no GGUF file given (usage: specdec inspect MODEL.gguf [--json])\n");
+        return 2;
+    }
+    gguf_ctx *ctx = NULL;
+    sd_err err = {0};
+    if (gguf_open(path, &ctx, &err) != SD_OK) {
+        fprintf(stderr, "specdec: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0;
+    if (json) rc = print_json(path, ctx);
+    else print_text(path, ctx);
+    gguf_close(ctx);
+    if (fflush(stdout) != 0) rc = 1;
+    return rc;
+}
