@@ -1,0 +1,85 @@
+/* Synthetic-acceptance drafter: see drafter_oracle.h. */
+#include "decode/drafter_oracle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/checked.h"
+
+typedef struct oracle {
+    int32_t *greedy, n_greedy, n_prompt, n_vocab;
+    double alpha;
+    uint64_t seed, rng;
+} oracle;
+
+/* splitmix64 (Steele, Lea, Flood 2014): small, seedable, good enough here. */
+static uint64_t next_u64(oracle *o) {
+    uint64_t z = (o->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double next_unit(oracle *o) { return (double)(next_u64(o) >> 11) * 0x1.0p-53; }
+
+static void oracle_reset(void *self) {
+    oracle *o = self;
+    o->rng = o->seed;
+}
+
+/* ctx[0..n) = prompt + generated tokens including a0, so the proposal starts
+ * at reference index n − n_prompt (DESIGN.md §1: propose past a0). */
+static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                          sd_err *err) {
+    (void)ctx, (void)q, (void)err;
+    oracle *o = self;
+    int32_t g = n - o->n_prompt;
+    int m = 0;
+    for (; m < k && g >= 0 && g + m < o->n_greedy; m++) {
+        int32_t t = o->greedy[g + m];
+        if (next_unit(o) >= o->alpha) /* corrupt: any id but the right one */
+            t = (int32_t)(((uint64_t)t + 1 + next_u64(o) % (uint64_t)(o->n_vocab - 1)) % (uint64_t)o->n_vocab);
+        out[m] = t;
+    }
+    return m;
+}
+
+static int64_t oracle_n_forwards(void *self) {
+    (void)self;
+    return 0;
+}
+
+static void oracle_free(void *self) {
+    oracle *o = self;
+    if (o) free(o->greedy);
+    free(o);
+}
+
+sd_status sd_drafter_oracle_init(sd_drafter *d, const int32_t *greedy, int32_t n_greedy,
+                                 int32_t n_prompt, double alpha, int32_t n_vocab, uint64_t seed,
+                                 sd_err *err) {
+    if (!d || (!greedy && n_greedy > 0) || n_greedy < 0 || n_prompt < 0 || !(alpha >= 0.0 && alpha <= 1.0) ||
+        n_vocab < 2)
+        return sd_err_set(err, SD_ERR_ARG, "oracle drafter: bad arguments (alpha %g, n_vocab %d)", alpha, n_vocab);
+    oracle *o = calloc(1, sizeof *o);
+    int32_t *copy = sd_malloc_array(n_greedy > 0 ? (size_t)n_greedy : 1, sizeof *copy);
+    if (!o || !copy) {
+        free(o), free(copy);
+        return sd_err_set(err, SD_ERR_NOMEM, "oracle drafter: out of memory");
+    }
+    if (n_greedy > 0) memcpy(copy, greedy, (size_t)n_greedy * sizeof *copy);
+    *o = (oracle){.greedy = copy, .n_greedy = n_greedy, .n_prompt = n_prompt, .n_vocab = n_vocab,
+                  .alpha = alpha, .seed = seed, .rng = seed};
+    memset(d, 0, sizeof *d);
+    d->name = "oracle";
+    d->self = o;
+    d->costly = false;
+    d->stochastic = false;
+    d->reset = oracle_reset;
+    d->propose = oracle_propose;
+    d->probe = NULL;
+    d->accepted = NULL;
+    d->n_forwards = oracle_n_forwards;
+    d->free = oracle_free;
+    return SD_OK;
+}

@@ -1,0 +1,30 @@
+/* Synthetic-acceptance drafter, for measuring speculative decoding at a known
+ * acceptance rate α on models whose own drafts would never be accepted
+ * (random weights, DESIGN.md §9.3). It proposes the target's own greedy
+ * continuation, precomputed by a plain greedy run, with every proposed token
+ * independently replaced by a different one with probability 1 − α (seeded).
+ * A round of K proposals then accepts i tokens with P = α^i (1 − α), the model
+ * behind E(α, K) = (1 − α^(K+1)) / (1 − α) of DESIGN.md §2, so measured and
+ * predicted speedups can be put side by side.
+ *
+ * Since the verify loop is lossless and the kernels batch-invariant, the
+ * committed text always equals the greedy reference, so the position in the
+ * reference is simply the number of generated tokens (n − n_prompt). */
+#ifndef SD_DECODE_DRAFTER_ORACLE_H
+#define SD_DECODE_DRAFTER_ORACLE_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "decode/drafter.h"
+
+/* Fills d with an oracle drafter over greedy[n_greedy] (the tokens a plain
+ * greedy run produced after a prompt of n_prompt tokens; copied). alpha in
+ * [0, 1]; n_vocab >= 2 (a replacement is drawn uniformly among the other
+ * n_vocab − 1 ids); seed fixes the corruption pattern. Free with
+ * sd_drafter_free or d->free(d->self). Errors: SD_ERR_ARG, SD_ERR_NOMEM. */
+sd_status sd_drafter_oracle_init(sd_drafter *d, const int32_t *greedy, int32_t n_greedy,
+                                 int32_t n_prompt, double alpha, int32_t n_vocab, uint64_t seed,
+                                 sd_err *err);
+
+#endif
