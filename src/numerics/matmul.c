@@ -86,18 +86,25 @@ void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_thread
         fill_nan(y, (size_t)S * (size_t)m->n_out); /* documented: no memory, no result */
         return;
     }
-    for (int s = 0; s < S; s++) {
-        if (sd_cpu_avx2()) sd_act_quantize_row_avx2(&a, s, x + (size_t)s * m->n_in);
-        else sd_act_quantize_row(&a, s, x + (size_t)s * m->n_in);
-    }
-    bool tiled = avx2 && wt->packed_bytes != 0;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t t = 0; t < n_tiles; t++) {
-        if (tiled) {
-            sd_matmul_avx2_tile(m, &a, y, t);
-        } else {
-            int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
-            sd_matmul_ref_quant(m, &a, y, o0, o1);
+    bool tiled = avx2 && wt->packed_bytes != 0, simd_act = sd_cpu_avx2();
+    /* One parallel region: quantize the S activation rows (split over threads),
+     * then the output tiles. Each activation row is quantized by one thread in
+     * one fixed way, so the split changes nothing. */
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+#pragma omp for schedule(static)
+        for (int s = 0; s < S; s++) {
+            if (simd_act) sd_act_quantize_row_avx2(&a, s, x + (size_t)s * m->n_in);
+            else sd_act_quantize_row(&a, s, x + (size_t)s * m->n_in);
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < n_tiles; t++) {
+            if (tiled) {
+                sd_matmul_avx2_tile(m, &a, y, t);
+            } else {
+                int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
+                sd_matmul_ref_quant(m, &a, y, o0, o1);
+            }
         }
     }
     sd_act_free(&a);

@@ -70,13 +70,16 @@ void sd_act_quantize_row_avx2(sd_act *a, int s, const float *x) {
 
 /* ---- quantized tiles ---- */
 
+#define SD_GRP 8 /* activation rows per pass over a decoded block */
+
 typedef struct grp {
-    const int8_t *xq[4]; /* activation block of each row in the group */
-    const int16_t *xs[4];
-    float dx[4];
+    const int8_t *xq[SD_GRP]; /* activation block of each row in the group */
+    const int16_t *xs[SD_GRP];
+    float dx[SD_GRP];
 } grp;
 
 INLINE void grp_set(grp *g, const sd_act *a, int s, int64_t b, int N) {
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
         size_t sb = (size_t)(s + n) * (size_t)a->nb + (size_t)b;
         g->xq[n] = a->q + (size_t)(s + n) * (size_t)a->n_in + (size_t)b * (size_t)a->block;
@@ -93,16 +96,19 @@ INLINE __m256 fma_block(__m256i isum, __m256 dw, float dx, __m256 acc) {
 /* Q8_0: signed x signed via the sign trick (|w| unsigned, x takes w's sign). */
 INLINE void q8_0_grp(const uint8_t *c, const grp *g, __m256 *acc, int N) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i isum[4];
+    __m256i isum[SD_GRP];
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
     for (int k = 0; k < 8; k++) {
         __m256i w = _mm256_load_si256((const __m256i *)(c + 32 * k)), aw = _mm256_abs_epi8(w);
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++) {
             __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(g->xq[n] + 4 * k), w));
             isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(p, ones));
         }
     }
     __m256 dw = _mm256_load_ps((const float *)(c + 256));
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
 }
 
@@ -110,12 +116,15 @@ INLINE void q8_0_grp(const uint8_t *c, const grp *g, __m256 *acc, int N) {
  * (8 * 2 * 15 * 127 = 30480); minus 8 * block sum. */
 INLINE void q4_0_grp(const __m256i *u, const uint8_t *c, const grp *g, __m256 *acc, int N) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i t16[4];
+    __m256i t16[SD_GRP];
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
     for (int k = 0; k < 8; k++)
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++)
             t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(u[k], bcast32(g->xq[n] + 4 * k)));
     __m256 dw = _mm256_load_ps((const float *)(c + 128));
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
         __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(t16[n], ones), _mm256_set1_epi32(8 * g->xs[n][0]));
         acc[n] = fma_block(isum, dw, g->dx[n], acc[n]);
@@ -137,41 +146,60 @@ typedef struct k4_dec {
     __m256i u[64], sc[8], mn[4];
 } k4_dec;
 
-static void q4_k_decode(const uint8_t *c, k4_dec *k4) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+/* Q4_K and Q5_K (hb: the Q5_K high-bit vectors, else NULL; so: offset of the scales). */
+static void q4_k_decode(const uint8_t *c, const uint8_t *hb, int so, k4_dec *k4) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     for (int i = 0; i < 4; i++)
         for (int m = 0; m < 8; m++) {
             __m256i v = _mm256_load_si256((const __m256i *)(c + 32 * (8 * i + m)));
             k4->u[16 * i + m] = _mm256_and_si256(v, m4);
             k4->u[16 * i + 8 + m] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         }
+    if (hb)
+        for (int m = 0; m < 8; m++) { /* bit j of H_m -> bit 4 of sub-block j's dword m */
+            __m256i h = _mm256_load_si256((const __m256i *)(hb + 32 * m));
+            __m256i sh[8] = {_mm256_slli_epi16(h, 4), _mm256_slli_epi16(h, 3), _mm256_slli_epi16(h, 2),
+                             _mm256_slli_epi16(h, 1), h, _mm256_srli_epi16(h, 1), _mm256_srli_epi16(h, 2),
+                             _mm256_srli_epi16(h, 3)};
+            for (int j = 0; j < 8; j++) k4->u[8 * j + m] = _mm256_or_si256(k4->u[8 * j + m], _mm256_and_si256(sh[j], b4));
+        }
     for (int j = 0; j < 8; j++) {
-        __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1024 + 8 * j)));
+        __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + so + 8 * j)));
         k4->sc[j] = _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
     }
     for (int i = 0; i < 4; i++) {
-        __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i)));
-        __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i + 8)));
+        __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + so + 64 + 16 * i)));
+        __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + so + 64 + 16 * i + 8)));
         k4->mn[i] = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
     }
 }
 
-INLINE void q4_k_grp(const k4_dec *k4, const uint8_t *c, const grp *g, __m256 *acc, int N) {
-    __m256i isum[4], summ[4];
+/* int16 sums of maddubs: 8 of them fit for 4-bit values (8 * 2 * 15 * 127 =
+ * 30480), 4 for 5-bit ones (4 * 2 * 31 * 127 = 31496): bits5 splits each
+ * sub-block in two halves. */
+INLINE void q4_k_grp(const k4_dec *k4, const uint8_t *c, int so, int bits5, const grp *g, __m256 *acc, int N) {
+    __m256i isum[SD_GRP], summ[SD_GRP];
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) isum[n] = summ[n] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; j++) {
-        __m256i t16[4];
-        for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
-        for (int m = 0; m < 8; m++)
-            for (int n = 0; n < N; n++)
-                t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(k4->u[8 * j + m], bcast32(g->xq[n] + 32 * j + 4 * m)));
-        for (int n = 0; n < N; n++) isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(t16[n], k4->sc[j]));
-    }
+    for (int j = 0; j < 8; j++)
+        for (int h = 0; h < 8; h += bits5 ? 4 : 8) {
+            __m256i t16[SD_GRP];
+            _Pragma("GCC unroll 16")
+            for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
+            for (int m = h; m < h + (bits5 ? 4 : 8); m++)
+                _Pragma("GCC unroll 16")
+                for (int n = 0; n < N; n++)
+                    t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(k4->u[8 * j + m], bcast32(g->xq[n] + 32 * j + 4 * m)));
+            _Pragma("GCC unroll 16")
+            for (int n = 0; n < N; n++) isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(t16[n], k4->sc[j]));
+        }
     for (int i = 0; i < 4; i++)
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++)
             summ[n] = _mm256_add_epi32(summ[n], _mm256_madd_epi16(k4->mn[i], bcast32(g->xs[n] + 16 + 2 * i)));
-    __m256 dw = _mm256_load_ps((const float *)(c + 1152)), dmin = _mm256_load_ps((const float *)(c + 1184));
+    __m256 dw = _mm256_load_ps((const float *)(c + so + 128)), dmin = _mm256_load_ps((const float *)(c + so + 160));
     const __m256 neg = _mm256_set1_ps(-0.0f);
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
         __m256 dxv = _mm256_set1_ps(g->dx[n]);
         acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
@@ -209,9 +237,11 @@ static void q6_k_decode(const uint8_t *c, k6_dec *k6) {
 
 /* Two maddubs per int16 sum: 2 * 2 * 63 * 127 = 32004 fits. */
 INLINE void q6_k_grp(const k6_dec *k6, const uint8_t *c, const grp *g, __m256 *acc, int N) {
-    __m256i isum[4];
+    __m256i isum[SD_GRP];
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
     for (int j = 0; j < 16; j++)
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++) {
             const int8_t *x = g->xq[n] + 16 * j;
             __m256i ta = _mm256_add_epi16(_mm256_maddubs_epi16(k6->u[4 * j], bcast32(x)),
@@ -222,6 +252,7 @@ INLINE void q6_k_grp(const k6_dec *k6, const uint8_t *c, const grp *g, __m256 *a
                                                                  _mm256_madd_epi16(tb, k6->sc[j])));
         }
     __m256 dw = _mm256_load_ps((const float *)(c + 1664));
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
         __m256i corr = _mm256_setzero_si256();
         for (int i = 0; i < 8; i++)
@@ -240,21 +271,34 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
     } dec;
     grp g;
     if (type == GGML_TYPE_Q4_0) q4_0_decode(c, dec.u);
-    else if (type == GGML_TYPE_Q4_K) q4_k_decode(c, &dec.k4);
+    else if (type == GGML_TYPE_Q4_K) q4_k_decode(c, NULL, 1024, &dec.k4);
+    else if (type == GGML_TYPE_Q5_K) q4_k_decode(c, c + 1024, 1280, &dec.k4);
     else if (type == GGML_TYPE_Q6_K) q6_k_decode(c, &dec.k6);
     int i = 0;
-#define GROUP(N)                                                        \
-    do {                                                                \
-        grp_set(&g, a, s + i, b, N);                                    \
-        switch (type) {                                                 \
-        case GGML_TYPE_Q8_0: q8_0_grp(c, &g, acc + i, N); break;        \
-        case GGML_TYPE_Q4_0: q4_0_grp(dec.u, c, &g, acc + i, N); break; \
-        case GGML_TYPE_Q4_K: q4_k_grp(&dec.k4, c, &g, acc + i, N); break; \
+#define GROUP(N)                                                          \
+    do {                                                                  \
+        grp_set(&g, a, s + i, b, N);                                      \
+        switch (type) {                                                   \
+        case GGML_TYPE_Q8_0: q8_0_grp(c, &g, acc + i, N); break;          \
+        case GGML_TYPE_Q4_0: q4_0_grp(dec.u, c, &g, acc + i, N); break;   \
+        case GGML_TYPE_Q4_K: q4_k_grp(&dec.k4, c, 1024, 0, &g, acc + i, N); break; \
+        case GGML_TYPE_Q5_K: q4_k_grp(&dec.k4, c, 1280, 1, &g, acc + i, N); break; \
         case GGML_TYPE_Q6_K: q6_k_grp(&dec.k6, c, &g, acc + i, N); break; \
-        }                                                               \
+        }                                                                 \
+        i += N;                                                           \
     } while (0)
-    for (; i + 4 <= ns; i += 4) GROUP(4);
-    for (; i < ns; i++) GROUP(1);
+    /* Groups of up to SD_GRP rows, the rest in one group: each group reads the
+     * block's vectors once. Grouping changes no arithmetic, only speed. */
+    while (ns - i >= SD_GRP) GROUP(SD_GRP);
+    switch (ns - i) {
+    case 7: GROUP(7); break;
+    case 6: GROUP(6); break;
+    case 5: GROUP(5); break;
+    case 4: GROUP(4); break;
+    case 3: GROUP(3); break;
+    case 2: GROUP(2); break;
+    case 1: GROUP(1); break;
+    }
 #undef GROUP
 }
 
@@ -294,22 +338,26 @@ INLINE __m256 load_w8(uint32_t type, const void *p) {
 
 INLINE void float_grp(uint32_t type, const uint8_t *row, size_t es, const float *x, int64_t n_in, float *out, int N) {
     __m256 acc[4];
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) acc[n] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n_in; i += 8) {
         __m256 w = load_w8(type, row + (size_t)i * es);
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++) acc[n] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (size_t)n * n_in + i), acc[n]);
     }
     if (i < n_in) { /* zero-padded tail, as the reference */
         uint8_t wt[32] = {0};
         memcpy(wt, row + (size_t)i * es, (size_t)(n_in - i) * es);
         __m256 w = load_w8(type, wt);
+        _Pragma("GCC unroll 16")
         for (int n = 0; n < N; n++) {
             float xt[8] = {0};
             memcpy(xt, x + (size_t)n * n_in + i, (size_t)(n_in - i) * sizeof(float));
             acc[n] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xt), acc[n]);
         }
     }
+    _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) out[n] = hsum_tree(acc[n]);
 }
 

@@ -14,10 +14,13 @@
  *                value 64i+4(k%8)+t, high nibble 64i+32+4(k%8)+t);
  *                [1024,1088) scales u8 [sub j][row]; [1088,1152) mins u8 [j][row];
  *                [1152,1184) d[8]; [1184,1216) dmin[8]
+ *   Q5_K (1472): as Q4_K with the low nibbles, then [1024,1280) 8 vectors of high
+ *                bits (vector h, bit p = 5th bit of value 32p+4h+t), then scales,
+ *                mins, d, dmin as Q4_K, 256 bytes later
  *   Q6_K (1696): [0,1024) 32 vectors, low nibble of value 4k+t | low nibble of 4(k+32)+t << 4;
  *                [1024,1536) 16 vectors, 2-bit highs of values 4(k+16p)+t at bits 2p;
  *                [1536,1664) scales i8 [sub j][row]; [1664,1696) d[8]
- * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 1216/1152 (Q4_K), 1696/1680 (Q6_K) of
+ * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K) of
  * the GGUF bytes, held in addition to the mapping (which get_row still reads). */
 #include <string.h>
 
@@ -46,18 +49,30 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
         fd[r] = wb->d;
         break;
     case GGML_TYPE_Q4_K:
+    case GGML_TYPE_Q5_K: {
         for (int k = 0; k < 32; k++) {
             int i = k / 8, m = k % 8;
             for (int t = 0; t < 4; t++)
-                *at(c, k, r, t) = (uint8_t)(wb->q[64 * i + 4 * m + t] | wb->q[64 * i + 32 + 4 * m + t] << 4);
+                *at(c, k, r, t) = (uint8_t)((wb->q[64 * i + 4 * m + t] & 0xF) | (wb->q[64 * i + 32 + 4 * m + t] & 0xF) << 4);
+        }
+        int so = 1024; /* scales offset */
+        if (type == GGML_TYPE_Q5_K) {
+            for (int h = 0; h < 8; h++)
+                for (int t = 0; t < 4; t++) {
+                    int bits = 0;
+                    for (int p = 0; p < 8; p++) bits |= (wb->q[32 * p + 4 * h + t] >> 4) << p;
+                    *at(c + 1024, h, r, t) = (uint8_t)bits;
+                }
+            so = 1280;
         }
         for (int j = 0; j < 8; j++) {
-            c[1024 + 8 * j + r] = (uint8_t)wb->sc[j];
-            c[1088 + 8 * j + r] = (uint8_t)wb->mn[j];
+            c[so + 8 * j + r] = (uint8_t)wb->sc[j];
+            c[so + 64 + 8 * j + r] = (uint8_t)wb->mn[j];
         }
-        ((float *)(c + 1152))[r] = wb->d;
-        ((float *)(c + 1184))[r] = wb->m;
+        ((float *)(c + so + 128))[r] = wb->d;
+        ((float *)(c + so + 160))[r] = wb->m;
         break;
+    }
     case GGML_TYPE_Q6_K:
         for (int k = 0; k < 32; k++)
             for (int t = 0; t < 4; t++)
@@ -78,9 +93,10 @@ void sd_matmul_pack(const sd_matrix *m, void *packed) {
     const sd_wtype *wt = sd_wtype_get(m->type);
     int64_t nb = m->n_in / wt->block, n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
     size_t row_bytes = (size_t)nb * (size_t)wt->block_bytes;
-    sd_wblock wb;
+#pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < n_tiles; t++)
         for (int64_t b = 0; b < nb; b++) {
+            sd_wblock wb;
             uint8_t *c = (uint8_t *)packed + ((size_t)t * (size_t)nb + (size_t)b) * (size_t)wt->packed_bytes;
             memset(c, 0, (size_t)wt->packed_bytes);
             for (int r = 0; r < SD_TILE && t * SD_TILE + r < m->n_out; r++) {
