@@ -19,31 +19,38 @@ src=fuzz/$target.c
 out=fuzz/out/$target; corpus=fuzz/corpus-$target
 mkdir -p "$out" "$corpus"
 
-lib=(); objs=()
+lib=()
 while IFS= read -r f; do lib+=("$f"); done < <(find src -name '*.c' -not -path 'src/cli/*' | sort)
 # _DEFAULT_SOURCE: some library files use POSIX clocks without a feature macro; gcc's omp.h
 # happens to expose them, clang's does not.
 common=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Isrc -Itests -fopenmp -ffp-contract=off)
 libs=(-lpcre2-8 -ljansson -lm)
 
-# compile each library file (avx2 flags per file), then link with the target
-build_objs() {  # $1 = object dir, rest = extra flags
-  local dir=$1; shift; mkdir -p "$dir"; objs=()
+# Each library file is compiled on its own and the objects go into a static archive, so
+# the link pulls in only what the target uses. A file clang cannot compile (e.g. a gcc-only
+# builtin) is skipped with a warning: a target that needs it then fails to link, by name.
+build_lib() {  # $1 = output dir, rest = extra flags; sets $archive
+  local dir=$1; shift; mkdir -p "$dir"; local objs=()
   for f in "${lib[@]}"; do
     local o=$dir/$(echo "${f%.c}" | tr / _).o extra=()
     [[ $f == *_avx2.c ]] && extra=(-mavx2 -mfma -mf16c)
-    clang "${common[@]}" "$@" "${extra[@]}" -c "$f" -o "$o"
-    objs+=("$o")
+    if clang "${common[@]}" "$@" "${extra[@]}" -c "$f" -o "$o" 2>"$dir/cc.err"; then
+      objs+=("$o")
+    else
+      echo "fuzz: warning: skipping $f (clang: $(grep -m1 'error' "$dir/cc.err"))" >&2
+    fi
   done
+  archive=$dir/libspecdec_fuzz.a
+  rm -f "$archive"; ar rcs "$archive" "${objs[@]}"
 }
 echo "fuzz: building $target"
-build_objs "$out/obj" -fsanitize=fuzzer-no-link,address,undefined
-clang "${common[@]}" -fsanitize=fuzzer,address,undefined "$src" "${objs[@]}" "${libs[@]}" -o "$out/$target"
+build_lib "$out/obj" -fsanitize=fuzzer-no-link,address,undefined
+clang "${common[@]}" -fsanitize=fuzzer,address,undefined "$src" "$archive" "${libs[@]}" -o "$out/$target"
 
 prefix=${target#fuzz_}; prefix=${prefix%%_*}
 if [ -f "fuzz/seeds_$prefix.c" ] && [ -z "$(ls -A "$corpus")" ]; then
-  build_objs "$out/obj-seeds"
-  clang "${common[@]}" "fuzz/seeds_$prefix.c" "${objs[@]}" "${libs[@]}" -o "$out/seeds_$prefix"
+  build_lib "$out/obj-seeds" 2>/dev/null
+  clang "${common[@]}" "fuzz/seeds_$prefix.c" "$archive" "${libs[@]}" -o "$out/seeds_$prefix"
   "$out/seeds_$prefix" "$corpus"
   echo "fuzz: seeded $corpus with $(ls "$corpus" | wc -l) files"
 fi

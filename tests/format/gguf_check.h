@@ -20,7 +20,7 @@
     } while (0)
 
 /* Touches every byte the ctx hands out; returns a checksum so the reads are kept. */
-static uint64_t gguf_walk(const gguf_ctx *ctx) {
+static inline uint64_t gguf_walk(const gguf_ctx *ctx) {
     uint64_t sum = gguf_version(ctx) + gguf_alignment(ctx) + gguf_data_offset(ctx);
     char buf[512];
     for (int64_t i = 0; i < gguf_n_kv(ctx); i++) {
@@ -56,7 +56,7 @@ static uint64_t gguf_walk(const gguf_ctx *ctx) {
 
 /* Copies every pair and tensor of ctx into a new GGUF in memory. Returns the
  * writer's status; *out is freed by the caller. */
-static sd_status gguf_rewrite(const gguf_ctx *ctx, void **out, size_t *size) {
+static inline sd_status gguf_rewrite(const gguf_ctx *ctx, void **out, size_t *size) {
     gguf_writer *w = gguf_writer_init();
     if (!w) return SD_ERR_NOMEM;
     sd_status st = SD_OK;
@@ -71,7 +71,7 @@ static sd_status gguf_rewrite(const gguf_ctx *ctx, void **out, size_t *size) {
 }
 
 /* a and b hold the same metadata (keys, types, values) and tensors. */
-static void gguf_compare(const gguf_ctx *a, const gguf_ctx *b) {
+static inline void gguf_compare(const gguf_ctx *a, const gguf_ctx *b) {
     char fa[512], fb[512];
     GGUF_CHECK(gguf_n_kv(a) == gguf_n_kv(b) && gguf_n_tensors(a) == gguf_n_tensors(b));
     GGUF_CHECK(gguf_alignment(a) == gguf_alignment(b));
@@ -109,7 +109,7 @@ static void gguf_compare(const gguf_ctx *a, const gguf_ctx *b) {
 
 /* read -> write -> read -> write: the two readings agree and the two writes
  * are byte-identical (the writer's output is canonical). */
-static void gguf_check_roundtrip(const gguf_ctx *ctx) {
+static inline void gguf_check_roundtrip(const gguf_ctx *ctx) {
     if (gguf_alignment(ctx) > GGUF_CHECK_MAX_REWRITE_ALIGN) return;
     void *w1 = NULL, *w2 = NULL;
     size_t s1 = 0, s2 = 0;

@@ -27,20 +27,20 @@ static const sample_tensor SAMPLE_TENSORS[] = {
 };
 #define N_SAMPLE_TENSORS (sizeof SAMPLE_TENSORS / sizeof SAMPLE_TENSORS[0])
 
-static uint64_t sample_nbytes(const sample_tensor *t) {
+static inline uint64_t sample_nbytes(const sample_tensor *t) {
     uint64_t row = 0;
     ggml_row_bytes(t->type, (uint64_t)t->ne[0], &row);
     return row * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
 }
 
 /* Byte k of tensor i's data. */
-static uint8_t sample_byte(size_t i, uint64_t k) { return (uint8_t)(k * 31 + i * 7 + 1); }
+static inline uint8_t sample_byte(size_t i, uint64_t k) { return (uint8_t)(k * 31 + i * 7 + 1); }
 
 static const char *const SAMPLE_STRS[] = {"hello", "", "a\0b", "\xe4\xbd\xa0\xe5\xa5\xbd", "x"};
 static const uint64_t SAMPLE_STR_LENS[] = {5, 0, 3, 6, 1};
 
 /* Raw encoding of [[1, 2, 3], [], [-4]] (array of arrays of i32). */
-static size_t sample_nested(uint8_t *p) {
+static inline size_t sample_nested(uint8_t *p) {
     static const int32_t a[] = {1, 2, 3}, c[] = {-4};
     size_t n = 0;
 #define PUT(v, sz) do { uint64_t _v = (uint64_t)(v); for (int _k = 0; _k < (sz); _k++) p[n++] = (uint8_t)(_v >> (8 * _k)); } while (0)
@@ -54,7 +54,7 @@ static size_t sample_nested(uint8_t *p) {
 
 /* Fills a writer with the sample. tensor_data[i] must stay alive until written.
  * Returns 0 on success. */
-static int sample_fill(gguf_writer *w, uint8_t **tensor_data, uint32_t alignment) {
+static inline int sample_fill(gguf_writer *w, uint8_t **tensor_data, uint32_t alignment) {
     int bad = 0;
     uint8_t u8 = 200; int8_t i8 = -100; uint16_t u16 = 60000; int16_t i16 = -30000;
     int64_t i64 = -((int64_t)1 << 40); double f64 = 3.25e-300;
@@ -100,7 +100,7 @@ static int sample_fill(gguf_writer *w, uint8_t **tensor_data, uint32_t alignment
 }
 
 /* The sample as a heap buffer (free with free()); NULL on failure. */
-static uint8_t *sample_build(size_t *size, uint32_t alignment) {
+static inline uint8_t *sample_build(size_t *size, uint32_t alignment) {
     gguf_writer *w = gguf_writer_init();
     uint8_t *data[N_SAMPLE_TENSORS] = {0};
     void *out = NULL;
