@@ -25,12 +25,14 @@ static const char *const FIM_PAD_TEXTS[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pa
 static const char *const FIM_REP_TEXTS[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL};
 static const char *const FIM_SEP_TEXTS[] = {"<|file_sep|>", NULL};
 
-/* First id (lowest) whose text is in list, or -1. */
+/* Id of the first text of list present in the vocabulary, or -1. (llama.cpp
+ * takes whichever its hash map yields first; list order makes Qwen's eot
+ * <|im_end|> rather than <|endoftext|>, deterministically.) */
 static int32_t find_any(const sd_tokenizer *tok, const char *const *list) {
-    int32_t best = -1, id;
+    int32_t id;
     for (int i = 0; list[i]; i++)
-        if (sd_strmap_get(&tok->text_to_id, list[i], strlen(list[i]), &id) && (best < 0 || id < best)) best = id;
-    return best;
+        if (sd_strmap_get(&tok->text_to_id, list[i], strlen(list[i]), &id)) return id;
+    return -1;
 }
 
 /* Reads tokenizer.ggml.<name> as a token id; keeps *id when absent or out of range. */
@@ -40,30 +42,38 @@ static void read_id(const sd_tokenizer *tok, const gguf_ctx *ctx, const char *ke
     if (gguf_get_u32(ctx, key, &v) && v < (uint32_t)tok->n_vocab) *id = (int32_t)v;
 }
 
-static void mark_eog(sd_tokenizer *tok, int32_t id) {
-    if (id < 0) return;
-    tok->tokens[id].eog = true;
-    tok->tokens[id].attr |= SD_ATTR_CONTROL; /* llama.cpp overrides a non-control type here */
+static void set_control(sd_tokenizer *tok, int32_t id) {
+    if (id >= 0) tok->tokens[id].attr |= SD_ATTR_CONTROL; /* llama.cpp overrides the file's type */
+}
+
+/* Token found by its text (when its id key is absent): control, as in llama.cpp. */
+static int32_t detect(sd_tokenizer *tok, int32_t id, const char *const *texts) {
+    if (id >= 0) return id;
+    id = find_any(tok, texts);
+    set_control(tok, id);
+    return id;
 }
 
 static void find_eog(sd_tokenizer *tok, const gguf_ctx *ctx) {
+    static const char *const EOM_TEXTS[] = {"<|eom_id|>", NULL};
     int32_t fim_pad = -1, fim_rep = -1, fim_sep = -1;
     read_id(tok, ctx, "tokenizer.ggml.fim_pad_token_id", &fim_pad);
     read_id(tok, ctx, "tokenizer.ggml.fim_rep_token_id", &fim_rep);
     read_id(tok, ctx, "tokenizer.ggml.fim_sep_token_id", &fim_sep);
-    if (tok->eot < 0) tok->eot = find_any(tok, EOT_TEXTS);
-    if (tok->eom < 0) {
-        static const char *const eom[] = {"<|eom_id|>", NULL};
-        tok->eom = find_any(tok, eom);
-    }
-    if (fim_pad < 0) fim_pad = find_any(tok, FIM_PAD_TEXTS);
-    if (fim_rep < 0) fim_rep = find_any(tok, FIM_REP_TEXTS);
-    if (fim_sep < 0) fim_sep = find_any(tok, FIM_SEP_TEXTS);
+    tok->eot = detect(tok, tok->eot, EOT_TEXTS);
+    tok->eom = detect(tok, tok->eom, EOM_TEXTS);
+    fim_pad = detect(tok, fim_pad, FIM_PAD_TEXTS);
+    fim_rep = detect(tok, fim_rep, FIM_REP_TEXTS);
+    fim_sep = detect(tok, fim_sep, FIM_SEP_TEXTS);
     int32_t id;
-    for (int i = 0; EOG_TEXTS[i]; i++)
-        if (sd_strmap_get(&tok->text_to_id, EOG_TEXTS[i], strlen(EOG_TEXTS[i]), &id)) mark_eog(tok, id);
+    for (int i = 0; EOG_TEXTS[i]; i++) {
+        if (!sd_strmap_get(&tok->text_to_id, EOG_TEXTS[i], strlen(EOG_TEXTS[i]), &id)) continue;
+        tok->tokens[id].eog = true;
+        set_control(tok, id);
+    }
     int32_t ids[] = {fim_pad, fim_rep, fim_sep, tok->eos, tok->eot, tok->eom};
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) mark_eog(tok, ids[i]);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        if (ids[i] >= 0) tok->tokens[ids[i]].eog = true;
 }
 
 typedef struct len_id {
