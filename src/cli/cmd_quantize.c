@@ -8,15 +8,22 @@
  * of a type we can read is widened to F32 (norms and biases are F32 for the
  * engine). A tensor already in its target type is copied byte for byte.
  *
- * Types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, and q4_k_m,
- * llama.cpp's Q4_K_M mix: Q4_K everywhere except output.weight -> Q6_K
- * (token_embd.weight too when there is no output.weight, i.e. tied
- * embeddings), attn_v.weight and ffn_down.weight -> Q6_K on the layers
- * llama.cpp's use_more_bits picks (first and last eighth, every third in
- * between), fused attn_qkv.weight -> Q5_K.
+ * Types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k put every
+ * converted matrix in that type (like llama-quantize --pure; general.file_type
+ * still names the nearest llama.cpp preset, e.g. Q4_K_S for q4_k, whose own
+ * mix would differ). q4_k_m is llama.cpp's Q4_K_M mix: Q4_K everywhere except
+ * output.weight -> Q6_K (token_embd.weight instead when there is no
+ * output.weight, i.e. tied embeddings), attn_v.weight and ffn_down.weight ->
+ * Q6_K on the layers llama.cpp's use_more_bits picks (first and last eighth,
+ * every third in between), fused attn_qkv.weight -> Q5_K. Not reproduced:
+ * llama.cpp's special cases for 70B, 8-expert and Falcon models.
  * Fallbacks when the row length does not fit the block (as llama.cpp):
  * q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0; then f16 when the row is not a
  * multiple of 32 either.
+ * Checked against llama.cpp's llama_model_quantize (pure for the plain types)
+ * with tests/data/quant/compare_llamacpp.py: identical tensors, bytes included.
+ * One deliberate difference: llama.cpp keeps unconverted tensors in their
+ * type, we widen readable non-F32 ones (e.g. F16 norms) to F32.
  *
  * Metadata is copied in order; general.file_type is set to llama.cpp's
  * LLAMA_FTYPE for TYPE (include/llama.h) and general.quantization_version
@@ -294,7 +301,7 @@ static void usage(FILE *f) {
             "Rewrites IN with its weight matrices in TYPE (metadata copied, general.file_type\n"
             "set, 1-D tensors kept F32). Input tensors may be any supported type.\n"
             "\n"
-            "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k\n"
+            "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k  (every matrix in TYPE)\n"
             "      q4_k_m  Q4_K with Q6_K for output.weight (token_embd.weight when tied) and\n"
             "              for attn_v / ffn_down on llama.cpp's use_more_bits layers\n"
             "Rows that a 256-block K-quant does not divide fall back as llama.cpp does\n"
