@@ -21,6 +21,7 @@
 
 #include "format/ggml_type.h"
 #include "numerics/matmul.h"
+#include "numerics/membw.h"
 #include "numerics/quant.h"
 
 #define MAX_SHAPES 16
@@ -70,18 +71,20 @@ static void fill_weights(uint32_t t, uint8_t *w, size_t bytes, size_t block_byte
 
 static int usage(FILE *f, int code) {
     fprintf(f, "usage: sd-matmul_probe --type TYPE --shape INxOUT [--shape ...] [--copies N]\n"
-               "                       [--threads N] [--smin N] [--smax N] [--reps N] [--json]\n");
+               "                       [--threads N] [--smin N] [--smax N] [--reps N] [--json] [--membw]\n"
+               "--membw: also measure read bandwidth (numerics/membw) and print the S=1 floor\n");
     return code;
 }
 
 int main(int argc, char **argv) {
     const char *type_name = "q8_0";
     int64_t shapes[MAX_SHAPES][2];
-    int n_shapes = 0, threads = 2, smin = 1, smax = 17, reps = 7, copies = 1, json = 0;
+    int n_shapes = 0, threads = 2, smin = 1, smax = 17, reps = 7, copies = 1, json = 0, membw = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) return usage(stdout, 0);
         if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--membw")) { membw = 1; continue; }
         if (!v) return usage(stderr, 2);
         i++;
         if (!strcmp(a, "--type")) type_name = v;
@@ -128,6 +131,19 @@ int main(int argc, char **argv) {
     float *y = malloc((size_t)smax * (size_t)max_out * sizeof(float));
     double *ts = malloc((size_t)reps * sizeof(double)), *cs = malloc((size_t)reps * sizeof(double)), t1 = 0, c1 = 0;
     for (int64_t i = 0; i < smax * max_in; i++) x[i] = (float)(rnd() % 2001) * 1e-3f - 1.0f;
+    double read_gbs = 0;
+    if (membw) {
+        sd_membw bw;
+        sd_err err = {0};
+        if (sd_membw_measure(0, threads, 5, &bw, &err) != SD_OK) {
+            fprintf(stderr, "specdec: %s\n", err.msg);
+            return 1;
+        }
+        read_gbs = bw.read_gbs;
+        if (!json)
+            printf("# read bandwidth %.1f GB/s (%d threads): S=1 floor %.3f ms for %.1f MB of weights\n", read_gbs,
+                   threads, weight_bytes / read_gbs / 1e6, weight_bytes / 1e6);
+    }
     json_t *rows = json_array();
     if (!json)
         printf("# type %s, backend %s, %d threads, %d matrices, weights %.1f MB, repacked copy %.1f MB\n"
@@ -160,9 +176,9 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     if (json) {
-        json_t *root = json_pack("{s:s,s:s,s:i,s:f,s:f,s:o}", "type", ti->name, "backend", sd_matmul_backend(),
+        json_t *root = json_pack("{s:s,s:s,s:i,s:f,s:f,s:f,s:o}", "type", ti->name, "backend", sd_matmul_backend(),
                                  "threads", threads, "weight_bytes", weight_bytes, "packed_bytes", packed_bytes,
-                                 "rows", rows);
+                                 "read_gbs", read_gbs, "rows", rows);
         json_dumpf(root, stdout, JSON_INDENT(1));
         printf("\n");
         json_decref(root);

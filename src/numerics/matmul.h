@@ -28,11 +28,11 @@ typedef struct sd_matrix {
 
 /* Checks type/shape (n_in % block == 0, type supported) and prepares the
  * kernel's layout. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, Q8_0/Q4_0/Q4_K/Q5_K/Q6_K are
+ * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, the quantized types are
  * repacked into 8-row tiles (numerics/matmul_pack.c): a second copy of the
- * weights, 1.06x (Q8_0), 1.11x (Q4_0), 1.06x (Q4_K), 1.05x (Q5_K), 1.01x
- * (Q6_K) of their GGUF bytes; data is still read by sd_matrix_get_row.
- * Other types run the scalar reference kernel (batch-invariant, slower).
+ * weights, 1.06x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
+ * 1.06x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes; data is still
+ * read by sd_matrix_get_row. Float weights are read in place.
  * Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_ARG (data NULL), SD_ERR_NOMEM. */
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out,
                          const void *data, sd_err *err);

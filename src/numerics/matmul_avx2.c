@@ -112,31 +112,53 @@ INLINE void q8_0_grp(const uint8_t *c, const grp *g, __m256 *acc, int N) {
     for (int n = 0; n < N; n++) acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
 }
 
-/* Q4_0: unsigned nibbles x signed activations; 8 maddubs sums fit int16
- * (8 * 2 * 15 * 127 = 30480); minus 8 * block sum. */
-INLINE void q4_0_grp(const __m256i *u, const uint8_t *c, const grp *g, __m256 *acc, int N) {
+/* Q4_0, Q4_1, Q5_0, Q5_1: unsigned values x signed activations. int16 sums of
+ * maddubs: 8 fit for 4-bit values (8 * 2 * 15 * 127 = 30480), 4 for 5-bit ones
+ * (31496). Minus off * block sum; plus the min term for Q4_1/Q5_1. so: offset
+ * of d[8] in the chunk (m[8] follows). */
+INLINE void q32_grp(const __m256i *u, const uint8_t *c, int so, int bits5, int has_min, int off, const grp *g,
+                    __m256 *acc, int N) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i t16[SD_GRP];
+    __m256i isum[SD_GRP];
     _Pragma("GCC unroll 16")
-    for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
-    for (int k = 0; k < 8; k++)
+    for (int n = 0; n < N; n++) isum[n] = _mm256_set1_epi32(-off * g->xs[n][0]);
+    for (int h = 0; h < 8; h += bits5 ? 4 : 8) {
+        __m256i t16[SD_GRP];
         _Pragma("GCC unroll 16")
-        for (int n = 0; n < N; n++)
-            t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(u[k], bcast32(g->xq[n] + 4 * k)));
-    __m256 dw = _mm256_load_ps((const float *)(c + 128));
+        for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
+        for (int k = h; k < h + (bits5 ? 4 : 8); k++)
+            _Pragma("GCC unroll 16")
+            for (int n = 0; n < N; n++)
+                t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(u[k], bcast32(g->xq[n] + 4 * k)));
+        _Pragma("GCC unroll 16")
+        for (int n = 0; n < N; n++) isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(t16[n], ones));
+    }
+    __m256 dw = _mm256_load_ps((const float *)(c + so));
     _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
-        __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(t16[n], ones), _mm256_set1_epi32(8 * g->xs[n][0]));
-        acc[n] = fma_block(isum, dw, g->dx[n], acc[n]);
+        acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
+        if (has_min) {
+            __m256 mw = _mm256_load_ps((const float *)(c + so + 32));
+            acc[n] = _mm256_fmadd_ps(_mm256_set1_ps((float)g->xs[n][0]), _mm256_mul_ps(mw, _mm256_set1_ps(g->dx[n])),
+                                     acc[n]);
+        }
     }
 }
 
-static void q4_0_decode(const uint8_t *c, __m256i *u) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+/* u[k] = values 4k..4k+3 of the 8 rows (hb: the vector of 5th bits, or NULL). */
+static void q32_decode(const uint8_t *c, const uint8_t *hb, __m256i *u) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     for (int k = 0; k < 4; k++) {
         __m256i v = _mm256_load_si256((const __m256i *)(c + 32 * k));
         u[k] = _mm256_and_si256(v, m4);
         u[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+    if (hb) {
+        __m256i h = _mm256_load_si256((const __m256i *)hb);
+        __m256i sh[8] = {_mm256_slli_epi16(h, 4), _mm256_slli_epi16(h, 3), _mm256_slli_epi16(h, 2),
+                         _mm256_slli_epi16(h, 1), h, _mm256_srli_epi16(h, 1), _mm256_srli_epi16(h, 2),
+                         _mm256_srli_epi16(h, 3)};
+        for (int k = 0; k < 8; k++) u[k] = _mm256_or_si256(u[k], _mm256_and_si256(sh[k], b4));
     }
 }
 
@@ -270,7 +292,8 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
         k6_dec k6;
     } dec;
     grp g;
-    if (type == GGML_TYPE_Q4_0) q4_0_decode(c, dec.u);
+    if (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q4_1) q32_decode(c, NULL, dec.u);
+    else if (type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1) q32_decode(c, c + 128, dec.u);
     else if (type == GGML_TYPE_Q4_K) q4_k_decode(c, NULL, 1024, &dec.k4);
     else if (type == GGML_TYPE_Q5_K) q4_k_decode(c, c + 1024, 1280, &dec.k4);
     else if (type == GGML_TYPE_Q6_K) q6_k_decode(c, &dec.k6);
@@ -280,7 +303,10 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
         grp_set(&g, a, s + i, b, N);                                      \
         switch (type) {                                                   \
         case GGML_TYPE_Q8_0: q8_0_grp(c, &g, acc + i, N); break;          \
-        case GGML_TYPE_Q4_0: q4_0_grp(dec.u, c, &g, acc + i, N); break;   \
+        case GGML_TYPE_Q4_0: q32_grp(dec.u, c, 128, 0, 0, 8, &g, acc + i, N); break; \
+        case GGML_TYPE_Q4_1: q32_grp(dec.u, c, 128, 0, 1, 0, &g, acc + i, N); break; \
+        case GGML_TYPE_Q5_0: q32_grp(dec.u, c, 160, 1, 0, 16, &g, acc + i, N); break; \
+        case GGML_TYPE_Q5_1: q32_grp(dec.u, c, 160, 1, 1, 0, &g, acc + i, N); break; \
         case GGML_TYPE_Q4_K: q4_k_grp(&dec.k4, c, 1024, 0, &g, acc + i, N); break; \
         case GGML_TYPE_Q5_K: q4_k_grp(&dec.k4, c, 1280, 1, &g, acc + i, N); break; \
         case GGML_TYPE_Q6_K: q6_k_grp(&dec.k6, c, &g, acc + i, N); break; \

@@ -10,6 +10,9 @@
  * Rows past n_out are zero. Chunk layouts, per (tile, block), offsets in bytes:
  *   Q8_0 (288):  [0,256) 8 vectors of int8 values;          [256,288) d f32[8]
  *   Q4_0 (160):  [0,128) 4 vectors, nibbles: low = value 4k+t, high = 16+4k+t; [128,160) d[8]
+ *   Q4_1 (192):  as Q4_0, then [160,192) m[8]
+ *   Q5_0 (192):  nibbles as Q4_0, [128,160) one vector of 5th bits (bit p of byte t =
+ *                value 4p+t), [160,192) d[8];  Q5_1 (224): as Q5_0, then [192,224) m[8]
  *   Q4_K (1216): [0,1024) 32 vectors = the block's qs dwords (i = k/8: low nibble
  *                value 64i+4(k%8)+t, high nibble 64i+32+4(k%8)+t);
  *                [1024,1088) scales u8 [sub j][row]; [1088,1152) mins u8 [j][row];
@@ -20,7 +23,8 @@
  *   Q6_K (1696): [0,1024) 32 vectors, low nibble of value 4k+t | low nibble of 4(k+32)+t << 4;
  *                [1024,1536) 16 vectors, 2-bit highs of values 4(k+16p)+t at bits 2p;
  *                [1536,1664) scales i8 [sub j][row]; [1664,1696) d[8]
- * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K) of
+ * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
+ * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K) of
  * the GGUF bytes, held in addition to the mapping (which get_row still reads). */
 #include <string.h>
 
@@ -43,11 +47,24 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
         fd[r] = wb->d;
         break;
     case GGML_TYPE_Q4_0:
+    case GGML_TYPE_Q4_1:
+    case GGML_TYPE_Q5_0:
+    case GGML_TYPE_Q5_1: {
+        int bits5 = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1;
         for (int k = 0; k < 4; k++)
-            for (int t = 0; t < 4; t++) *at(c, k, r, t) = (uint8_t)(wb->q[4 * k + t] | wb->q[16 + 4 * k + t] << 4);
-        fd = (float *)(c + 128);
+            for (int t = 0; t < 4; t++)
+                *at(c, k, r, t) = (uint8_t)((wb->q[4 * k + t] & 0xF) | (wb->q[16 + 4 * k + t] & 0xF) << 4);
+        if (bits5)
+            for (int t = 0; t < 4; t++) {
+                int bits = 0;
+                for (int p = 0; p < 8; p++) bits |= (wb->q[4 * p + t] >> 4) << p;
+                *at(c + 128, 0, r, t) = (uint8_t)bits;
+            }
+        fd = (float *)(c + (bits5 ? 160 : 128));
         fd[r] = wb->d;
+        if (wb->has_min) fd[8 + r] = wb->m;
         break;
+    }
     case GGML_TYPE_Q4_K:
     case GGML_TYPE_Q5_K: {
         for (int k = 0; k < 32; k++) {
