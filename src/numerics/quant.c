@@ -61,8 +61,8 @@ ADAPT_BOTH(q5_0, block_q5_0)
 ADAPT_BOTH(q5_1, block_q5_1)
 ADAPT_BOTH(q8_0, block_q8_0)
 ADAPT_BOTH(q8_1, block_q8_1)
-ADAPT_DEQUANTIZE(q2_K, block_q2_K)
-ADAPT_DEQUANTIZE(q3_K, block_q3_K)
+ADAPT_BOTH(q2_K, block_q2_K)
+ADAPT_BOTH(q3_K, block_q3_K)
 ADAPT_BOTH(q4_K, block_q4_K)
 ADAPT_BOTH(q5_K, block_q5_K)
 ADAPT_BOTH(q6_K, block_q6_K)
@@ -80,8 +80,8 @@ static const quant_type TYPES[] = {
     BLOCK_TYPE(GGML_TYPE_Q5_1, QK5_1, q5_1, block_q5_1),
     BLOCK_TYPE(GGML_TYPE_Q8_0, QK8_0, q8_0, block_q8_0),
     BLOCK_TYPE(GGML_TYPE_Q8_1, QK8_1, q8_1, block_q8_1),
-    {GGML_TYPE_Q2_K, QK_K, sizeof(block_q2_K), deq_q2_K, NULL},
-    {GGML_TYPE_Q3_K, QK_K, sizeof(block_q3_K), deq_q3_K, NULL},
+    BLOCK_TYPE(GGML_TYPE_Q2_K, QK_K, q2_K, block_q2_K),
+    BLOCK_TYPE(GGML_TYPE_Q3_K, QK_K, q3_K, block_q3_K),
     BLOCK_TYPE(GGML_TYPE_Q4_K, QK_K, q4_K, block_q4_K),
     BLOCK_TYPE(GGML_TYPE_Q5_K, QK_K, q5_K, block_q5_K),
     BLOCK_TYPE(GGML_TYPE_Q6_K, QK_K, q6_K, block_q6_K),

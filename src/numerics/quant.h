@@ -36,8 +36,7 @@ uint16_t sd_fp32_to_bf16(float f);
  * Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K. (Whether a matmul
  * kernel exists for t is sd_matrix_init's business.) */
 bool sd_type_supported(uint32_t t);
-/* True if sd_quantize_row can produce type t: every supported type except
- * Q2_K and Q3_K (dequantize-only here). */
+/* True if sd_quantize_row can produce type t: every supported type. */
 bool sd_type_quantizable(uint32_t t);
 
 /* Dequantizes n elements (n % block_size == 0) of type t from src into dst[n].

@@ -58,6 +58,8 @@ void sd_quantize_row_q5_0(const float *x, block_q5_0 *y, int64_t k);
 void sd_quantize_row_q5_1(const float *x, block_q5_1 *y, int64_t k);
 void sd_quantize_row_q8_0(const float *x, block_q8_0 *y, int64_t k);
 void sd_quantize_row_q8_1(const float *x, block_q8_1 *y, int64_t k);
+void sd_quantize_row_q2_K(const float *x, block_q2_K *y, int64_t k);
+void sd_quantize_row_q3_K(const float *x, block_q3_K *y, int64_t k);
 void sd_quantize_row_q4_K(const float *x, block_q4_K *y, int64_t k);
 void sd_quantize_row_q5_K(const float *x, block_q5_K *y, int64_t k);
 void sd_quantize_row_q6_K(const float *x, block_q6_K *y, int64_t k);

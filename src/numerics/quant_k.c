@@ -13,8 +13,13 @@
  * - Q6_K: per 16-element sub-block a symmetric fit weighted by x^2, searched
  *   over 18 perturbed scales (make_qx_quants, rmse_type 1); scales to int8.
  * - Q8_K: plain symmetric rounding with d = max / -127 in float.
+ * - Q2_K: make_qkx2_quants per 16 elements (nmax 3, weights |x|, minimising
+ *   the absolute error), 4-bit scales and mins against the block maxima.
+ * - Q3_K: make_q3_quants per 16 (coordinate descent, weights x^2), 6-bit
+ *   signed scales; the third bit of each level goes to hmask.
  * These are the reference (not importance-matrix) quantizers. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "numerics/quant.h"
@@ -142,11 +147,12 @@ void sd_dequantize_row_q8_K(const block_q8_K *y, float *x, int64_t k) {
  * weighted squared error: starts from the min/max grid, then tries nstep + 1
  * inverse scales (rmin + rdelta*is + nmax) / (max - min), solving the 2x2
  * least-squares system for (scale, min) at each and keeping the best.
- * Returns scale; *the_min = -min (>= 0). L[n] gets the levels.
- * Source: llama.cpp make_qkx2_quants (use_mad = false). */
+ * Returns scale; *the_min = -min (>= 0). L[n] gets the levels. use_mad
+ * minimises the weighted absolute error instead (Q2_K).
+ * Source: llama.cpp make_qkx2_quants. */
 static float make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
                               uint8_t *L, float *the_min, uint8_t *Laux, float rmin,
-                              float rdelta, int nstep) {
+                              float rdelta, int nstep, bool use_mad) {
     float min = x[0], max = x[0];
     float sum_w = weights[0];
     float sum_x = sum_w * x[0];
@@ -173,7 +179,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
         int l = sd_nearest_int(iscale * (x[i] - min));
         L[i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
         float diff = scale * L[i] + min - x[i];
-        best_error += weights[i] * (diff * diff);
+        best_error += weights[i] * (use_mad ? fabsf(diff) : diff * diff);
     }
     for (int is = 0; is <= nstep; is++) {
         iscale = (rmin + rdelta * is + nmax) / (max - min);
@@ -198,7 +204,7 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
             float cur_error = 0;
             for (int i = 0; i < n; i++) {
                 float diff = this_scale * Laux[i] + this_min - x[i];
-                cur_error += weights[i] * (diff * diff);
+                cur_error += weights[i] * (use_mad ? fabsf(diff) : diff * diff);
             }
             if (cur_error < best_error) {
                 memcpy(L, Laux, (size_t)n);
@@ -267,6 +273,169 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
     return scale;
 }
 
+/* Symmetric fit for Q3_K sub-blocks, levels L - nmax in -nmax..nmax-1:
+ * start from the largest-magnitude element at -nmax, then up to 5 passes of
+ * coordinate descent, moving one level at a time when that raises
+ * (sum w x l)^2 / sum w l^2 (w = x^2). Returns the scale.
+ * Source: llama.cpp make_q3_quants with do_rmse = true. */
+static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_MAX_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        int l = sd_nearest_int(iscale * x[i]);
+        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        L[i] = (int8_t)l;
+        float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * L[i];
+            if (slx > 0) {
+                float sl2 = suml2 - w * L[i] * L[i];
+                int new_l = sd_nearest_int(x[i] * sl2 / slx);
+                new_l = new_l < -nmax ? -nmax : new_l > nmax - 1 ? nmax - 1 : new_l;
+                if (new_l != L[i]) {
+                    slx += w * x[i] * new_l;
+                    sl2 += w * new_l * new_l;
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed++;
+                    }
+                }
+            }
+        }
+        if (!n_changed)
+            break;
+    }
+    for (int i = 0; i < n; i++)
+        L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* Packs 2-bit values L[256] (0..3) into Q2_K / Q3_K qs: in each half of 128,
+ * byte l holds elements l, l+32, l+64, l+96 at bits 0, 2, 4, 6. */
+static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < QK_K; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                      (L[j + l + 96] << 6));
+}
+
+/* ---- Q2_K / Q3_K ---- */
+
+void sd_quantize_row_q2_K(const float *x, block_q2_K *y, int64_t k) {
+    uint8_t L[QK_K], Laux[16];
+    float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+    const float q4scale = 15.f;
+    for (int64_t i = 0; i < k / QK_K; i++, x += QK_K) {
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            for (int l = 0; l < 16; l++)
+                weights[l] = fabsf(x[16 * j + l]);
+            scales[j] = make_qkx2_quants(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux,
+                                         -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale)
+                max_scale = scales[j];
+            if (mins[j] > max_min)
+                max_min = mins[j];
+        }
+        memset(y[i].scales, 0, sizeof y[i].scales);
+        y[i].d = 0;
+        y[i].dmin = 0;
+        if (max_scale > 0) {
+            float iscale = q4scale / max_scale;
+            for (int j = 0; j < QK_K / 16; j++)
+                y[i].scales[j] = (uint8_t)sd_nearest_int(iscale * scales[j]);
+            y[i].d = sd_fp32_to_fp16(max_scale / q4scale);
+        }
+        if (max_min > 0) {
+            float iscale = q4scale / max_min;
+            for (int j = 0; j < QK_K / 16; j++)
+                y[i].scales[j] |= (uint8_t)(sd_nearest_int(iscale * mins[j]) << 4);
+            y[i].dmin = sd_fp32_to_fp16(max_min / q4scale);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            const float d = sd_fp16_to_fp32(y[i].d) * (y[i].scales[j] & 0xF);
+            if (!d)
+                continue;
+            const float dm = sd_fp16_to_fp32(y[i].dmin) * (y[i].scales[j] >> 4);
+            for (int ii = 0; ii < 16; ii++) {
+                int l = sd_nearest_int((x[16 * j + ii] + dm) / d);
+                L[16 * j + ii] = (uint8_t)(l < 0 ? 0 : l > 3 ? 3 : l);
+            }
+        }
+        pack_2bit(L, y[i].qs);
+    }
+}
+
+void sd_quantize_row_q3_K(const float *x, block_q3_K *y, int64_t k) {
+    int8_t L[QK_K];
+    float scales[QK_K / 16];
+    for (int64_t i = 0; i < k / QK_K; i++, x += QK_K) {
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < QK_K / 16; j++) {
+            scales[j] = make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            if (fabsf(scales[j]) > amax) {
+                amax = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        memset(y[i].scales, 0, sizeof y[i].scales);
+        y[i].d = 0;
+        if (max_scale) {
+            float iscale = -32.f / max_scale;
+            for (int j = 0; j < QK_K / 16; j++) {
+                int l = sd_nearest_int(iscale * scales[j]);
+                l = (l < -32 ? -32 : l > 31 ? 31 : l) + 32;
+                if (j < 8)
+                    y[i].scales[j] = (uint8_t)(l & 0xF);
+                else
+                    y[i].scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+                y[i].scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+            }
+            y[i].d = sd_fp32_to_fp16(1 / iscale);
+        }
+        uint8_t sc[16];
+        sd_q3_K_scales(y[i].scales, sc);
+        for (int j = 0; j < QK_K / 16; j++) {
+            float d = sd_fp16_to_fp32(y[i].d) * (sc[j] - 32);
+            if (!d)
+                continue;
+            for (int ii = 0; ii < 16; ii++) {
+                int l = sd_nearest_int(x[16 * j + ii] / d);
+                L[16 * j + ii] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
+            }
+        }
+        /* bit 2 of element e goes to bit e / 32 of hmask[e % 32] */
+        memset(y[i].hmask, 0, sizeof y[i].hmask);
+        uint8_t low[QK_K];
+        for (int e = 0; e < QK_K; e++) {
+            if (L[e] > 3)
+                y[i].hmask[e % 32] |= (uint8_t)(1u << (e / 32));
+            low[e] = (uint8_t)(L[e] & 3);
+        }
+        pack_2bit(low, y[i].qs);
+    }
+}
+
 /* ---- Q4_K / Q5_K shared steps ---- */
 
 /* Fits the 8 sub-blocks of one super-block (levels 0..nmax) into L[256],
@@ -287,7 +456,7 @@ static void fit_sub_blocks_k(const float *x, int nmax, float rmin, float rdelta,
         for (int l = 0; l < 32; l++)
             weights[l] = av_x + fabsf(xb[l]);
         scales[j] = make_qkx2_quants(32, nmax, xb, weights, L + 32 * j, &mins[j], Laux, rmin,
-                                     rdelta, nstep);
+                                     rdelta, nstep, false);
         if (scales[j] > *max_scale)
             *max_scale = scales[j];
         if (mins[j] > *max_min)

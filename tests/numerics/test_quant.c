@@ -59,8 +59,8 @@ static void test_type_table(void **state) {
         {GGML_TYPE_BF16, 1, 2, true},    {GGML_TYPE_Q4_0, 32, 18, true},
         {GGML_TYPE_Q4_1, 32, 20, true},  {GGML_TYPE_Q5_0, 32, 22, true},
         {GGML_TYPE_Q5_1, 32, 24, true},  {GGML_TYPE_Q8_0, 32, 34, true},
-        {GGML_TYPE_Q8_1, 32, 36, true},  {GGML_TYPE_Q2_K, 256, 84, false},
-        {GGML_TYPE_Q3_K, 256, 110, false}, {GGML_TYPE_Q4_K, 256, 144, true},
+        {GGML_TYPE_Q8_1, 32, 36, true},  {GGML_TYPE_Q2_K, 256, 84, true},
+        {GGML_TYPE_Q3_K, 256, 110, true}, {GGML_TYPE_Q4_K, 256, 144, true},
         {GGML_TYPE_Q5_K, 256, 176, true}, {GGML_TYPE_Q6_K, 256, 210, true},
         {GGML_TYPE_Q8_K, 256, 292, true},
     };
@@ -75,7 +75,7 @@ static void test_type_table(void **state) {
         assert_int_equal(gi->block_size, want[i].bs);
         assert_int_equal(gi->type_size, want[i].ts);
     }
-    uint32_t unsupported[] = {GGML_TYPE_I8, GGML_TYPE_I32, GGML_TYPE_F64, 4, 5, 16, 39, 1000};
+    uint32_t unsupported[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_I8, GGML_TYPE_I32, GGML_TYPE_F64, 4, 5, 16, 39, 1000};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         assert_false(sd_type_supported(unsupported[i]));
         assert_false(sd_type_quantizable(unsupported[i]));
@@ -83,12 +83,12 @@ static void test_type_table(void **state) {
     }
     /* unsupported type: dequantize zero-fills, quantize writes nothing */
     float out[4] = {1, 2, 3, 4};
-    uint8_t raw[16];
+    uint8_t raw[128];
     memset(raw, 0xAB, sizeof raw);
     sd_dequantize_row(GGML_TYPE_I32, raw, out, 4);
     for (int i = 0; i < 4; i++)
         assert_true(out[i] == 0.f);
-    sd_quantize_row(GGML_TYPE_Q2_K, out, raw, 4);
+    sd_quantize_row(GGML_TYPE_IQ2_XXS, out, raw, 256);
     assert_int_equal(raw[0], 0xAB);
 }
 

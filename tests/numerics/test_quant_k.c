@@ -257,6 +257,8 @@ static double rel_rmse(uint32_t t, int gen, float scale, double *max_rel_err) {
 static void test_round_trip_k(void **state) {
     (void)state;
     const rt_case cases[] = {
+        {GGML_TYPE_Q2_K, "q2_K", 0.42f, 0.5f},
+        {GGML_TYPE_Q3_K, "q3_K", 0.26f, 0.32f},
         {GGML_TYPE_Q4_K, "q4_K", 0.12f, 0.12f},
         {GGML_TYPE_Q5_K, "q5_K", 0.06f, 0.065f},
         /* Q6_K's d = max / 4096 is an fp16 subnormal for max < 0.25: at x0.02
@@ -314,7 +316,8 @@ static void test_q4_K_search_beats_minmax(void **state) {
 static void test_power_of_two_invariance(void **state) {
     (void)state;
     const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                              GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+                              GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                              GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
                               GGML_TYPE_Q6_K, GGML_TYPE_Q8_K};
     enum { N = 512 };
     static float x[N], xs[N], y[N], ys[N];
@@ -343,7 +346,8 @@ static void test_power_of_two_invariance(void **state) {
 
 static void test_edge_cases_k(void **state) {
     (void)state;
-    const uint32_t types[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_K};
+    const uint32_t types[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
+                              GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_K};
     static float x[512], y[512];
     static uint8_t q[1024];
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {

@@ -23,7 +23,8 @@ TYPES = [
     (12, "q4_K", 256, 144, [0, 2]), (13, "q5_K", 256, 176, [0, 2]),
     (14, "q6_K", 256, 210, [208]), (15, "q8_K", 256, 292, "f32"),
 ]
-QUANTIZED_BY_US = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q4_K", "q5_K", "q6_K", "q8_K"}
+QUANTIZED_BY_US = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K", "q5_K",
+                   "q6_K", "q8_K"}
 NO_DEQUANT_SYMBOL = {"q8_1"}  # llama.cpp exports no dequantize_row_q8_1
 
 
