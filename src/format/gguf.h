@@ -10,7 +10,15 @@
  * malformed file gives SD_ERR_FORMAT with a one-line reason. Strings in the
  * file are not NUL-terminated there; the reader hands out (pointer, length)
  * pairs pointing into the mapping, valid until gguf_close. Keys are copied to
- * NUL-terminated strings at open so they can be compared with strcmp. */
+ * NUL-terminated strings at open so they can be compared with strcmp.
+ *
+ * What the reader accepts, beyond llama.cpp's own checks: keys and tensor
+ * names without NUL bytes, tensor names of at most 63 bytes (GGML_MAX_NAME),
+ * bools 0 or 1, arrays nested at most 4 deep (llama.cpp reads none), tensor
+ * data anywhere in the data section as long as it is aligned, inside the file
+ * and not overlapping another tensor (llama.cpp also demands the packed order
+ * its writer produces). Counts are bounded by the bytes left in the file, and
+ * tables grow with what the file holds, so memory stays O(file size). */
 #ifndef SD_FORMAT_GGUF_H
 #define SD_FORMAT_GGUF_H
 
@@ -58,7 +66,10 @@ typedef struct gguf_ctx gguf_ctx;
  * mapping; free with gguf_close. Errors: SD_ERR_IO (open/stat/mmap),
  * SD_ERR_FORMAT (bad magic/version/structure, truncated, offsets past the end,
  * overlapping tensors, duplicate keys or tensor names, bad string lengths),
- * SD_ERR_UNSUPPORTED (unknown tensor type id), SD_ERR_NOMEM. */
+ * SD_ERR_UNSUPPORTED (unknown tensor type id, GGUF v1, big-endian), SD_ERR_NOMEM.
+ * Error messages start with the path and name the key or tensor and the byte
+ * offset at fault, e.g. "m.gguf: tensor 'output.weight': data [x, y) past end
+ * of file (size z)"; names are shown with control bytes escaped. */
 sd_status gguf_open(const char *path, gguf_ctx **out, sd_err *err);
 
 /* Same as gguf_open on a caller-owned buffer of size bytes; the buffer must
@@ -167,7 +178,11 @@ sd_status gguf_writer_set_raw(gguf_writer *w, const char *key, gguf_type type, c
 sd_status gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i);
 
 /* Adds a tensor. data (nbytes, which must equal the size implied by type and ne)
- * is borrowed until gguf_writer_write returns. */
+ * is borrowed until gguf_writer_write returns. ne[0..n_dims) as in
+ * gguf_tensor_info (ne[0] innermost). Tensors are laid out in the order added,
+ * each padded to the alignment. SD_ERR_ARG: duplicate or over-long (> 63 bytes)
+ * name, n_dims not 1..4, ne <= 0, ne[0] not a multiple of the block size,
+ * unknown type, nbytes wrong; SD_ERR_NOMEM. */
 sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
                                  uint32_t n_dims, const int64_t *ne, const void *data,
                                  uint64_t nbytes);

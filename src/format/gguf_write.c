@@ -192,7 +192,7 @@ sd_status gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i) {
 
 sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                  const int64_t *ne, const void *data, uint64_t nbytes) {
-    if (strlen(name) > GGUF_MAX_NAME || n_dims < 1 || n_dims > GGUF_MAX_DIMS) return SD_ERR_ARG;
+    if (strlen(name) > GGUF_MAX_NAME || n_dims < 1 || n_dims > GGUF_MAX_DIMS || (!data && nbytes)) return SD_ERR_ARG;
     uint64_t rows = 1, row, want;
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] <= 0) return SD_ERR_ARG;

@@ -47,6 +47,26 @@ class Reader:
         self.pos += n
         return s.decode("utf-8", errors="replace")
 
+    def skip(self, t, n):
+        """Steps over n values of type t without decoding them (vocab arrays
+        hold ~150k strings; only the first few are reported)."""
+        if t in SCALARS:
+            self.pos += n * struct.calcsize(SCALARS[t])
+            if self.pos > len(self.data):
+                raise ValueError("array past end")
+        elif t == 8:
+            data, pos, end = self.data, self.pos, len(self.data)
+            for _ in range(n):
+                if pos + 8 > end:
+                    raise ValueError("truncated string array")
+                pos += 8 + int.from_bytes(data[pos:pos + 8], "little")
+            if pos > end:
+                raise ValueError("string past end")
+            self.pos = pos
+        else:
+            for _ in range(n):
+                self.value(t)
+
     def value(self, t):
         if t in SCALARS:
             return self.take(SCALARS[t])
@@ -54,7 +74,8 @@ class Reader:
             return self.string()
         if t == 9:
             et, n = self.take("<I"), self.take("<Q")
-            items = [self.value(et) for _ in range(n)]
+            items = [self.value(et) for _ in range(min(n, 8))]
+            self.skip(et, n - len(items))
             return {"type": TYPE_NAMES.get(et, "?"), "n": n, "items": items}
         raise ValueError("unknown value type %d" % t)
 
