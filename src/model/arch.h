@@ -1,0 +1,59 @@
+/* Internal to src/model: what an architecture file provides, and the binding
+ * helpers it uses. Adding an architecture is a new arch_NAME.c with one
+ * sd_arch_def plus a line in the table in arch.c (as llama.cpp's
+ * src/models/NAME.cpp plus its entry in llama-arch.cpp).
+ *
+ * Tensor shapes are written as in llama.cpp's create_tensor calls: ne[0]
+ * (elements per row) first, so a weight {n_in, n_out} maps to an sd_matrix
+ * with n_in columns and n_out rows. */
+#ifndef SD_MODEL_ARCH_H
+#define SD_MODEL_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "format/gguf.h"
+#include "model/model.h"
+
+/* Loading state shared by the helpers: the file being bound and where errors go. */
+typedef struct sd_loader {
+    const char *path;   /* for messages */
+    const gguf_ctx *gguf;
+    sd_model *m;
+    sd_err *err;
+} sd_loader;
+
+typedef struct sd_arch_def {
+    const char *name;   /* general.architecture, e.g. "qwen3" */
+    sd_arch arch;
+    /* Sets the architecture's switches (rope_neox, qkv_bias, qk_norm) after the
+     * common {arch}.* keys have been read into hp; may read extra keys. */
+    sd_status (*load_hparams)(sd_loader *L, sd_hparams *hp);
+    /* Binds every tensor of the model (token_embd, output, blk.N.*). */
+    sd_status (*load_tensors)(sd_loader *L, sd_model *m);
+} sd_arch_def;
+
+extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3;
+
+/* The architecture named name, or NULL. */
+const sd_arch_def *sd_arch_find(const char *name);
+
+/* Binds a 2-D weight {n_in, n_out} named by the printf format (e.g.
+ * "blk.%d.attn_q.weight"). Errors (message names the tensor):
+ * SD_ERR_FORMAT missing tensor or wrong shape, SD_ERR_UNSUPPORTED type. */
+sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_out,
+                         const char *fmt, int il);
+/* Binds a 1-D vector {n} (norm weight or bias) as an f32 copy owned by the
+ * model. When required is false and the tensor is absent, *out = NULL. */
+sd_status sd_bind_vector(sd_loader *L, const float **out, int64_t n, bool required,
+                         const char *fmt, int il);
+
+/* The parts every dense architecture here shares (llama.cpp create_tensor
+ * calls of src/models/llama.cpp): token_embd, output_norm, output (or tied to
+ * token_embd), and per layer attn_norm, attn_q/k/v/output, ffn_norm,
+ * ffn_gate/up/down. Biases and Q/K norms are bound by the arch files. */
+sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m);
+sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il);
+
+#endif

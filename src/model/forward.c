@@ -1,0 +1,131 @@
+/* The forward pass of a dense decoder-only transformer (llama, qwen2, qwen3),
+ * over a batch of S tokens at positions len..len+S-1, returning logits for
+ * every position. Shape of one layer (llama.cpp src/models/llama.cpp,
+ * qwen2.cpp, qwen3.cpp):
+ *
+ *   h   = x + Wo · attention(rope(norm_q(Wq·n + bq)), rope(norm_k(Wk·n + bk)), Wv·n + bv),
+ *         n = rmsnorm(x) * attn_norm
+ *   out = h + Wdown · (silu(Wgate·m) * Wup·m),  m = rmsnorm(h) * ffn_norm
+ *
+ * Batch invariance (DESIGN.md §5): every step computes each row (position)
+ * with a reduction order that does not depend on S or on the thread count —
+ * sd_matmul by contract, rmsnorm/rope/softmax per row, and attention per
+ * (position, head) over keys 0..pos in position order. So the logits of a
+ * position are bitwise the same whether it ran alone or inside a verify batch. */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "model/context.h"
+#include "numerics/ops.h"
+
+static void add_bias(float *x, const float *b, int S, int64_t n) {
+    if (!b) return;
+    for (int s = 0; s < S; s++) sd_add(x + s * n, b, n);
+}
+
+static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int64_t n, float eps) {
+    for (int s = 0; s < S; s++) sd_rmsnorm(out + s * n, x + s * n, w, n, eps);
+}
+
+/* Per head of every row: optional qwen3 RMSNorm over the head, then RoPE. */
+static void norm_rope_heads(const sd_hparams *hp, float *x, const float *norm_w, int S, int n_heads,
+                            int32_t pos0) {
+    const int hd = hp->head_dim;
+    for (int s = 0; s < S; s++)
+        for (int h = 0; h < n_heads; h++) {
+            float *head = x + ((int64_t)s * n_heads + h) * hd;
+            if (norm_w) sd_rmsnorm(head, head, norm_w, hd, hp->rms_eps);
+            sd_rope(head, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+        }
+}
+
+/* Causal attention of S query rows at positions pos0..pos0+S-1 against the
+ * KV cache of layer il (which already holds those positions). One
+ * (position, head) pair is computed start to finish by one thread, in the
+ * same order whatever S is: scores over keys 0..pos, softmax, then the sum
+ * of value rows in position order. GQA: query head h reads KV head
+ * h / (n_head / n_head_kv). */
+static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q, float *out) {
+    const sd_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, n_head = hp->n_head, group = hp->n_head / hp->n_head_kv;
+    const int64_t q_dim = (int64_t)n_head * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+#pragma omp parallel for num_threads(c->n_threads) schedule(static)
+    for (int sh = 0; sh < S * n_head; sh++) {
+        const int s = sh / n_head, h = sh % n_head, kv_off = (h / group) * hd;
+        const int32_t n_kv = pos0 + s + 1;
+        const float *qh = q + s * q_dim + (int64_t)h * hd;
+        float *att = c->att + (int64_t)omp_get_thread_num() * c->n_ctx;
+        for (int32_t t = 0; t < n_kv; t++) att[t] = sd_dot_f32(qh, sd_kv_row(c, c->k_cache, il, t) + kv_off, hd) * scale;
+        sd_softmax(att, n_kv);
+        float *oh = out + s * q_dim + (int64_t)h * hd;
+        memset(oh, 0, (size_t)hd * sizeof *oh);
+        for (int32_t t = 0; t < n_kv; t++) sd_axpy_f32(oh, att[t], sd_kv_row(c, c->v_cache, il, t) + kv_off, hd);
+    }
+}
+
+/* One batch of S <= n_batch tokens; the caller checked ids and room. */
+static void forward_batch(sd_context *c, const int32_t *tokens, int S, float *logits) {
+    const sd_model *m = c->m;
+    const sd_hparams *hp = &m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, kv_dim = c->kv_dim;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
+    const int32_t pos0 = c->len;
+    const int nt = c->n_threads;
+
+    for (int s = 0; s < S; s++) sd_matrix_get_row(&m->tok_embd, tokens[s], c->x + s * n_embd);
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        const sd_layer *L = &m->layers[il];
+
+        /* attention block */
+        rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
+        sd_matmul(&L->wq, c->xb, S, c->q, nt);
+        sd_matmul(&L->wk, c->xb, S, c->k, nt);
+        sd_matmul(&L->wv, c->xb, S, c->v, nt);
+        if (hp->qkv_bias) {
+            add_bias(c->q, L->bq, S, q_dim);
+            add_bias(c->k, L->bk, S, kv_dim);
+            add_bias(c->v, L->bv, S, kv_dim);
+        }
+        norm_rope_heads(hp, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
+        norm_rope_heads(hp, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
+        for (int s = 0; s < S; s++) {
+            memcpy(sd_kv_row(c, c->k_cache, il, pos0 + s), c->k + s * kv_dim, (size_t)kv_dim * sizeof(float));
+            memcpy(sd_kv_row(c, c->v_cache, il, pos0 + s), c->v + s * kv_dim, (size_t)kv_dim * sizeof(float));
+        }
+        attention(c, il, pos0, S, c->q, c->att_out);
+        sd_matmul(&L->wo, c->att_out, S, c->xb, nt);
+        sd_add(c->x, c->xb, S * n_embd);
+
+        /* feed-forward block (SwiGLU) */
+        rmsnorm_rows(c->xb, c->x, L->ffn_norm, S, n_embd, hp->rms_eps);
+        sd_matmul(&L->w_gate, c->xb, S, c->hb, nt);
+        sd_matmul(&L->w_up, c->xb, S, c->hb2, nt);
+        sd_swiglu(c->hb, c->hb, c->hb2, S * n_ff);
+        sd_matmul(&L->w_down, c->hb, S, c->xb, nt);
+        sd_add(c->x, c->xb, S * n_embd);
+    }
+
+    rmsnorm_rows(c->xb, c->x, m->output_norm, S, n_embd, hp->rms_eps);
+    sd_matmul(&m->output, c->xb, S, logits, nt);
+    c->len += S;
+}
+
+sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
+    const int32_t n_vocab = c->m->hp.n_vocab;
+    if (S < 0 || (S > 0 && (!tokens || !logits)))
+        return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d)", S);
+    if (S > c->n_ctx - c->len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->len, S, c->n_ctx);
+    for (int32_t s = 0; s < S; s++)
+        if (tokens[s] < 0 || tokens[s] >= n_vocab)
+            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], n_vocab);
+    for (int32_t done = 0; done < S;) {
+        int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
+        forward_batch(c, tokens + done, n, logits + (int64_t)done * n_vocab);
+        done += n;
+    }
+    return SD_OK;
+}

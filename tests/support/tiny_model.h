@@ -1,0 +1,66 @@
+/* Test support: writes tiny random-weight GGUF models of each architecture
+ * (llama, qwen2, qwen3) and weight type, loadable by sd_model_load, for the
+ * model and decode tests. Shapes, keys and tensor names are llama.cpp's; the
+ * 2-D weights are random floats quantized with sd_quantize_row, norms and
+ * biases are f32. The vocabulary is synthetic but well-formed: SentencePiece
+ * (tokenizer.ggml.model "llama": <unk> <s> </s>, 256 byte tokens <0xNN>, then
+ * "▁xy" pieces) for arch llama, byte-level BPE (model "gpt2", pre "qwen2":
+ * 256 byte tokens, merges "x y" -> "xy", then <|endoftext|> <|im_start|>
+ * <|im_end|>) otherwise.
+ *
+ * Usage:
+ *   tiny_model_spec sp = tiny_model_default("qwen3", GGML_TYPE_Q8_0);
+ *   sp.seed = 7;
+ *   char path[256];
+ *   tiny_model_temp_path(path, sizeof path, "q8");
+ *   assert(tiny_model_write(&sp, path, &err) == SD_OK);
+ *   ... sd_model_load(path, ...) ...; remove(path);
+ *
+ * Same spec + seed -> byte-identical file. Each tensor's values come from its
+ * own stream (seed, tensor name), so omitting or altering one tensor leaves
+ * the others unchanged. */
+#ifndef SD_TESTS_TINY_MODEL_H
+#define SD_TESTS_TINY_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef struct tiny_model_spec {
+    const char *arch;      /* general.architecture: "llama", "qwen2", "qwen3" (any string, for error tests) */
+    uint32_t type;         /* ggml type of the 2-D weights (token_embd, attn_*, ffn_*, output) */
+    int32_t n_vocab;       /* 300..18000 (SPM: 259 fixed tokens; BPE: 256 bytes + 3 specials) */
+    int32_t n_embd;        /* multiple of the type's block size (256 for k-quants) */
+    int32_t n_layer;
+    int32_t n_head, n_head_kv;
+    int32_t head_dim;      /* written as {arch}.attention.key_length/value_length; n_head*head_dim must be whole blocks */
+    int32_t n_ff;          /* whole blocks */
+    int32_t n_ctx_train;
+    float rope_base;       /* {arch}.rope.freq_base */
+    float rope_scale;      /* > 0: writes rope.scaling.type "linear" and rope.scaling.factor */
+    float rms_eps;
+    bool tied;             /* no output.weight: the lm head is token_embd */
+    uint64_t seed;
+    /* Hostile variants, for loader error tests (NULL/0 = off): */
+    const char *omit;          /* tensor name left out of the file */
+    const char *alter;         /* tensor written with the changes below */
+    int alter_extra_rows;      /* ... this many extra rows (ne[1], or ne[0] for a 1-D tensor) */
+    int alter_type;            /* ... stored as this ggml type (random bytes if not quantizable); -1 = unchanged */
+} tiny_model_spec;
+
+/* A small, valid spec for arch and type: n_vocab 320, n_embd 256, 2 layers,
+ * 4 heads (2 KV heads, GQA) of 64 (qwen3: 8 heads of 64, 2 KV heads, so
+ * n_head * head_dim = 512 != n_embd as on real Qwen3), n_ff 512, untied, seed 1,
+ * rope_base 10000 (qwen*: 1000000), rms_eps 1e-5 (qwen*: 1e-6). */
+tiny_model_spec tiny_model_default(const char *arch, uint32_t type);
+
+/* Writes the model to path. Errors: SD_ERR_ARG (spec not realizable: sizes
+ * not whole blocks, n_vocab too small), SD_ERR_NOMEM, SD_ERR_IO. */
+sd_status tiny_model_write(const tiny_model_spec *spec, const char *path, sd_err *err);
+
+/* A fresh path "$TMPDIR/sd-tiny-<pid>-<counter>-<tag>.gguf" (TMPDIR default /tmp). */
+void tiny_model_temp_path(char *buf, size_t cap, const char *tag);
+
+#endif
