@@ -1,0 +1,163 @@
+/* model/forward: the logits of a position are bitwise the same however the
+ * positions are batched (S single-token steps, one S-token forward, mixed
+ * splits, internal n_batch splits), whatever the thread count, and after a
+ * KV-cache rollback (truncate) and re-forward (DESIGN.md §5). For every
+ * architecture x every supported weight type. */
+#define _POSIX_C_SOURCE 200809L /* setenv, glob */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <glob.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_test_util.h"
+#include "numerics/quant.h"
+
+#define N_TOK 9
+
+typedef struct invariance_case {
+    const char *arch;
+    uint32_t type;
+    bool tied;
+} invariance_case;
+
+/* Runs tokens through a fresh context in the given splits (sizes summing to
+ * N_TOK) with n_threads and n_batch; writes all logits. */
+static void run_split(const sd_model *m, const int32_t *tokens, const int *splits, int n_splits,
+                      int n_threads, int n_batch, float *logits) {
+    sd_context *c = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_context_init(m, 32, n_batch, n_threads, &c, &err), SD_OK);
+    int done = 0;
+    for (int i = 0; i < n_splits; i++) {
+        assert_int_equal(sd_forward(c, tokens + done, splits[i], logits + (size_t)done * m->hp.n_vocab, &err), SD_OK);
+        done += splits[i];
+        assert_int_equal(sd_context_len(c), done);
+    }
+    assert_int_equal(done, N_TOK);
+    sd_context_free(c);
+}
+
+static void assert_rows_equal(const float *a, const float *b, int rows, int n_vocab, const char *what) {
+    for (int r = 0; r < rows; r++)
+        if (memcmp(a + (size_t)r * n_vocab, b + (size_t)r * n_vocab, (size_t)n_vocab * sizeof(float)) != 0)
+            fail_msg("%s: logits of position %d differ bitwise", what, r);
+}
+
+/* The logits must be real numbers that depend on the position, so that
+ * bitwise equality above is not equality of garbage or of constants. */
+static void assert_logits_meaningful(const float *l, int rows, int n_vocab) {
+    for (size_t i = 0; i < (size_t)rows * n_vocab; i++) assert_true(isfinite(l[i]));
+    assert_true(memcmp(l, l + n_vocab, (size_t)n_vocab * sizeof(float)) != 0);
+    float lo = l[0], hi = l[0];
+    for (int i = 0; i < n_vocab; i++) lo = fminf(lo, l[i]), hi = fmaxf(hi, l[i]);
+    assert_true(hi - lo > 0.1f);
+}
+
+/* All the batchings above, on model m, against single steps on one thread. */
+static void check_invariance(const sd_model *m, uint32_t seed) {
+    const int V = m->hp.n_vocab;
+    int32_t tokens[N_TOK];
+    test_tokens(tokens, N_TOK, V, seed);
+    size_t n = (size_t)N_TOK * V;
+    float *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
+    assert_non_null(ref);
+    assert_non_null(got);
+
+    /* Reference: one token at a time, one thread. */
+    const int singles[N_TOK] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    run_split(m, tokens, singles, N_TOK, 1, 16, ref);
+    assert_logits_meaningful(ref, N_TOK, V);
+
+    const int whole[1] = {N_TOK}, mixed[3] = {3, 5, 1}, mixed2[4] = {1, 2, 4, 2};
+    run_split(m, tokens, whole, 1, 1, 16, got);
+    assert_rows_equal(ref, got, N_TOK, V, "one 9-token forward, 1 thread");
+    run_split(m, tokens, whole, 1, 2, 16, got);
+    assert_rows_equal(ref, got, N_TOK, V, "one 9-token forward, 2 threads");
+    run_split(m, tokens, mixed, 3, 3, 16, got);
+    assert_rows_equal(ref, got, N_TOK, V, "splits 3+5+1, 3 threads");
+    run_split(m, tokens, mixed2, 4, 2, 4, got);
+    assert_rows_equal(ref, got, N_TOK, V, "splits 1+2+4+2, n_batch 4, 2 threads");
+    run_split(m, tokens, whole, 1, 2, 2, got);
+    assert_rows_equal(ref, got, N_TOK, V, "one forward split internally by n_batch 2");
+
+    /* Rollback: run 9 tokens, drop the last 5, overwrite those KV rows with
+     * other tokens (as a rejected draft would), drop them again, then
+     * re-forward the real ones. */
+    sd_context *c = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_context_init(m, 32, 16, 2, &c, &err), SD_OK);
+    assert_int_equal(sd_forward(c, tokens, N_TOK, got, &err), SD_OK);
+    sd_context_truncate(c, 4);
+    assert_int_equal(sd_context_len(c), 4);
+    int32_t junk[5];
+    test_tokens(junk, 5, V, 999);
+    assert_int_equal(sd_forward(c, junk, 5, got, &err), SD_OK);
+    sd_context_truncate(c, 4);
+    memset(got, 0, n * sizeof *got);
+    assert_int_equal(sd_forward(c, tokens + 4, N_TOK - 4, got + 4 * (size_t)V, &err), SD_OK);
+    assert_rows_equal(ref + 4 * (size_t)V, got + 4 * (size_t)V, N_TOK - 4, V, "truncate to 4 then re-forward");
+    assert_int_equal(sd_context_len(c), N_TOK);
+    sd_context_free(c);
+    free(ref);
+    free(got);
+}
+
+static void test_invariance(void **state) {
+    const invariance_case *tc = *state;
+    tiny_model_spec sp = tiny_model_default(tc->arch, tc->type);
+    sp.tied = tc->tied;
+    sp.seed = 11 + tc->type;
+    char path[256];
+    sd_model *m = tiny_load(&sp, path, sizeof path, ggml_type_get(tc->type)->name);
+    assert_non_null(m);
+    check_invariance(m, tc->type + 3);
+    sd_model_free(m);
+    remove(path);
+}
+
+/* The committed fixture models (real trained weights, real tokenizer). */
+static void test_fixtures(void **state) {
+    (void)state;
+    glob_t g;
+    if (glob("models/fixture-*.gguf", 0, NULL, &g) != 0) {
+        printf("SKIPPED: no models/fixture-*.gguf committed yet\n");
+        skip();
+    }
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        sd_model *m = NULL;
+        sd_err err = {0};
+        if (sd_model_load(g.gl_pathv[i], &m, &err) != SD_OK) fail_msg("%s", err.msg);
+        printf("batch invariance on %s\n", g.gl_pathv[i]);
+        check_invariance(m, 42 + (uint32_t)i);
+        sd_model_free(m);
+    }
+    globfree(&g);
+}
+
+#define CASES(arch)                                                                                   \
+    {arch, GGML_TYPE_F32, false}, {arch, GGML_TYPE_F16, true}, {arch, GGML_TYPE_BF16, false},        \
+        {arch, GGML_TYPE_Q8_0, true}, {arch, GGML_TYPE_Q4_0, false}, {arch, GGML_TYPE_Q4_1, false},  \
+        {arch, GGML_TYPE_Q5_0, false}, {arch, GGML_TYPE_Q5_1, true}, {arch, GGML_TYPE_Q4_K, false},  \
+        {arch, GGML_TYPE_Q5_K, false}, {arch, GGML_TYPE_Q6_K, true}
+
+static invariance_case cases[] = {CASES("llama"), CASES("qwen2"), CASES("qwen3")};
+
+int main(int argc, char **argv) {
+    (void)argc;
+    test_passive_omp(argv);
+    enum { N = sizeof cases / sizeof cases[0] };
+    struct CMUnitTest tests[N + 1];
+    static char names[N][48];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "%s_%s%s", cases[i].arch, ggml_type_get(cases[i].type)->name,
+                 cases[i].tied ? "_tied" : "");
+        tests[i] = (struct CMUnitTest){names[i], test_invariance, NULL, NULL, &cases[i]};
+    }
+    tests[N] = (struct CMUnitTest){"fixtures", test_fixtures, NULL, NULL, NULL};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
