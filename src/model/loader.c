@@ -152,7 +152,11 @@ sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_o
     if (st == SD_OK) st = check_type(L, t, name);
     if (st == SD_OK) {
         st = sd_matrix_init(out, t->type, n_in, n_out, t->data, L->err);
-        if (st != SD_OK) sd_err_prefix(L->err, "tensor %s", name);
+        if (st == SD_ERR_UNSUPPORTED) /* readable, but no matmul kernel for it */
+            sd_err_set(L->err, st, "tensor %s: type %s not supported for weight matrices", name,
+                       ggml_type_get(t->type)->name);
+        else if (st != SD_OK)
+            sd_err_prefix(L->err, "tensor %s", name);
     }
     return st;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model_test_util.h"
+#include "numerics/quant.h"
 
 /* Writes spec, expects sd_model_load to fail with code and a message that
  * names the file and contains each of the given fragments. */
@@ -79,6 +80,17 @@ static void test_unsupported_type(void **state) {
     sp.alter = "blk.0.ffn_norm.weight";
     sp.alter_type = GGML_TYPE_I32;
     expect_load_error(&sp, SD_ERR_UNSUPPORTED, "blk.0.ffn_norm.weight", "i32");
+    /* q3_k: the quant layer reads and writes it; while the matmul kernels
+     * do not run it, the loader must say so by tensor and type name. */
+    static uint8_t block[256];
+    sd_matrix probe;
+    sd_err err = {0};
+    bool q3k_runs = sd_matrix_init(&probe, GGML_TYPE_Q3_K, 256, 1, block, &err) == SD_OK;
+    if (q3k_runs) sd_matrix_free(&probe);
+    if (sd_type_quantizable(GGML_TYPE_Q3_K) && !q3k_runs) {
+        sp = tiny_model_default("qwen2", GGML_TYPE_Q3_K);
+        expect_load_error(&sp, SD_ERR_UNSUPPORTED, "tensor token_embd.weight: type q3_K not supported", NULL);
+    }
 }
 
 static void test_missing_file(void **state) {
