@@ -60,22 +60,42 @@ typedef struct sd_model {
 
 /* Loads a model file: reads hparams, builds the tokenizer, binds every tensor
  * (checking its type is supported and its shape is what the hparams imply).
- * Errors: SD_ERR_IO, SD_ERR_FORMAT, SD_ERR_UNSUPPORTED ("unknown architecture
- * 'x'", "missing tensor blk.3.attn_q.weight", "tensor type q3_k not
- * supported"), SD_ERR_NOMEM. Messages start with the file path. */
+ * Weight matrices are used in place from the file mapping (the matmul kernels
+ * may keep a repacked copy); norm weights and biases are copied to f32.
+ * n_vocab is the tokenizer's token count; token_embd must have that many rows.
+ * Errors, one line starting with the file path:
+ *   SD_ERR_IO           cannot open / map the file
+ *   SD_ERR_FORMAT       malformed GGUF, missing key ("missing key
+ *                       qwen3.block_count"), missing tensor ("missing tensor
+ *                       blk.3.attn_q.weight"), wrong shape ("tensor X has
+ *                       shape [..], expected [..]")
+ *   SD_ERR_UNSUPPORTED  unknown architecture ("unknown architecture 'mamba'"),
+ *                       tensor type ("tensor X: type q3_K not supported for
+ *                       weight matrices"), rope scaling other than
+ *                       none/linear, rope_freqs.weight (Llama 3.1 factors),
+ *                       value_length != key_length, partial rotary dims
+ *   SD_ERR_NOMEM
+ * On error *out is NULL. */
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err);
 void sd_model_free(sd_model *m);
 
-/* Bytes of weights read by one forward step (all matrices once), for the
- * roofline figure. */
+/* Bytes of weights read by one forward step: every layer matrix and the lm
+ * head once, as stored in the file (token_embd only if it is the tied lm
+ * head: a step reads one embedding row). For the roofline figure. */
 uint64_t sd_model_weight_bytes(const sd_model *m);
+/* Number of parameters: all matrices (a tied lm head counted once), norms,
+ * biases. */
 uint64_t sd_model_n_params(const sd_model *m);
 
 /* ---- inference state: KV cache + scratch ---- */
 typedef struct sd_context sd_context;
 
-/* KV cache of n_ctx positions (f32), scratch sized for batches up to n_batch.
- * n_ctx <= 0 means min(n_ctx_train, 4096). The model must outlive the context. */
+/* KV cache of n_ctx positions (f32: 2 * n_layer * n_ctx * n_head_kv *
+ * head_dim * 4 bytes), scratch sized for batches up to n_batch. n_ctx <= 0
+ * means min(n_ctx_train, 4096); n_batch <= 0 means 64; n_threads <= 0 means
+ * sd_default_threads(). n_threads is passed to every sd_matmul and used for
+ * attention (one (position, head) pair per thread at a time); results do not
+ * depend on it. The model must outlive the context. Errors: SD_ERR_NOMEM. */
 sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads,
                           sd_context **out, sd_err *err);
 void sd_context_free(sd_context *c);
@@ -83,13 +103,19 @@ void sd_context_free(sd_context *c);
 int32_t sd_context_n_ctx(const sd_context *c);
 /* Number of positions in the KV cache (the committed + speculative length). */
 int32_t sd_context_len(const sd_context *c);
-/* Rolls the KV cache back to n positions (n <= len): a counter, no copying. */
+/* Rolls the KV cache back to n positions (n <= len; a larger n is ignored, a
+ * negative one means 0): a counter, no copying. Rows past n are overwritten
+ * by the next forward before anything reads them. */
 void sd_context_truncate(sd_context *c, int32_t n);
 
 /* Runs tokens[S] at positions len..len+S-1, appends them to the KV cache, and
- * writes logits[S][n_vocab] (every position). Batches larger than n_batch are
- * split internally. Errors: SD_ERR_CONTEXT if len + S > n_ctx (state
- * unchanged), SD_ERR_ARG for a token id out of range (state unchanged). */
+ * writes logits[S][n_vocab] (every position; row s = the distribution of the
+ * token after tokens[s]). Batches larger than n_batch are split internally.
+ * Batch invariance (DESIGN.md §5): row s is bitwise the same for any S, any
+ * split of the sequence into calls, any n_batch and any n_threads, given the
+ * same tokens at positions 0..len+s (tests/model/test_batch_invariance.c).
+ * S == 0 does nothing. Errors: SD_ERR_CONTEXT if len + S > n_ctx, SD_ERR_ARG
+ * for a token id out of range or S < 0; the state is unchanged on error. */
 sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
 
 #endif
