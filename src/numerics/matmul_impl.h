@@ -62,8 +62,8 @@ void sd_matmul_ref_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t 
 void sd_matmul_ref_float(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
 
 /* AVX2 layout: for tile t (rows 8t..8t+7, missing rows zero) and block b,
- * packed_bytes at packed + (t * nb + b) * packed_bytes. See matmul_pack.c. */
-bool sd_matmul_has_avx2_layout(uint32_t type);
+ * packed_bytes at packed + (t * nb + b) * packed_bytes. See matmul_pack.c.
+ * sd_matmul_pack fills m->packed (32-byte aligned) from m->data. */
 void sd_matmul_pack(const sd_matrix *m, void *packed);
 /* AVX2: tile t of y for all S rows. */
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t);

@@ -30,11 +30,6 @@
 
 #include "numerics/matmul_impl.h"
 
-bool sd_matmul_has_avx2_layout(uint32_t type) {
-    const sd_wtype *wt = sd_wtype_get(type);
-    return wt && wt->packed_bytes != 0;
-}
-
 static uint8_t *at(uint8_t *c, int k, int r, int t) { return c + 32 * k + 4 * r + t; }
 
 static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
