@@ -29,7 +29,8 @@ typedef enum sd_tokenizer_kind { SD_TOK_BPE = 1, SD_TOK_SPM = 2 } sd_tokenizer_k
  * bos/eos/eot/eom/unknown/padding ids, add_bos_token, add_eos_token,
  * add_space_prefix. Errors: SD_ERR_UNSUPPORTED (unknown tokenizer.ggml.model
  * or pre), SD_ERR_FORMAT (missing/inconsistent tokens, merges, types,
- * duplicate token texts, add_bos_token without a bos id), SD_ERR_NOMEM. */
+ * duplicate token texts, a token over 1 MiB, add_bos_token without a bos
+ * id), SD_ERR_NOMEM. */
 sd_status sd_tokenizer_init(const gguf_ctx *ctx, sd_tokenizer **out, sd_err *err);
 void sd_tokenizer_free(sd_tokenizer *tok); /* NULL is allowed */
 

@@ -129,7 +129,9 @@ static sd_status load_tokens(sd_tokenizer *tok, const gguf_ctx *ctx, sd_err *err
             len = (uint64_t)snprintf(empty, sizeof empty, "[EMPTY_%llu]", (unsigned long long)i);
             s = empty;
         }
-        if (len > UINT32_MAX) return sd_err_set(err, SD_ERR_FORMAT, "%s[%llu] too long", KEY_TOKENS, (unsigned long long)i);
+        if (len > SD_TOKEN_MAX_BYTES)
+            return sd_err_set(err, SD_ERR_FORMAT, "%s[%llu]: %llu bytes (limit %d)", KEY_TOKENS, (unsigned long long)i,
+                              (unsigned long long)len, SD_TOKEN_MAX_BYTES);
         sd_token_data *t = &tok->tokens[i];
         int32_t dup;
         int put = sd_strmap_put(&tok->text_to_id, s, len, (int32_t)i, &dup);

@@ -12,6 +12,10 @@
 #include "tokenizer/strmap.h"
 #include "tokenizer/tokenizer.h"
 
+/* Longest token text accepted (real vocabularies stay under 1 KiB); keeps
+ * piece lengths far inside int, the return type of sd_token_to_bytes. */
+#define SD_TOKEN_MAX_BYTES (1 << 20)
+
 /* Token attributes, from `tokenizer.ggml.token_type` (llama.h
  * llama_token_type: 1 normal, 2 unknown, 3 control, 4 user defined,
  * 5 unused, 6 byte; anything else is undefined = no bit). */

@@ -244,6 +244,19 @@ static void test_hostile_metadata(void **state) {
     gguf_writer_set_str(w, "tokenizer.ggml.scores", "x", 1);
     assert_int_equal(load(w, &tok, &err), SD_ERR_FORMAT);
 
+    w = gguf_writer_init(); /* a token over the 1 MiB limit */
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "llama", 5);
+    {
+        size_t big_len = (1 << 20) + 1;
+        char *big = malloc(big_len + 1);
+        memset(big, 'x', big_len);
+        big[big_len] = '\0';
+        const char *const huge[] = {"a", big};
+        set_strs(w, "tokenizer.ggml.tokens", huge, 2);
+        free(big);
+    }
+    assert_int_equal(load(w, &tok, &err), SD_ERR_FORMAT);
+
     w = tiny_bpe("gpt-2", m, 1); /* add_bos_token without a bos id (gpt2 has no default) */
     gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true);
     gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1000000);
