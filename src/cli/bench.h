@@ -1,0 +1,167 @@
+/* `specdec bench`: the measurement tables of DESIGN.md §8. Shared between
+ * cmd_bench.c (options, order of work), bench_prompts.c (prompt files),
+ * bench_run.c (timed generations and forwards), bench_tables.c (the four
+ * measurements), bench_report.c (markdown + JSON) and bench_svg.c (plots).
+ *
+ * Timing definitions (the same in bench/vs-llamacpp, so ratios are fair):
+ *   decode tok/s  = (n − 1) / (time from the 1st generated token to the n-th):
+ *                   the prefill forward that yields the first token is not in it;
+ *   prefill tok/s = n_prompt / time of the prefill forwards;
+ *   c_v(S)        = median time of an S-token sd_forward (all S logits rows)
+ *                   on a warmed KV cache / the same for S = 1.
+ * Speed figures are medians of R runs; greedy and speculative runs alternate
+ * within each repetition so machine noise hits both alike. */
+#ifndef SD_CLI_BENCH_H
+#define SD_CLI_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "decode/drafter.h"
+#include "decode/lm.h"
+#include "decode/spec.h"
+#include "model/model.h"
+#include "numerics/membw.h"
+
+#define BENCH_MAX_S 17      /* c_v(S) for S = 1..17 */
+#define BENCH_MAX_K 16      /* K sweep 1..16 */
+#define BENCH_MAX_ALPHAS 8
+#define BENCH_N_DRAFTERS 3  /* ngram, draft, auto */
+
+typedef struct bench_opts {
+    const char *target, *draft, *prompts_dir, *json, *plot;
+    int n_predict, reps, threads, k;
+    int membw_mb;   /* bandwidth probe array size, MiB */
+    bool t_classes, t_cv, t_ksweep, t_oracle;
+    bool drafters[BENCH_N_DRAFTERS]; /* which of ngram, draft, auto the class table runs */
+    double alphas[BENCH_MAX_ALPHAS];
+    int n_alphas;
+    uint64_t seed;
+} bench_opts;
+
+typedef struct bench_prompt {
+    char name[128];
+    char cls[32];    /* code, rag, free, repeat, ... */
+    int32_t *ids;    /* owned */
+    int32_t n_ids;
+} bench_prompt;
+
+/* Everything loaded once: models, contexts, the lms over them, prompts. */
+typedef struct bench_env {
+    const bench_opts *o;
+    sd_model *tm, *dm;   /* target, draft (NULL without -md) */
+    sd_context *tc, *dc;
+    sd_lm tlm, dlm;
+    bench_prompt *prompts;
+    int n_prompts;
+    int32_t *scratch_ids;  /* [n_predict], generation output */
+    float *logits;         /* [BENCH_MAX_S][n_vocab] for timed forwards */
+} bench_env;
+
+/* One timed generation. */
+typedef struct bench_run {
+    double tok_s, prefill_tok_s;
+    sd_spec_stats st;
+    int32_t n;
+    bool same_as_ref;      /* output == the greedy reference given */
+} bench_run;
+
+/* ---- results ---- */
+typedef struct bench_mode_row {
+    bool present;
+    double tok_s, speedup, alpha, acc_per_round, tok_per_fwd;
+    int lossless_ok, lossless_n;
+} bench_mode_row;
+
+typedef struct bench_prompt_row {
+    const bench_prompt *p;
+    double greedy_tok_s, prefill_tok_s;
+    bench_mode_row mode[BENCH_N_DRAFTERS];
+} bench_prompt_row;
+
+typedef struct bench_cv {
+    bool present;
+    double ms[BENCH_MAX_S + 1];  /* [S], S = 1..17 */
+    double cv[BENCH_MAX_S + 1];
+    double draft_ms1;            /* draft model S=1 forward (0 without -md) */
+    double r;                    /* draft_ms1 / ms[1] */
+    double prefill_tok_s;        /* median over prompts */
+    sd_membw bw;
+    uint64_t weight_bytes;
+    double floor_ms;             /* weight_bytes / read bandwidth */
+    double decode_ms;            /* 1 / median greedy tok/s, or ms[1] */
+} bench_cv;
+
+typedef struct bench_k_row {
+    int k;
+    double ms_per_tok, speedup, alpha_geo, acc_per_round, predicted;
+    int lossless_ok, lossless_n;
+} bench_k_row;
+
+typedef struct bench_oracle_row {
+    double alpha, measured_alpha, acc_per_round, tok_s, speedup, predicted;
+    int lossless_ok, lossless_n;
+} bench_oracle_row;
+
+typedef struct bench_results {
+    bench_prompt_row *rows;  /* [n_prompts] */
+    int n_rows;
+    bench_cv cv;
+    const char *sweep_drafter; /* "draft" or "oracle(α=0.7)" */
+    bench_k_row ksweep[BENCH_MAX_K + 1];
+    int n_k;
+    double sweep_greedy_tok_s;
+    bench_oracle_row oracle[BENCH_MAX_ALPHAS];
+    int n_oracle;
+    double oracle_greedy_tok_s;
+} bench_results;
+
+extern const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS];
+
+/* bench_prompts.c: reads DIR/ *.txt (sorted by name). The class is the first
+ * line "class: NAME" (not part of the prompt), else the file name up to the
+ * first '-', '_' or '.'. Tokenizes with the target's tokenizer (BOS as the
+ * model asks, special-token texts not parsed). */
+sd_status bench_prompts_load(bench_env *e, const char *dir, sd_err *err);
+void bench_prompts_free(bench_env *e);
+
+/* bench_run.c */
+double bench_now_s(void);
+double bench_median(double *xs, int n);  /* sorts xs */
+/* Decode parameters for bench runs: budget n_predict, no stop at EOG (every
+ * run makes exactly n tokens), K = k fixed or adaptive, gate on or off. */
+sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate);
+/* Runs one generation from an empty KV cache; ref (n_ref tokens, may be NULL)
+ * is compared with the output. The output stays in e->scratch_ids. */
+sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
+                         const sd_spec_params *sp, const int32_t *ref, int32_t n_ref,
+                         bench_run *out, sd_err *err);
+/* Makes drafter `name` ("ngram", "draft", "auto") fresh, its draft KV cache
+ * emptied. SD_ERR_ARG for "draft" without a draft model. */
+sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err);
+/* Empties c and fills its KV cache with the first prompt (the state a
+ * verify forward meets after prefill). */
+sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err);
+/* Median ms of an S-token forward on the warmed c, rolled back after each
+ * of reps timings. */
+sd_status bench_forward_ms(bench_env *e, sd_context *c, int S, int reps, double *ms, sd_err *err);
+/* Geometric-model α whose E(α,K) − 1 equals acc_per_round (bisection). */
+double bench_alpha_geo(double acc_per_round, int k);
+/* DESIGN.md §2: E(α,K) = (1 − α^(K+1)) / (1 − α). */
+double bench_expected_tokens(double alpha, int k);
+
+/* bench_tables.c: the four measurements. */
+sd_status bench_classes(bench_env *e, bench_results *r, sd_err *err);
+sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err);
+sd_status bench_ksweep(bench_env *e, bench_results *r, sd_err *err);
+sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err);
+void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* bench_report.c */
+void bench_print_markdown(const bench_env *e, const bench_results *r);
+sd_status bench_write_json(const bench_env *e, const bench_results *r, const char *path, sd_err *err);
+/* bench_svg.c: c_v(S) and speedup vs K, side by side. */
+sd_status bench_write_svg(const bench_results *r, const char *path, sd_err *err);
+
+#endif

@@ -1,0 +1,197 @@
+/* `specdec bench` output: markdown tables on stdout and the same data as JSON
+ * (jansson). See bench.h for what each figure means. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/bench.h"
+#include "numerics/matmul.h"
+
+/* ---- markdown ---- */
+static void md_header(const bench_env *e) {
+    const bench_opts *o = e->o;
+    printf("# specdec bench\n\n");
+    printf("target `%s` (%s, %.1f MB of weights)", o->target, e->tm->hp.arch_name,
+           (double)sd_model_weight_bytes(e->tm) / 1e6);
+    if (e->dm) printf(", draft `%s` (%.1f MB)", o->draft, (double)sd_model_weight_bytes(e->dm) / 1e6);
+    printf("; %d threads, %s kernels, n = %d tokens, medians of %d runs, K = %d\n\n", o->threads,
+           sd_matmul_backend(), o->n_predict, o->reps, o->k);
+}
+
+static void md_classes(const bench_env *e, const bench_results *r) {
+    printf("## Per prompt class\n\n");
+    printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). "
+           "α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n",
+           e->o->k);
+    printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
+    printf("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < r->n_rows; i++) {
+        const bench_prompt_row *row = &r->rows[i];
+        int shown = 0;
+        for (int d = 0; d < BENCH_N_DRAFTERS; d++) {
+            const bench_mode_row *m = &row->mode[d];
+            if (!m->present) continue;
+            shown++;
+            printf("| %s | %s | %d | %.1f | %.2f | %s | %.2f | %.2f× | %.3f | %.2f | %.2f | %d/%d |\n",
+                   row->p->name, row->p->cls, row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s,
+                   BENCH_DRAFTER_NAMES[d], m->tok_s, m->speedup, m->alpha, m->acc_per_round,
+                   m->tok_per_fwd, m->lossless_ok, m->lossless_n);
+        }
+        if (!shown) /* --drafters none: greedy only */
+            printf("| %s | %s | %d | %.1f | %.2f | – | | | | | | |\n", row->p->name, row->p->cls,
+                   row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s);
+    }
+    printf("\n");
+}
+
+static void md_cv(const bench_env *e, const bench_results *r) {
+    const bench_cv *cv = &r->cv;
+    printf("## Verify cost c_v(S)\n\n");
+    printf("S-token forward (all S logits rows) on a KV cache warmed with prompt `%s` (%d tokens), "
+           "median of %d; c_v(S) = t(S) / t(1).\n\n", e->prompts[0].name, e->prompts[0].n_ids,
+           e->o->reps < 5 ? 5 : e->o->reps);
+    printf("| S |");
+    for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %d |", S);
+    printf("\n|---|");
+    for (int S = 1; S <= BENCH_MAX_S; S++) printf("---:|");
+    printf("\n| ms |");
+    for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %.2f |", cv->ms[S]);
+    printf("\n| c_v |");
+    for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %.2f |", cv->cv[S]);
+    printf("\n\n");
+    printf("prefill: %.1f tok/s (median over prompts)\n\n", cv->prefill_tok_s);
+    if (e->dm) printf("draft step: %.2f ms, r = draft step / target step = %.3f\n\n", cv->draft_ms1, cv->r);
+    printf("roofline: %.1f MB of weights per token / %.1f GB/s read bandwidth (STREAM-style, %d threads; "
+           "triad %.1f GB/s) = %.2f ms floor per token; measured greedy decode %.2f ms/token "
+           "(S=1 forward %.2f ms) = %.0f%% of the roofline\n\n",
+           (double)cv->weight_bytes / 1e6, cv->bw.read_gbs, cv->bw.n_threads, cv->bw.triad_gbs,
+           cv->floor_ms, cv->decode_ms, cv->ms[1], 100.0 * cv->floor_ms / cv->decode_ms);
+}
+
+static void md_ksweep(const bench_env *e, const bench_results *r) {
+    printf("## K sweep (drafter: %s, prompt `%s`, fixed K, gate off)\n\n", r->sweep_drafter, e->prompts[0].name);
+    printf("predicted = E(α,K) / (K·r + c_v(K+1)) with α fitted to the measured accepted/round "
+           "(geometric model, DESIGN.md §2)%s; greedy %.2f tok/s.\n\n",
+           e->dm ? "" : ", r = 0", r->sweep_greedy_tok_s);
+    printf("| K | ms/token | accepted/round | α (fit) | c_v(K+1) | measured speedup | predicted | LOSSLESS |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < r->n_k; i++) {
+        const bench_k_row *k = &r->ksweep[i];
+        printf("| %d | %.2f | %.2f | %.3f | %.2f | %.2f× | %.2f× | %d/%d |\n", k->k, k->ms_per_tok,
+               k->acc_per_round, k->alpha_geo, r->cv.cv[k->k + 1], k->speedup, k->predicted,
+               k->lossless_ok, k->lossless_n);
+    }
+    printf("\n");
+}
+
+static void md_oracle(const bench_env *e, const bench_results *r) {
+    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    printf("## Synthetic acceptance (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
+    printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
+           "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
+           r->oracle_greedy_tok_s);
+    printf("| α | α (fit) | accepted/round | spec tok/s | measured speedup | predicted | LOSSLESS |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < r->n_oracle; i++) {
+        const bench_oracle_row *a = &r->oracle[i];
+        printf("| %.2f | %.3f | %.2f | %.2f | %.2f× | %.2f× | %d/%d |\n", a->alpha, a->measured_alpha,
+               a->acc_per_round, a->tok_s, a->speedup, a->predicted, a->lossless_ok, a->lossless_n);
+    }
+    printf("\n");
+}
+
+void bench_print_markdown(const bench_env *e, const bench_results *r) {
+    md_header(e);
+    if (r->n_rows) md_classes(e, r);
+    if (r->cv.present) md_cv(e, r);
+    if (r->n_k) md_ksweep(e, r);
+    if (r->n_oracle) md_oracle(e, r);
+    fflush(stdout);
+}
+
+/* ---- JSON ---- */
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *json_classes(const bench_results *r) {
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_rows; i++) {
+        const bench_prompt_row *row = &r->rows[i];
+        json_t *modes = json_object();
+        for (int d = 0; d < BENCH_N_DRAFTERS; d++) {
+            const bench_mode_row *m = &row->mode[d];
+            if (!m->present) continue;
+            json_object_set_new(modes, BENCH_DRAFTER_NAMES[d],
+                json_pack("{s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "spec_tok_s", num(m->tok_s),
+                          "speedup", num(m->speedup), "alpha", num(m->alpha),
+                          "accepted_per_round", num(m->acc_per_round), "tokens_per_target_forward",
+                          num(m->tok_per_fwd), "lossless_ok", m->lossless_ok, "lossless_n", m->lossless_n));
+        }
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:o,s:o,s:o}", "prompt", row->p->name,
+                                             "class", row->p->cls, "n_prompt", row->p->n_ids,
+                                             "prefill_tok_s", num(row->prefill_tok_s),
+                                             "greedy_tok_s", num(row->greedy_tok_s), "drafters", modes));
+    }
+    return arr;
+}
+
+static json_t *json_cv(const bench_results *r) {
+    const bench_cv *cv = &r->cv;
+    json_t *curve = json_array();
+    for (int S = 1; S <= BENCH_MAX_S; S++)
+        json_array_append_new(curve, json_pack("{s:i,s:o,s:o}", "S", S, "ms", num(cv->ms[S]), "c_v", num(cv->cv[S])));
+    return json_pack("{s:o,s:o,s:o,s:o,s:{s:I,s:o,s:o,s:o,s:o,s:o,s:i}}", "curve", curve,
+                     "prefill_tok_s", num(cv->prefill_tok_s), "draft_step_ms", num(cv->draft_ms1),
+                     "r", num(cv->r), "roofline", "weight_bytes", (json_int_t)cv->weight_bytes,
+                     "read_gbs", num(cv->bw.read_gbs), "triad_gbs", num(cv->bw.triad_gbs),
+                     "floor_ms", num(cv->floor_ms), "decode_ms", num(cv->decode_ms),
+                     "fraction", num(cv->floor_ms / cv->decode_ms), "threads", cv->bw.n_threads);
+}
+
+static json_t *json_ksweep(const bench_results *r) {
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_k; i++) {
+        const bench_k_row *k = &r->ksweep[i];
+        json_array_append_new(arr, json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "K", k->k,
+                                             "ms_per_token", num(k->ms_per_tok), "accepted_per_round",
+                                             num(k->acc_per_round), "alpha_fit", num(k->alpha_geo),
+                                             "measured_speedup", num(k->speedup), "predicted_speedup",
+                                             num(k->predicted), "lossless_ok", k->lossless_ok,
+                                             "lossless_n", k->lossless_n));
+    }
+    return json_pack("{s:s,s:o,s:o}", "drafter", r->sweep_drafter, "greedy_tok_s",
+                     num(r->sweep_greedy_tok_s), "rows", arr);
+}
+
+static json_t *json_oracle(const bench_env *e, const bench_results *r) {
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_oracle; i++) {
+        const bench_oracle_row *a = &r->oracle[i];
+        json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "alpha", num(a->alpha),
+                                             "alpha_fit", num(a->measured_alpha), "accepted_per_round",
+                                             num(a->acc_per_round), "spec_tok_s", num(a->tok_s),
+                                             "measured_speedup", num(a->speedup), "predicted_speedup",
+                                             num(a->predicted), "lossless_ok", a->lossless_ok,
+                                             "lossless_n", a->lossless_n));
+    }
+    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    return json_pack("{s:s,s:i,s:o,s:o}", "prompt", e->prompts[0].name, "K", k, "greedy_tok_s",
+                     num(r->oracle_greedy_tok_s), "rows", arr);
+}
+
+sd_status bench_write_json(const bench_env *e, const bench_results *r, const char *path, sd_err *err) {
+    const bench_opts *o = e->o;
+    json_t *root = json_pack("{s:s,s:s?,s:s,s:i,s:i,s:i,s:i,s:I,s:I}", "target", o->target, "draft", o->draft,
+                             "backend", sd_matmul_backend(), "threads", o->threads, "n_predict",
+                             o->n_predict, "reps", o->reps, "k", o->k, "target_weight_bytes",
+                             (json_int_t)sd_model_weight_bytes(e->tm), "draft_weight_bytes",
+                             (json_int_t)(e->dm ? sd_model_weight_bytes(e->dm) : 0));
+    if (!root) return sd_err_set(err, SD_ERR_NOMEM, "json: out of memory");
+    if (r->n_rows) json_object_set_new(root, "classes", json_classes(r));
+    if (r->cv.present) json_object_set_new(root, "cv", json_cv(r));
+    if (r->n_k) json_object_set_new(root, "ksweep", json_ksweep(r));
+    if (r->n_oracle) json_object_set_new(root, "oracle", json_oracle(e, r));
+    int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return rc ? sd_err_set(err, SD_ERR_IO, "%s: cannot write JSON", path) : SD_OK;
+}

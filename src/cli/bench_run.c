@@ -1,0 +1,142 @@
+/* Timed generations and forwards for `specdec bench` (see bench.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/bench.h"
+
+const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto"};
+
+double bench_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *xs, int n) {
+    if (n <= 0) return NAN;
+    qsort(xs, (size_t)n, sizeof *xs, cmp_double);
+    return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate) {
+    sd_spec_params p = sd_spec_default_params();
+    p.n_predict = o->n_predict;
+    p.draft_max = k;
+    p.adaptive_k = adaptive;
+    if (!gate) p.gate_misses = 0;
+    p.stop_at_eog = false;
+    p.sampling.temp = 0;
+    return p;
+}
+
+/* Token callback: timestamps of the first and latest committed token. */
+typedef struct clock_cb {
+    double t_first, t_last;
+    int n;
+} clock_cb;
+
+static bool on_token(void *user, int32_t token) {
+    (void)token;
+    clock_cb *c = user;
+    double t = bench_now_s();
+    if (c->n++ == 0) c->t_first = t;
+    c->t_last = t;
+    return true;
+}
+
+sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
+                         const sd_spec_params *sp, const int32_t *ref, int32_t n_ref,
+                         bench_run *out, sd_err *err) {
+    sd_context_truncate(e->tc, 0);
+    clock_cb clk = {0};
+    int32_t n = 0;
+    memset(out, 0, sizeof *out);
+    sd_status st = sd_spec_generate(&e->tlm, dr, p->ids, p->n_ids, sp, on_token, &clk,
+                                    e->scratch_ids, &n, &out->st, err);
+    if (st) return st;
+    out->n = n;
+    out->tok_s = n > 1 && clk.t_last > clk.t_first ? (n - 1) / (clk.t_last - clk.t_first) : NAN;
+    out->prefill_tok_s = out->st.t_prefill_s > 0 ? p->n_ids / out->st.t_prefill_s : NAN;
+    out->same_as_ref = ref && n == n_ref && !memcmp(ref, e->scratch_ids, (size_t)n * sizeof *ref);
+    return SD_OK;
+}
+
+sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err) {
+    memset(d, 0, sizeof *d);
+    bool want_ngram = !strcmp(name, "ngram") || !strcmp(name, "auto");
+    bool want_draft = !strcmp(name, "draft") || !strcmp(name, "auto");
+    if (want_draft && !e->dm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a draft model (-md)", name);
+    if (e->dc) sd_context_truncate(e->dc, 0);
+    sd_drafter ng = {0}, dm = {0};
+    sd_status st = SD_OK;
+    if (want_ngram) st = sd_drafter_ngram_init(&ng, 1, 3, err);
+    if (!st && want_draft) {
+        sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+        st = sd_drafter_model_init(&dm, &e->dlm, &sp.sampling, sp.n_batch, err);
+    }
+    if (st) {
+        sd_drafter_free(&ng);
+        return st;
+    }
+    if (!strcmp(name, "auto")) {
+        st = sd_drafter_auto_init(d, &ng, &dm, e->tm->hp.n_vocab, err);
+        if (st) sd_drafter_free(&ng), sd_drafter_free(&dm);  /* not taken over */
+        return st;
+    }
+    *d = want_ngram ? ng : dm;
+    return SD_OK;
+}
+
+sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err) {
+    const bench_prompt *p = &e->prompts[0];
+    sd_context_truncate(c, 0);
+    sd_status st = SD_OK;
+    /* BENCH_MAX_S rows at a time: the size of e->logits */
+    for (int32_t i = 0; !st && i < p->n_ids; i += BENCH_MAX_S) {
+        int32_t m = p->n_ids - i < BENCH_MAX_S ? p->n_ids - i : BENCH_MAX_S;
+        st = sd_forward(c, p->ids + i, m, e->logits, err);
+    }
+    return st;
+}
+
+sd_status bench_forward_ms(bench_env *e, sd_context *c, int S, int reps, double *ms, sd_err *err) {
+    const bench_prompt *p = &e->prompts[0];
+    int32_t base = sd_context_len(c), toks[BENCH_MAX_S];
+    for (int i = 0; i < S; i++) toks[i] = p->ids[i % p->n_ids];
+    double t[64];
+    if (reps > 64) reps = 64;
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now_s();
+        sd_status st = sd_forward(c, toks, S, e->logits, err);
+        t[r] = bench_now_s() - t0;
+        sd_context_truncate(c, base);
+        if (st) return st;
+    }
+    *ms = 1e3 * bench_median(t, reps);
+    return SD_OK;
+}
+
+double bench_expected_tokens(double alpha, int k) {
+    if (alpha >= 1.0) return k + 1.0;
+    return (1.0 - pow(alpha, k + 1)) / (1.0 - alpha);
+}
+
+double bench_alpha_geo(double acc_per_round, int k) {
+    if (acc_per_round <= 0) return 0;
+    if (acc_per_round >= k) return 1;
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 60; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (bench_expected_tokens(mid, k) - 1.0 < acc_per_round) lo = mid;
+        else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}

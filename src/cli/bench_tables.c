@@ -1,0 +1,262 @@
+/* The four measurements of `specdec bench` (DESIGN.md §8): per prompt class,
+ * c_v(S) + roofline, K sweep, synthetic acceptance. See bench.h. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bench.h"
+#include "core/checked.h"
+#include "decode/drafter_oracle.h"
+
+void bench_progress(const char *fmt, ...) {
+    char line[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\rbench: %-72s", line);
+    fflush(stderr);
+}
+
+/* Sums over the repetitions of one drafter on one prompt. */
+typedef struct mode_acc {
+    double tok_s[64];
+    int n;
+    int64_t drafted, accepted, rounds, fwd, gen;
+    int ok;
+} mode_acc;
+
+static void acc_add(mode_acc *a, const bench_run *run) {
+    if (a->n < 64) a->tok_s[a->n] = run->tok_s;
+    a->n++;
+    a->drafted += run->st.drafted, a->accepted += run->st.accepted, a->rounds += run->st.rounds;
+    a->fwd += run->st.target_forwards, a->gen += run->n > 0 ? run->n - 1 : 0;
+    a->ok += run->same_as_ref;
+}
+
+static void acc_row(mode_acc *a, double greedy_tok_s, bench_mode_row *row) {
+    row->present = true;
+    row->tok_s = bench_median(a->tok_s, a->n < 64 ? a->n : 64);
+    row->speedup = row->tok_s / greedy_tok_s;
+    row->alpha = a->drafted ? (double)a->accepted / (double)a->drafted : 0;
+    row->acc_per_round = a->rounds ? (double)a->accepted / (double)a->rounds : 0;
+    row->tok_per_fwd = a->fwd ? (double)a->gen / (double)a->fwd : 0;
+    row->lossless_ok = a->ok, row->lossless_n = a->n;
+}
+
+/* Greedy reference of prompt p: one plain run, ids copied to *ref. */
+static sd_status greedy_ref(bench_env *e, const bench_prompt *p, int32_t **ref, int32_t *n_ref,
+                            bench_run *run, sd_err *err) {
+    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+    sd_status st = bench_generate(e, p, NULL, &sp, NULL, 0, run, err);
+    if (st) return st;
+    *ref = sd_malloc_array((size_t)run->n + 1, sizeof **ref);
+    if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    memcpy(*ref, e->scratch_ids, (size_t)run->n * sizeof **ref);
+    *n_ref = run->n;
+    return SD_OK;
+}
+
+static bool drafter_available(const bench_env *e, int d) {
+    return e->o->drafters[d] && (d == 0 || e->dm != NULL);  /* draft and auto need -md */
+}
+
+static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_row *row, int idx,
+                              sd_err *err) {
+    const bench_opts *o = e->o;
+    int32_t *ref = NULL, n_ref = 0;
+    double g_tok[64], g_pre[64];
+    mode_acc acc[BENCH_N_DRAFTERS];
+    memset(acc, 0, sizeof acc);
+    sd_spec_params plain = bench_params(o, o->k, false, false);
+    /* Decode defaults for the drafters (adaptive K up to k, hit-rate gate on):
+     * what a user of `specdec generate` gets. */
+    sd_spec_params spec = bench_params(o, o->k, true, true);
+    sd_status st = SD_OK;
+    int reps = o->reps > 64 ? 64 : o->reps;
+    for (int r = 0; !st && r < reps; r++) {
+        bench_run run;
+        bench_progress("classes %d/%d %s: greedy rep %d/%d", idx + 1, e->n_prompts, p->name, r + 1, reps);
+        st = r == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        g_tok[r] = run.tok_s, g_pre[r] = run.prefill_tok_s;
+        for (int d = 0; !st && d < BENCH_N_DRAFTERS; d++) {
+            if (!drafter_available(e, d)) continue;
+            bench_progress("classes %d/%d %s: %s rep %d/%d", idx + 1, e->n_prompts, p->name, BENCH_DRAFTER_NAMES[d], r + 1, reps);
+            sd_drafter dr;
+            st = bench_drafter_make(e, BENCH_DRAFTER_NAMES[d], &dr, err);
+            if (!st) st = bench_generate(e, p, &dr, &spec, ref, n_ref, &run, err);
+            sd_drafter_free(&dr);
+            if (!st) acc_add(&acc[d], &run);
+        }
+    }
+    free(ref);
+    if (st) return st;
+    row->p = p;
+    row->greedy_tok_s = bench_median(g_tok, reps);
+    row->prefill_tok_s = bench_median(g_pre, reps);
+    for (int d = 0; d < BENCH_N_DRAFTERS; d++)
+        if (drafter_available(e, d)) acc_row(&acc[d], row->greedy_tok_s, &row->mode[d]);
+    return SD_OK;
+}
+
+sd_status bench_classes(bench_env *e, bench_results *r, sd_err *err) {
+    r->rows = sd_calloc((size_t)e->n_prompts, sizeof *r->rows);
+    if (!r->rows) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < e->n_prompts; i++) {
+        sd_status st = class_prompt(e, &e->prompts[i], &r->rows[i], i, err);
+        if (st) return st;
+        r->n_rows = i + 1;
+    }
+    return SD_OK;
+}
+
+/* Prefill tok/s when the class table did not run: R plain runs of prompt 0. */
+static sd_status prefill_only(bench_env *e, double *tok_s, double *decode_tok_s, sd_err *err) {
+    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+    double pre[64], dec[64];
+    int reps = e->o->reps > 64 ? 64 : e->o->reps;
+    for (int r = 0; r < reps; r++) {
+        bench_run run;
+        bench_progress("prefill/greedy rep %d/%d", r + 1, reps);
+        sd_status st = bench_generate(e, &e->prompts[0], NULL, &sp, NULL, 0, &run, err);
+        if (st) return st;
+        pre[r] = run.prefill_tok_s, dec[r] = run.tok_s;
+    }
+    *tok_s = bench_median(pre, reps);
+    *decode_tok_s = bench_median(dec, reps);
+    return SD_OK;
+}
+
+sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
+    bench_cv *cv = &r->cv;
+    int reps = e->o->reps < 5 ? 5 : e->o->reps;
+    bench_progress("c_v(S): warming the KV cache");
+    sd_status st = bench_warm(e, e->tc, err);
+    for (int S = 1; !st && S <= BENCH_MAX_S; S++) {
+        bench_progress("c_v(S): S=%d/%d", S, BENCH_MAX_S);
+        st = bench_forward_ms(e, e->tc, S, reps, &cv->ms[S], err);
+    }
+    if (!st && e->dc) {
+        bench_progress("draft model step");
+        st = bench_warm(e, e->dc, err);
+        if (!st) st = bench_forward_ms(e, e->dc, 1, reps, &cv->draft_ms1, err);
+        cv->r = cv->draft_ms1 / cv->ms[1];
+    }
+    if (st) return st;
+    for (int S = 1; S <= BENCH_MAX_S; S++) cv->cv[S] = cv->ms[S] / cv->ms[1];
+    double decode_tok_s = NAN;
+    if (r->n_rows > 0) {
+        double pre[r->n_rows], dec[r->n_rows];
+        for (int i = 0; i < r->n_rows; i++) pre[i] = r->rows[i].prefill_tok_s, dec[i] = r->rows[i].greedy_tok_s;
+        cv->prefill_tok_s = bench_median(pre, r->n_rows);
+        decode_tok_s = bench_median(dec, r->n_rows);
+    } else if ((st = prefill_only(e, &cv->prefill_tok_s, &decode_tok_s, err))) {
+        return st;
+    }
+    cv->decode_ms = 1e3 / decode_tok_s;
+    bench_progress("memory bandwidth probe");
+    if ((st = sd_membw_measure((size_t)e->o->membw_mb << 20, e->o->threads, 5, &cv->bw, err))) return st;
+    cv->weight_bytes = sd_model_weight_bytes(e->tm);
+    cv->floor_ms = (double)cv->weight_bytes / (cv->bw.read_gbs * 1e9) * 1e3;
+    cv->present = true;
+    return SD_OK;
+}
+
+/* The sweep's drafter: the draft model if given, else the oracle at α = 0.7. */
+static sd_status sweep_drafter(bench_env *e, const int32_t *ref, int32_t n_ref, int rep, sd_drafter *d,
+                               sd_err *err) {
+    if (e->dm) return bench_drafter_make(e, "draft", d, err);
+    return sd_drafter_oracle_init(d, ref, n_ref, e->prompts[0].n_ids, 0.7, e->tm->hp.n_vocab,
+                                  e->o->seed + (uint64_t)rep, err);
+}
+
+sd_status bench_ksweep(bench_env *e, bench_results *r, sd_err *err) {
+    const bench_opts *o = e->o;
+    const bench_prompt *p = &e->prompts[0];
+    int reps = o->reps > 64 ? 64 : o->reps;
+    int32_t *ref = NULL, n_ref = 0;
+    double g_tok[64];
+    mode_acc acc[BENCH_MAX_K + 1];
+    memset(acc, 0, sizeof acc);
+    sd_spec_params plain = bench_params(o, o->k, false, false);
+    sd_status st = SD_OK;
+    r->sweep_drafter = e->dm ? "draft" : "oracle(α=0.7)";
+    for (int rep = 0; !st && rep < reps; rep++) {
+        bench_run run;
+        bench_progress("K sweep: greedy rep %d/%d", rep + 1, reps);
+        st = rep == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        g_tok[rep] = run.tok_s;
+        for (int k = 1; !st && k <= BENCH_MAX_K; k++) {
+            bench_progress("K sweep: K=%d rep %d/%d", k, rep + 1, reps);
+            sd_spec_params sp = bench_params(o, k, false, false);
+            sd_drafter dr;
+            st = sweep_drafter(e, ref, n_ref, rep, &dr, err);
+            if (!st) st = bench_generate(e, p, &dr, &sp, ref, n_ref, &run, err);
+            sd_drafter_free(&dr);
+            if (!st) acc_add(&acc[k], &run);
+        }
+    }
+    free(ref);
+    if (st) return st;
+    r->sweep_greedy_tok_s = bench_median(g_tok, reps);
+    for (int k = 1; k <= BENCH_MAX_K; k++) {
+        bench_mode_row m;
+        acc_row(&acc[k], r->sweep_greedy_tok_s, &m);
+        bench_k_row *row = &r->ksweep[r->n_k++];
+        row->k = k;
+        row->ms_per_tok = 1e3 / m.tok_s;
+        row->speedup = m.speedup;
+        row->acc_per_round = m.acc_per_round;
+        row->alpha_geo = bench_alpha_geo(m.acc_per_round, k);
+        double draft_cost = e->dm ? k * r->cv.r : 0.0;
+        row->predicted = bench_expected_tokens(row->alpha_geo, k) / (draft_cost + r->cv.cv[k + 1]);
+        row->lossless_ok = m.lossless_ok, row->lossless_n = m.lossless_n;
+    }
+    return SD_OK;
+}
+
+sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
+    const bench_opts *o = e->o;
+    const bench_prompt *p = &e->prompts[0];
+    int reps = o->reps > 64 ? 64 : o->reps, k = o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : o->k;
+    int32_t *ref = NULL, n_ref = 0;
+    double g_tok[64];
+    mode_acc acc[BENCH_MAX_ALPHAS];
+    memset(acc, 0, sizeof acc);
+    sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, false, false);
+    sd_status st = SD_OK;
+    for (int rep = 0; !st && rep < reps; rep++) {
+        bench_run run;
+        bench_progress("oracle: greedy rep %d/%d", rep + 1, reps);
+        st = rep == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        g_tok[rep] = run.tok_s;
+        for (int a = 0; !st && a < o->n_alphas; a++) {
+            bench_progress("oracle: α=%.2f rep %d/%d", o->alphas[a], rep + 1, reps);
+            sd_drafter dr;
+            st = sd_drafter_oracle_init(&dr, ref, n_ref, p->n_ids, o->alphas[a], e->tm->hp.n_vocab,
+                                        o->seed + (uint64_t)rep, err);
+            if (!st) st = bench_generate(e, p, &dr, &sp, ref, n_ref, &run, err);
+            sd_drafter_free(&dr);
+            if (!st) acc_add(&acc[a], &run);
+        }
+    }
+    free(ref);
+    if (st) return st;
+    r->oracle_greedy_tok_s = bench_median(g_tok, reps);
+    for (int a = 0; a < o->n_alphas; a++) {
+        bench_mode_row m;
+        acc_row(&acc[a], r->oracle_greedy_tok_s, &m);
+        bench_oracle_row *row = &r->oracle[r->n_oracle++];
+        row->alpha = o->alphas[a];
+        row->measured_alpha = bench_alpha_geo(m.acc_per_round, k);
+        row->acc_per_round = m.acc_per_round;
+        row->tok_s = m.tok_s;
+        row->speedup = m.speedup;
+        /* n-gram-like economics: proposing costs nothing (DESIGN.md §2). */
+        row->predicted = r->cv.present ? bench_expected_tokens(o->alphas[a], k) / r->cv.cv[k + 1] : NAN;
+        row->lossless_ok = m.lossless_ok, row->lossless_n = m.lossless_n;
+    }
+    return SD_OK;
+}

@@ -1,0 +1,228 @@
+/* specdec bench: the tables of DESIGN.md §8 on a target model (and optionally
+ * a draft model): per prompt class, c_v(S) with the roofline, a K sweep, and
+ * synthetic acceptance. Markdown on stdout, JSON and SVG on request, a
+ * progress line on stderr. The measurements live in bench_tables.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bench.h"
+#include "core/checked.h"
+#include "numerics/pool.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: specdec bench -m TARGET.gguf [-md DRAFT.gguf] [options]\n"
+        "  Speed tables (DESIGN.md §8): per prompt class greedy vs speculative (ngram, draft, auto),\n"
+        "  c_v(S) for S = 1..17 with the roofline, a K sweep 1..16, synthetic acceptance (oracle drafter).\n"
+        "options:\n"
+        "  -m FILE          target model (GGUF)\n"
+        "  -md FILE         draft model with the same vocabulary (enables the draft and auto drafters)\n"
+        "  --prompts DIR    prompt files *.txt, first line 'class: NAME' or name prefix (default bench/prompts)\n"
+        "  -n N             tokens generated per run (default 128)\n"
+        "  --reps R         runs per figure; speeds are medians (default 3)\n"
+        "  -t T             threads (default 2)\n"
+        "  -k K             draft tokens per round (default 8)\n"
+        "  --tables LIST    any of classes,cv,ksweep,oracle (default all)\n"
+        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto, or none (default all)\n"
+        "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
+        "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
+        "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
+        "  --json FILE      the same data as JSON\n"
+        "  --plot FILE      SVG: c_v(S) and speedup vs K\n"
+        "  --greedy-ids TEXT  only print the greedy token ids of TEXT (n tokens) and exit\n");
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "specdec: %s%s%s (see specdec bench --help)\n", msg, arg ? " " : "", arg ? arg : "");
+    return 2;
+}
+
+static bool parse_tables(bench_opts *o, const char *list) {
+    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = false;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "classes")) o->t_classes = true;
+        else if (!strcmp(tok, "cv")) o->t_cv = true;
+        else if (!strcmp(tok, "ksweep")) o->t_ksweep = true;
+        else if (!strcmp(tok, "oracle")) o->t_oracle = true;
+        else return false;
+    }
+    return true;
+}
+
+static bool parse_drafters(bench_opts *o, const char *list) {
+    memset(o->drafters, 0, sizeof o->drafters);
+    if (!strcmp(list, "none")) return true;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int d = 0;
+        while (d < BENCH_N_DRAFTERS && strcmp(tok, BENCH_DRAFTER_NAMES[d])) d++;
+        if (d == BENCH_N_DRAFTERS) return false;
+        o->drafters[d] = true;
+    }
+    return true;
+}
+
+static bool parse_alphas(bench_opts *o, const char *list) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->n_alphas = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        double a = strtod(tok, &end);
+        if (*end || !(a >= 0 && a <= 1) || o->n_alphas == BENCH_MAX_ALPHAS) return false;
+        o->alphas[o->n_alphas++] = a;
+    }
+    return o->n_alphas > 0;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
+static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
+    *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
+                        .membw_mb = 256};
+    parse_tables(o, "classes,cv,ksweep,oracle");
+    parse_alphas(o, "0.5,0.7,0.9");
+    parse_drafters(o, "ngram,draft,auto");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
+        if (i + 1 >= argc) return usage_error("missing value for", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "-m")) o->target = v;
+        else if (!strcmp(a, "-md")) o->draft = v;
+        else if (!strcmp(a, "--prompts")) o->prompts_dir = v;
+        else if (!strcmp(a, "--json")) o->json = v;
+        else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--greedy-ids")) *greedy_text = v;
+        else if (!strcmp(a, "-n")) { if (!parse_int(v, 2, 1 << 20, &o->n_predict)) return usage_error("bad -n", v); }
+        else if (!strcmp(a, "--reps")) { if (!parse_int(v, 1, 64, &o->reps)) return usage_error("bad --reps (1..64)", v); }
+        else if (!strcmp(a, "-t")) { if (!parse_int(v, 1, 1024, &o->threads)) return usage_error("bad -t", v); }
+        else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
+        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
+        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables", v); }
+        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters", v); }
+        else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
+        else return usage_error("unknown option", a);
+    }
+    if (!o->target) return usage_error("missing -m TARGET.gguf", NULL);
+    if (o->plot && !o->t_cv && !o->t_ksweep && !o->t_oracle) return usage_error("--plot needs the cv table", NULL);
+    return 0;
+}
+
+static int32_t needed_ctx(const bench_env *e) {
+    int32_t m = 0;
+    for (int i = 0; i < e->n_prompts; i++)
+        if (e->prompts[i].n_ids > m) m = e->prompts[i].n_ids;
+    return m + e->o->n_predict + BENCH_MAX_S + 8;
+}
+
+static sd_status env_open_model(const char *path, int32_t n_ctx, int threads, sd_model **m, sd_context **c,
+                                sd_lm *lm, sd_err *err) {
+    sd_status st = *m ? SD_OK : sd_model_load(path, m, err);
+    if (!st) st = sd_context_init(*m, n_ctx, 64, threads, c, err);
+    if (!st) sd_lm_from_context(lm, *c, *m);
+    return st;
+}
+
+/* Loads the models, the prompts (or the one --greedy-ids text), the contexts. */
+static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_text, sd_err *err) {
+    memset(e, 0, sizeof *e);
+    e->o = o;
+    sd_status st = sd_model_load(o->target, &e->tm, err);
+    if (!st && o->draft) st = sd_model_load(o->draft, &e->dm, err);
+    if (!st && e->dm) st = sd_lm_check_same_vocab(e->tm, e->dm, err);
+    if (!st && greedy_text) {
+        e->prompts = sd_calloc(1, sizeof *e->prompts);
+        if (!e->prompts) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+        e->n_prompts = 1;
+        size_t n = 0;
+        snprintf(e->prompts[0].name, sizeof e->prompts[0].name, "greedy-ids");
+        st = sd_tokenize(e->tm->tok, greedy_text, strlen(greedy_text), true, false, &e->prompts[0].ids, &n, err);
+        e->prompts[0].n_ids = (int32_t)n;
+        if (!st && n < 1) st = sd_err_set(err, SD_ERR_ARG, "--greedy-ids: empty prompt");
+    } else if (!st) {
+        st = bench_prompts_load(e, o->prompts_dir, err);
+    }
+    if (st) return st;
+    int32_t n_ctx = needed_ctx(e);
+    st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, err);
+    if (!st && e->dm) st = env_open_model(o->draft, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, err);
+    if (st) return st;
+    e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
+    e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
+    if (!e->scratch_ids || !e->logits) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    return SD_OK;
+}
+
+static void env_free(bench_env *e) {
+    bench_prompts_free(e);
+    free(e->scratch_ids);
+    free(e->logits);
+    sd_context_free(e->dc);
+    sd_context_free(e->tc);
+    sd_model_free(e->dm);
+    sd_model_free(e->tm);
+}
+
+static sd_status print_greedy_ids(bench_env *e, sd_err *err) {
+    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+    bench_run run;
+    sd_status st = bench_generate(e, &e->prompts[0], NULL, &sp, NULL, 0, &run, err);
+    if (st) return st;
+    for (int32_t i = 0; i < run.n; i++) printf("%s%d", i ? " " : "", e->scratch_ids[i]);
+    printf("\n");
+    return SD_OK;
+}
+
+static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
+    const bench_opts *o = e->o;
+    sd_status st = SD_OK;
+    /* c_v is measured whenever a later table needs it for its prediction. */
+    bool need_cv = o->t_cv || o->t_ksweep || o->t_oracle;
+    if (o->t_classes) st = bench_classes(e, r, err);
+    if (!st && need_cv) st = bench_cv_measure(e, r, err);
+    if (!st && o->t_ksweep) st = bench_ksweep(e, r, err);
+    if (!st && o->t_oracle) st = bench_oracle(e, r, err);
+    bench_progress("done");
+    fprintf(stderr, "\n");
+    return st;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    const char *greedy_text = NULL;
+    int rc = parse_args(argc, argv, &o, &greedy_text);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (o.threads <= 0) o.threads = sd_default_threads();
+    bench_env e;
+    bench_results r;
+    memset(&r, 0, sizeof r);
+    sd_err err = {0};
+    sd_status st = env_init(&e, &o, greedy_text, &err);
+    if (!st && greedy_text) st = print_greedy_ids(&e, &err);
+    else if (!st) {
+        st = run_tables(&e, &r, &err);
+        if (!st) bench_print_markdown(&e, &r);
+        if (!st && o.json) st = bench_write_json(&e, &r, o.json, &err);
+        if (!st && o.plot) st = bench_write_svg(&r, o.plot, &err);
+    }
+    free(r.rows);
+    env_free(&e);
+    if (st) {
+        fprintf(stderr, "specdec: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
