@@ -28,15 +28,32 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int6
     for (int s = 0; s < S; s++) sd_rmsnorm(out + s * n, x + s * n, w, n, eps);
 }
 
+/* RoPE with Llama 3.1 frequency factors: sd_rope's rotation with theta_i
+ * divided by ff[i] (llama.cpp ggml_rope_ext with freq_factors). */
+static void rope_factors(float *x, const sd_hparams *hp, int64_t pos, const float *ff) {
+    const int half = hp->n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        float theta = (float)pos * hp->rope_freq_scale * powf(hp->rope_base, -2.0f * (float)i / (float)hp->n_rot);
+        theta /= ff[i];
+        float c = cosf(theta), s = sinf(theta);
+        int a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + half : 2 * i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+    }
+}
+
 /* Per head of every row: optional qwen3 RMSNorm over the head, then RoPE. */
-static void norm_rope_heads(const sd_hparams *hp, float *x, const float *norm_w, int S, int n_heads,
+static void norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads,
                             int32_t pos0) {
+    const sd_hparams *hp = &m->hp;
     const int hd = hp->head_dim;
     for (int s = 0; s < S; s++)
         for (int h = 0; h < n_heads; h++) {
             float *head = x + ((int64_t)s * n_heads + h) * hd;
             if (norm_w) sd_rmsnorm(head, head, norm_w, hd, hp->rms_eps);
-            sd_rope(head, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+            if (m->rope_freqs) rope_factors(head, hp, pos0 + s, m->rope_freqs);
+            else sd_rope(head, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
         }
 }
 
@@ -89,8 +106,8 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, float *lo
             add_bias(c->k, L->bk, S, kv_dim);
             add_bias(c->v, L->bv, S, kv_dim);
         }
-        norm_rope_heads(hp, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
-        norm_rope_heads(hp, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
+        norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
+        norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
         for (int s = 0; s < S; s++) {
             memcpy(sd_kv_row(c, c->k_cache, il, pos0 + s), c->k + s * kv_dim, (size_t)kv_dim * sizeof(float));
             memcpy(sd_kv_row(c, c->v_cache, il, pos0 + s), c->v + s * kv_dim, (size_t)kv_dim * sizeof(float));

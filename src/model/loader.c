@@ -51,8 +51,9 @@ static sd_status get_float(sd_loader *L, const char *arch, const char *suffix, b
 }
 
 /* Rope scaling: only "none" and "linear" (position scaled by 1/factor) are
- * implemented; YaRN / longrope / Llama-3.1 rope_freqs are refused, never
- * silently run with the wrong positions. */
+ * implemented; YaRN / longrope are refused, never silently run with the
+ * wrong positions. (Llama 3.1's per-frequency factors come as a tensor,
+ * rope_freqs.weight, bound by arch_llama.c.) */
 static sd_status load_rope_scaling(sd_loader *L, const char *arch, sd_hparams *hp) {
     char key[128];
     const char *s;
@@ -74,9 +75,6 @@ static sd_status load_rope_scaling(sd_loader *L, const char *arch, sd_hparams *h
     if (factor < 0.0f || factor != factor)
         return sd_err_set(L->err, SD_ERR_FORMAT, "rope scaling factor %g out of range", factor);
     hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
-    if (gguf_find_tensor(L->gguf, "rope_freqs.weight"))
-        return sd_err_set(L->err, SD_ERR_UNSUPPORTED,
-                          "rope_freqs.weight (Llama 3.1 rope scaling) not supported");
     return SD_OK;
 }
 
@@ -330,5 +328,6 @@ uint64_t sd_model_n_params(const sd_model *m) {
         if (l->k_norm) extra += (uint64_t)hp->head_dim;
         n += per_layer + extra;
     }
+    if (m->rope_freqs) n += (uint64_t)hp->n_rot / 2;
     return n + (uint64_t)hp->n_embd; /* output_norm */
 }

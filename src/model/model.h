@@ -52,6 +52,7 @@ typedef struct sd_model {
     sd_tokenizer *tok;       /* owned */
     sd_matrix tok_embd;      /* [n_vocab][n_embd] */
     const float *output_norm;
+    const float *rope_freqs; /* llama: [n_rot/2] frequency divisors (rope_freqs.weight, Llama 3.1+) or NULL */
     sd_matrix output;        /* lm head: output.weight, or token_embd if tied */
     sd_layer *layers;        /* [n_layer] */
     float **owned_f32;       /* f32 copies of norm/bias vectors, freed with the model */
@@ -72,7 +73,7 @@ typedef struct sd_model {
  *   SD_ERR_UNSUPPORTED  unknown architecture ("unknown architecture 'mamba'"),
  *                       tensor type ("tensor X: type q3_K not supported for
  *                       weight matrices"), rope scaling other than
- *                       none/linear, rope_freqs.weight (Llama 3.1 factors),
+ *                       none/linear,
  *                       value_length != key_length, partial rotary dims
  *   SD_ERR_NOMEM
  * On error *out is NULL. */

@@ -3,7 +3,7 @@
  * within a max relative difference of 1e-4 (per position: max |c - r| over
  * the vocabulary divided by max |r|), and the argmax is identical.
  * Covers each architecture, GQA, tied and untied heads, qwen2 biases, qwen3
- * Q/K norms with n_head * head_dim != n_embd; then
+ * Q/K norms with n_head * head_dim != n_embd, Llama 3.1 rope_freqs; then
  * the committed fixture models (models/fixture-*.gguf) converted to f32.
  *
  * Needs /usr/bin/python3 with torch: without it the test prints
@@ -119,16 +119,18 @@ typedef struct ref_case {
     const char *label, *arch;
     bool tied;
     int n_head, n_head_kv;
+    bool rope_freqs;
 } ref_case;
 
 static void test_tiny(void **state) {
     (void)state;
     if (skip_reference) skip();
     static const ref_case cases[] = {
-        {"llama (GQA 4/2)", "llama", false, 4, 2},
-        {"llama (MHA, tied)", "llama", true, 4, 4},
-        {"qwen2 (biases, tied, GQA 4/1)", "qwen2", true, 4, 1},
-        {"qwen3 (q/k norm, 8x64 heads)", "qwen3", false, 8, 2},
+        {"llama (GQA 4/2)", "llama", false, 4, 2, false},
+        {"llama (MHA, tied)", "llama", true, 4, 4, false},
+        {"llama (rope_freqs factors)", "llama", false, 4, 2, true},
+        {"qwen2 (biases, tied, GQA 4/1)", "qwen2", true, 4, 1, false},
+        {"qwen3 (q/k norm, 8x64 heads)", "qwen3", false, 8, 2, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const ref_case *rc = &cases[i];
@@ -136,6 +138,7 @@ static void test_tiny(void **state) {
         sp.tied = rc->tied;
         sp.n_head = rc->n_head;
         sp.n_head_kv = rc->n_head_kv;
+        sp.rope_freqs = rc->rope_freqs;
         sp.seed = 100 + i;
         char path[256];
         sd_model *m = tiny_load(&sp, path, sizeof path, "ref");

@@ -244,6 +244,7 @@ static void add_tensors(builder *b) {
     add_tensor(b, "token_embd.weight", sp->type, n_embd, sp->n_vocab, 0.0f, 1.0f);
     add_tensor(b, "output_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
     if (!sp->tied) add_tensor(b, "output.weight", sp->type, n_embd, sp->n_vocab, 0.0f, 3.0f * s_embd);
+    if (sp->rope_freqs) add_tensor(b, "rope_freqs.weight", GGML_TYPE_F32, hd / 2, 1, 4.5f, 3.5f);
     for (int il = 0; il < sp->n_layer; il++) {
 #define T(suffix, type, ne0, ne1, mean, scale) \
     (snprintf(name, sizeof name, "blk.%d." suffix, il), add_tensor(b, name, type, ne0, ne1, mean, scale))

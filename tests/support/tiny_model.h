@@ -42,6 +42,7 @@ typedef struct tiny_model_spec {
     float rope_scale;      /* > 0: writes rope.scaling.type "linear" and rope.scaling.factor */
     float rms_eps;
     bool tied;             /* no output.weight: the lm head is token_embd */
+    bool rope_freqs;       /* writes rope_freqs.weight {head_dim/2}, factors in [1, 8] (Llama 3.1 style) */
     uint64_t seed;
     /* Hostile variants, for loader error tests (NULL/0 = off): */
     const char *omit;          /* tensor name left out of the file */
