@@ -51,7 +51,8 @@ void sd_drafter_free(sd_drafter *d);
 /* ---- n-gram prompt lookup (drafter_ngram.c) ----
  * The last m tokens of the context, m = ngram_max down to ngram_min, are
  * looked up in the context before them (prompt + generated); the
- * continuation of their most recent earlier occurrence is the draft. A hash
+ * continuation of their most recent earlier occurrence is the draft (continued
+ * periodically past the end of the context: a repeating span drafts K). A hash
  * index over every m-gram is updated as the context grows, so a lookup costs
  * O(ngram_max + k), not a scan. Errors: SD_ERR_ARG (1 <= ngram_min <=
  * ngram_max <= 8 required), SD_ERR_NOMEM. */

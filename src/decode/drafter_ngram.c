@@ -1,6 +1,7 @@
 /* n-gram prompt lookup (DESIGN.md §3): the continuation of the most recent
  * earlier occurrence of the context's last m tokens, m from ngram_max down to
- * ngram_min. An open-addressing hash table maps each (m, m-gram) to the end
+ * ngram_min, continued periodically past the end of the context. An
+ * open-addressing hash table maps each (m, m-gram) to the end
  * position of its latest occurrence; it grows with the context, so a lookup
  * costs O(m + k) whatever the context length. */
 #include <stdlib.h>
@@ -107,8 +108,11 @@ static int lookup(ngram *g, const int32_t *ctx, int32_t n, int k, int32_t *out) 
         const int32_t *t = ctx + n - m;
         slot *s = find(g, t, m, gram_hash(t, m));
         if (s->end < 0) continue;
+        /* Copy the continuation; past the end of the context it continues
+         * with the draft itself (LZ77-style overlap), so a repeating span of
+         * period p yields a full-length draft, not just p tokens. */
         int got = 0;
-        for (int32_t i = s->end + 1; i < n && got < k; i++) out[got++] = g->tok[i];
+        for (int32_t i = s->end + 1; got < k; i++) out[got++] = i < n ? g->tok[i] : out[i - n];
         return got;
     }
     return 0;

@@ -234,12 +234,12 @@ static void test_ngram_lookup(void **state) {
     const int32_t ctx3[] = {1, 2, 3, 4};
     d.reset(d.self);
     assert_int_equal(d.propose(d.self, ctx3, 4, 3, out, NULL, &err), 0);
-    /* The continuation stops at the end of the context. */
-    const int32_t ctx4[] = {5, 6, 5};
+    /* Past the end of the context the continuation repeats the period. */
+    const int32_t ctx4[] = {5, 6, 7, 5};
     d.reset(d.self);
-    assert_int_equal(d.propose(d.self, ctx4, 3, 8, out, NULL, &err), 2);
-    assert_int_equal(out[0], 6);
-    assert_int_equal(out[1], 5);
+    assert_int_equal(d.propose(d.self, ctx4, 4, 8, out, NULL, &err), 8);
+    const int32_t want4[8] = {6, 7, 5, 6, 7, 5, 6, 7};
+    assert_memory_equal(out, want4, sizeof want4);
     /* Growing the context incrementally gives the same answers as building it at once. */
     d.reset(d.self);
     for (int32_t n = 1; n <= 15; n++) d.propose(d.self, ctx1, n, 1, out, NULL, &err);

@@ -1,0 +1,54 @@
+/* `specdec generate`: options, the run, and its report, split over
+ * generate_opts.c (flags), cmd_generate.c (load, decode, check) and
+ * generate_report.c (stats line, JSON). */
+#ifndef SD_CLI_GENERATE_H
+#define SD_CLI_GENERATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode/spec.h"
+
+#define GEN_DEFAULT_MODEL "models/fixture-target.gguf"
+#define GEN_DEFAULT_DRAFT "models/fixture-draft.gguf"
+
+typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO } gen_spec;
+
+typedef struct gen_opts {
+    const char *model, *draft, *prompt, *prompt_file;
+    bool model_is_default;
+    int32_t n_predict, n_ctx, threads;
+    sd_sampling sampling;
+    gen_spec spec;
+    int32_t draft_max, ngram_min, ngram_max, gate;
+    int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
+    bool json, chat;
+} gen_opts;
+
+/* Parses argv (argv[0] = "generate"). Returns -1 to go on, else the exit code
+ * (0 after --help, 2 after a usage error, already reported on stderr). */
+int gen_parse(int argc, char **argv, gen_opts *o);
+
+const char *gen_spec_name(gen_spec s);
+
+/* What one run produced, for the report. */
+typedef struct gen_result {
+    const char *spec_label; /* "ngram", "draft", "auto (ngram + draft)", ... */
+    int32_t *tokens, n_tokens;
+    char *text;
+    sd_spec_stats st;
+    bool checked, lossless;
+    int32_t first_diff; /* first differing position when !lossless */
+    int32_t n_greedy;
+    sd_spec_stats greedy;
+} gen_result;
+
+/* Decode tokens per second: tokens after the first (which the prefill gives)
+ * over the decode time. */
+double gen_decode_tok_s(const sd_spec_stats *st);
+/* The one stats line on stderr. */
+void gen_print_stats(const gen_result *r);
+/* The --json object on stdout. Returns false if jansson failed. */
+bool gen_print_json(const gen_result *r);
+
+#endif

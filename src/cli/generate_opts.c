@@ -1,0 +1,183 @@
+/* Flags of `specdec generate`. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/generate.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specdec generate [-m MODEL.gguf] (-p TEXT | -f FILE) [options]\n"
+            "\n"
+            "Generates text; with a drafter, by lossless speculative decoding (the output is\n"
+            "exactly plain greedy decoding's, or plain sampling's in distribution at --temp > 0).\n"
+            "\n"
+            "  -m FILE          target model (default " GEN_DEFAULT_MODEL ")\n"
+            "  -p TEXT          prompt text\n"
+            "  -f FILE          read the prompt from FILE\n"
+            "  -n N             tokens to generate (default 128)\n"
+            "  -c N             context size in tokens (default: the model's, at most 4096)\n"
+            "  -t N             threads (default: online cores)\n"
+            "  --temp T         temperature; 0 = greedy (default 0)\n"
+            "  --top-k K        keep the K most likely tokens (0 = off)\n"
+            "  --top-p P        keep the smallest set of mass >= P (1 = off)\n"
+            "  --min-p P        drop tokens below P x the top probability (0 = off)\n"
+            "  --seed S         sampling seed (default 42)\n"
+            "  --spec MODE      none | ngram | draft | auto (default auto: n-gram lookup, plus the\n"
+            "                   draft model when one is given, or " GEN_DEFAULT_DRAFT "\n"
+            "                   when -m is the default and that file exists)\n"
+            "  -md FILE         draft model (same vocabulary as the target)\n"
+            "  --draft-max K    most draft tokens per verify round (default 8)\n"
+            "  --ngram-min N    shortest n-gram looked up (default 1)\n"
+            "  --ngram-max N    longest n-gram looked up (default 3)\n"
+            "  --gate G         zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
+            "  --check-lossless also run plain greedy and compare token by token, report the\n"
+            "                   speedup (default on for --spec other than none at --temp 0)\n"
+            "  --no-check       skip that\n"
+            "  --json           print one JSON object instead of streaming the text\n"
+            "  --chat           wrap the prompt in the ChatML template (Qwen)\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "At the end one line of statistics goes to stderr: prefill and decode tok/s, rounds,\n"
+            "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n");
+}
+
+static int bad(const char *fmt, const char *a) {
+    fprintf(stderr, "specdec: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, " (see specdec generate --help)\n");
+    return 2;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_float(const char *s, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+const char *gen_spec_name(gen_spec s) {
+    static const char *names[] = {"none", "ngram", "draft", "auto"};
+    return names[s];
+}
+
+static void defaults(gen_opts *o) {
+    *o = (gen_opts){
+        .model = GEN_DEFAULT_MODEL,
+        .model_is_default = true,
+        .n_predict = 128,
+        .sampling = {.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 42},
+        .spec = GEN_SPEC_AUTO,
+        .draft_max = 8,
+        .ngram_min = 1,
+        .ngram_max = 3,
+        .gate = 4,
+        .check = -1,
+    };
+}
+
+/* Options that take an integer: flag, field, bounds. */
+typedef struct int_flag {
+    const char *flag;
+    size_t offset;
+    long lo, hi;
+} int_flag;
+#define OFF(f) offsetof(gen_opts, f)
+static const int_flag INT_FLAGS[] = {
+    {"-n", OFF(n_predict), 0, 1 << 24},       {"-c", OFF(n_ctx), 1, 1 << 24},
+    {"-t", OFF(threads), 1, 1024},            {"--draft-max", OFF(draft_max), 0, 64},
+    {"--ngram-min", OFF(ngram_min), 1, 8},    {"--ngram-max", OFF(ngram_max), 1, 8},
+    {"--gate", OFF(gate), 0, 1 << 20},
+};
+
+static int parse_value(gen_opts *o, const char *flag, const char *v) {
+    for (size_t i = 0; i < sizeof INT_FLAGS / sizeof *INT_FLAGS; i++) {
+        if (strcmp(flag, INT_FLAGS[i].flag) != 0) continue;
+        long x;
+        if (!parse_long(v, INT_FLAGS[i].lo, INT_FLAGS[i].hi, &x)) return bad("bad value for %s", flag);
+        *(int32_t *)((char *)o + INT_FLAGS[i].offset) = (int32_t)x;
+        return -1;
+    }
+    sd_sampling *s = &o->sampling;
+    if (!strcmp(flag, "-m")) o->model = v, o->model_is_default = false;
+    else if (!strcmp(flag, "-md")) o->draft = v;
+    else if (!strcmp(flag, "-p")) o->prompt = v;
+    else if (!strcmp(flag, "-f")) o->prompt_file = v;
+    else if (!strcmp(flag, "--temp")) { if (!parse_float(v, 0, 100, &s->temp)) return bad("bad value for %s", flag); }
+    else if (!strcmp(flag, "--top-p")) { if (!parse_float(v, 1e-6f, 1, &s->top_p)) return bad("%s needs a number in (0, 1]", flag); }
+    else if (!strcmp(flag, "--min-p")) { if (!parse_float(v, 0, 0.999999f, &s->min_p)) return bad("%s needs a number in [0, 1)", flag); }
+    else if (!strcmp(flag, "--top-k")) {
+        long x;
+        if (!parse_long(v, 0, 1 << 24, &x)) return bad("bad value for %s", flag);
+        s->top_k = (int32_t)x;
+    } else if (!strcmp(flag, "--seed")) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v || *end) return bad("bad value for %s", flag);
+        s->seed = x;
+    } else if (!strcmp(flag, "--spec")) {
+        int found = 0;
+        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_AUTO; m++)
+            if (!strcmp(v, gen_spec_name(m))) o->spec = m, found = 1;
+        if (!found) return bad("--spec must be none, ngram, draft or auto, not '%s'", v);
+    } else
+        return bad("unknown option '%s'", flag);
+    return -1;
+}
+
+static bool takes_value(const char *flag) {
+    static const char *with_value[] = {"-m", "-md", "-p", "-f", "--temp", "--top-p", "--min-p",
+                                       "--top-k", "--seed", "--spec"};
+    for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
+        if (!strcmp(flag, with_value[i])) return true;
+    for (size_t i = 0; i < sizeof INT_FLAGS / sizeof *INT_FLAGS; i++)
+        if (!strcmp(flag, INT_FLAGS[i].flag)) return true;
+    return false;
+}
+
+static int check_combination(const gen_opts *o) {
+    if (!o->prompt == !o->prompt_file) return bad("%s", "give the prompt with exactly one of -p TEXT or -f FILE");
+    if (o->ngram_min > o->ngram_max) return bad("%s", "--ngram-min must not exceed --ngram-max");
+    if (o->spec == GEN_SPEC_DRAFT && !o->draft && !o->model_is_default)
+        return bad("%s", "--spec draft needs a draft model (-md FILE)");
+    if (o->check == 1 && o->sampling.temp > 0)
+        return bad("%s", "--check-lossless compares with greedy decoding: it needs --temp 0");
+    return -1;
+}
+
+int gen_parse(int argc, char **argv, gen_opts *o) {
+    defaults(o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--check-lossless")) o->check = 1;
+        else if (!strcmp(a, "--no-check")) o->check = 0;
+        else if (!strcmp(a, "--json")) o->json = true;
+        else if (!strcmp(a, "--chat")) o->chat = true;
+        else if (a[0] != '-') return bad("unexpected argument '%s'", a);
+        else if (!takes_value(a)) return bad("unknown option '%s'", a);
+        else if (i + 1 >= argc) return bad("%s needs a value", a);
+        else {
+            int rc = parse_value(o, a, argv[++i]);
+            if (rc >= 0) return rc;
+        }
+    }
+    return check_combination(o);
+}
