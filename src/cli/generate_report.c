@@ -26,6 +26,9 @@ void gen_print_stats(const gen_result *r) {
                 (long long)st->rounds, ratio((double)st->accepted, (double)st->drafted),
                 (long long)st->accepted, (long long)st->drafted,
                 ratio((double)st->accepted, (double)st->rounds));
+    if (st->gate_closed_steps)
+        fprintf(stderr, " | gate closed %lld steps (probes %lld/%lld)", (long long)st->gate_closed_steps,
+                (long long)st->probe_hits, (long long)st->probes);
     fprintf(stderr, " | tokens/forward %.2f", tokens_per_forward(st));
     if (r->checked) {
         double g = gen_decode_tok_s(&r->greedy);
@@ -57,6 +60,9 @@ bool gen_print_json(const gen_result *r) {
         r->checked ? json_real(greedy) : json_null(), "speedup",
         r->checked ? json_real(ratio(gen_decode_tok_s(st), greedy)) : json_null());
     if (!o) return false;
+    json_object_set_new(o, "gate_closed_steps", json_integer(st->gate_closed_steps));
+    json_object_set_new(o, "probes", json_integer(st->probes));
+    json_object_set_new(o, "probe_hits", json_integer(st->probe_hits));
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!s) return false;

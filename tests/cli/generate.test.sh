@@ -2,8 +2,8 @@
 # specdec generate: flags, streaming text + stats line, --json fields, LOSSLESS
 # with n-gram and a draft model, and the errors (bad flags -> 2; missing model,
 # draft with another vocabulary, prompt longer than -c -> 1, one line each).
-# Models: tiny random-weight qwen3 GGUFs from sd-genmodel (real Qwen2 vocab;
-# the mismatched draft gets llama-bpe's).
+# Models: tiny random-weight qwen3 GGUFs from sd-genmodel (the fixture's vocabulary;
+# the mismatched draft gets GPT-2's).
 set -euo pipefail
 bin=$(realpath "${SD_SPECDEC_BIN:?}") gen=${SD_BUILD_DIR:?}/sd-genmodel
 tmp=$(mktemp -d)
@@ -11,9 +11,13 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-"$gen" --shape tiny --type q8_0 --seed 1 -o "$tmp/target.gguf" 2>/dev/null
-"$gen" --shape tiny --type q8_0 --seed 2 -o "$tmp/draft.gguf" 2>/dev/null
-"$gen" --shape tiny --type q8_0 --seed 3 --vocab tests/data/tokenizer/ggml-vocab-llama-bpe.gguf \
+# The fixture's 4096-token vocabulary keeps the lm head small (fast under ASan);
+# without the fixture, Qwen2's.
+vocab=tests/data/tokenizer/ggml-vocab-qwen2.gguf
+[ -r models/fixture-target.gguf ] && vocab=models/fixture-target.gguf
+"$gen" --shape tiny --type q8_0 --seed 1 --vocab "$vocab" -o "$tmp/target.gguf" 2>/dev/null
+"$gen" --shape tiny --type q8_0 --seed 2 --vocab "$vocab" -o "$tmp/draft.gguf" 2>/dev/null
+"$gen" --shape tiny --type q8_0 --seed 3 --vocab tests/data/tokenizer/ggml-vocab-gpt-2.gguf \
   -o "$tmp/other-vocab.gguf" 2>/dev/null
 m=(-m "$tmp/target.gguf" -t 1)
 code='static int add(int a, int b) { return a + b; } static int sub(int a, int b) { return a - b; } static int'
