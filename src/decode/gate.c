@@ -51,7 +51,9 @@ bool sd_gate_probe_due(sd_gate *g, bool *may_run_model) {
 void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model) {
     g->streak = hit ? g->streak + 1 : 0;
     if (!hit && ran_model && g->interval < 8 * g->probe0) g->interval *= 2;
-    if (g->streak < 2) return;
+    /* A free probe runs at every step, so one hit can be chance: two in a
+     * row reopen. A model probe is rare (the interval grows): one hit does. */
+    if (g->streak < (ran_model ? 1 : 2)) return;
     g->open = true;
     g->probation = !g->costly;
     g->misses = 0;

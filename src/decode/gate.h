@@ -12,8 +12,8 @@
  *   drafter proposes one token, and the plain step's own result says whether
  *   it would have been accepted, at no target cost. A free drafter is probed
  *   at every step; a costly one (draft model) every `interval` steps, the
- *   interval doubling after each miss (up to 8 × gate_probe). Two hits in a
- *   row reopen the gate. */
+ *   interval doubling after each miss (up to 8 × gate_probe). Two free hits
+ *   in a row, or one model-probe hit, reopen the gate. */
 #ifndef SD_DECODE_GATE_H
 #define SD_DECODE_GATE_H
 
