@@ -26,7 +26,8 @@ while IFS= read -r f; do lib+=("$f"); done < <(find src -name '*.c' -not -path '
 common=(-std=c11 -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Isrc -Itests -fopenmp -ffp-contract=off)
 libs=(-lpcre2-8 -ljansson -lm)
 
-# Each library file is compiled on its own and the objects go into a static archive, so
+# Each library file is compiled on its own (again only when it or a header changed) and the
+# objects go into a static archive, so
 # the link pulls in only what the target uses. A file clang cannot compile (e.g. a gcc-only
 # builtin) is skipped with a warning: a target that needs it then fails to link, by name.
 build_lib() {  # $1 = output dir, rest = extra flags; sets $archive
@@ -34,7 +35,10 @@ build_lib() {  # $1 = output dir, rest = extra flags; sets $archive
   for f in "${lib[@]}"; do
     local o=$dir/$(echo "${f%.c}" | tr / _).o extra=()
     [[ $f == *_avx2.c ]] && extra=(-mavx2 -mfma -mf16c)
-    if clang "${common[@]}" "$@" "${extra[@]}" -c "$f" -o "$o" 2>"$dir/cc.err"; then
+    # up to date: object newer than its source and than every header (make without a makefile)
+    if [ -f "$o" ] && [ "$o" -nt "$f" ] && [ -z "$(find src tests -name '*.h' -newer "$o" -print -quit)" ]; then
+      objs+=("$o")
+    elif clang "${common[@]}" "$@" "${extra[@]}" -c "$f" -o "$o" 2>"$dir/cc.err"; then
       objs+=("$o")
     else
       echo "fuzz: warning: skipping $f (clang: $(grep -m1 'error' "$dir/cc.err"))" >&2
