@@ -488,7 +488,9 @@ sd_status gguf_open_memory(const void *data, size_t size, gguf_ctx **out, sd_err
 
 sd_status gguf_open(const char *path, gguf_ctx **out, sd_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer before the
+     * regular-file check below could refuse it; it changes nothing for files. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return sd_err_set(err, SD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

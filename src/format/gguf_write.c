@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "core/checked.h"
 #include "format/gguf_impl.h"
@@ -303,6 +304,11 @@ sd_status gguf_writer_write_memory(const gguf_writer *w, void **out, size_t *siz
 }
 
 sd_status gguf_writer_write(const gguf_writer *w, const char *path, sd_err *err) {
+    /* rename() over a device node or FIFO would replace it with a plain file
+     * (seen with /dev/full as root): only ever replace regular files. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return sd_err_set(err, SD_ERR_IO, "%s: not a regular file", path);
     size_t n = strlen(path) + 5;
     char *tmp = malloc(n);
     if (!tmp) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");

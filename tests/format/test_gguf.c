@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #include "format/gguf.h"
@@ -316,8 +318,32 @@ static void test_vocab_files(void **state) {
     }
 }
 
+/* Special files: reading a FIFO must not block waiting for a writer, and the
+ * writer must not replace a FIFO (or device node) with a regular file. */
+static void test_special_files(void **state) {
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/sd-gguf-fifo-%d", (int)getpid());
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    gguf_ctx *ctx = NULL;
+    sd_err e = {0};
+    assert_int_equal(gguf_open(path, &ctx, &e), SD_ERR_IO);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    gguf_writer *w = gguf_writer_init();
+    assert_non_null(w);
+    assert_int_equal(gguf_writer_set_u32(w, "a.b", 1), SD_OK);
+    assert_int_equal(gguf_writer_write(w, path, &e), SD_ERR_IO);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    gguf_writer_free(w);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_special_files),
         cmocka_unit_test(test_roundtrip_memory), cmocka_unit_test(test_copy_is_identical),
         cmocka_unit_test(test_writer_refuses),   cmocka_unit_test(test_file_roundtrip),
         cmocka_unit_test(test_type_table),       cmocka_unit_test(test_vocab_files),
