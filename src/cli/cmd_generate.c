@@ -146,6 +146,8 @@ typedef struct stream {
     bool print;
     char *text;
     size_t len, cap;
+    char *piece; /* one token's bytes: sd_detok_cap() so nothing is dropped */
+    size_t piece_cap;
 } stream;
 
 static bool stream_bytes(stream *s, const char *b, size_t n) {
@@ -168,9 +170,8 @@ static bool stream_bytes(stream *s, const char *b, size_t n) {
 
 static bool on_token(void *user, int32_t token) {
     stream *s = user;
-    char buf[256];
-    size_t n = sd_detok_push(&s->dt, s->tok, token, buf, sizeof buf);
-    return stream_bytes(s, buf, n);
+    size_t n = sd_detok_push(&s->dt, s->tok, token, s->piece, s->piece_cap);
+    return stream_bytes(s, s->piece, n);
 }
 
 static bool is_eog(void *user, int32_t token) {
@@ -219,18 +220,26 @@ static int run(const gen_opts *o, engine *e, gen_result *r, sd_err *err) {
     p.n_batch = n_batch;
     p.sampling = o->sampling;
     p.is_eog = is_eog;
-    stream s = {.tok = e->target->tok, .print = !o->json};
+    stream s = {.tok = e->target->tok, .print = !o->json, .piece_cap = sd_detok_cap(e->target->tok)};
+    s.piece = malloc(s.piece_cap);
+    if (!s.piece) return free(prompt), fprintf(stderr, "specdec: out of memory\n"), 1;
     sd_detok_init(&s.dt);
     r->spec_label = e->label;
     r->tokens = malloc(((size_t)o->n_predict + 1) * sizeof *r->tokens);
-    if (!r->tokens) return free(prompt), fprintf(stderr, "specdec: out of memory\n"), 1;
+    if (!r->tokens) return free(prompt), free(s.piece), fprintf(stderr, "specdec: out of memory\n"), 1;
     sd_status st = sd_spec_generate(&e->tlm, e->has_drafter ? &e->drafter : NULL, prompt,
                                     (int32_t)n_prompt, &p, on_token, &s, r->tokens, &r->n_tokens,
                                     &r->st, err);
     char tail[16];
     stream_bytes(&s, tail, sd_detok_flush(&s.dt, tail, sizeof tail));
     if (!o->json) printf("\n");
+    fflush(stdout); /* the text ends before the stats line on stderr */
+    free(s.piece);
     r->text = s.text;
+    if (st == SD_OK && r->n_tokens < o->n_predict &&
+        sd_context_len(e->tctx) >= sd_context_n_ctx(e->tctx))
+        fprintf(stderr, "specdec: stopped after %d tokens: the context (-c %d) is full\n",
+                r->n_tokens, sd_context_n_ctx(e->tctx));
     bool want_check = o->check == 1 || (o->check == -1 && e->has_drafter && o->sampling.temp <= 0);
     if (st == SD_OK && want_check) st = check_lossless(e, prompt, (int32_t)n_prompt, p, r, err);
     free(prompt);

@@ -98,7 +98,7 @@ typedef struct int_flag {
 #define OFF(f) offsetof(gen_opts, f)
 static const int_flag INT_FLAGS[] = {
     {"-n", OFF(n_predict), 0, 1 << 24},       {"-c", OFF(n_ctx), 1, 1 << 24},
-    {"-t", OFF(threads), 1, 1024},            {"--draft-max", OFF(draft_max), 0, 64},
+    {"-t", OFF(threads), 1, 1024},            {"--draft-max", OFF(draft_max), 1, 64},
     {"--ngram-min", OFF(ngram_min), 1, 8},    {"--ngram-max", OFF(ngram_max), 1, 8},
     {"--gate", OFF(gate), 0, 1 << 20},
 };

@@ -172,10 +172,13 @@ static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
     }
 }
 
-static sd_status check_args(sd_lm *lm, int32_t n_prompt, const sd_spec_params *p, sd_err *err) {
+static sd_status check_args(sd_lm *lm, const sd_drafter *dr, int32_t n_prompt, const sd_spec_params *p,
+                            sd_err *err) {
     if (n_prompt < 1) return sd_err_set(err, SD_ERR_ARG, "the prompt must have at least one token");
     if (p->n_predict < 0 || p->draft_max < 0 || p->n_batch < 1 || p->gate_misses < 0)
         return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
+    /* a drafter with K = 0 would still be asked for one-token probes */
+    if (dr && p->draft_max < 1) return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
     if (lm->len(lm->self) != 0) return sd_err_set(err, SD_ERR_ARG, "the model state is not empty");
     int32_t n_ctx = lm->n_ctx(lm->self);
     if (n_prompt > n_ctx)
@@ -192,7 +195,7 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     if (!stats) stats = &local;
     *stats = (sd_spec_stats){.n_prompt = n_prompt};
     *n_out = 0;
-    sd_status st = check_args(target, n_prompt, p, err);
+    sd_status st = check_args(target, drafter, n_prompt, p, err);
     if (st != SD_OK) return st;
     decoder d = {.lm = target, .dr = drafter, .p = p, .out = out, .cb = cb, .user = user, .st = stats};
     st = decoder_init(&d, n_prompt, err);
