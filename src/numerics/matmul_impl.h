@@ -54,6 +54,9 @@ typedef struct sd_act {
 bool sd_act_init(sd_act *a, int64_t n_in, int S, int block);
 void sd_act_free(sd_act *a);
 /* Quantizes row s of x (n_in floats); scalar and AVX2 builds agree bitwise. */
+/* Integer sums of one quantized activation block qb[block]: sum[0] for a
+ * 32-block; for a 256-block, sum[0..15] per 16 and sum[16..23] per 32. */
+void sd_act_block_sums(const int8_t *qb, int block, int16_t *sum);
 void sd_act_quantize_row(sd_act *a, int s, const float *x);
 void sd_act_quantize_row_avx2(sd_act *a, int s, const float *x);
 

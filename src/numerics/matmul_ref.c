@@ -181,24 +181,27 @@ static float quantize_block(const float *x, int n, int8_t *q) {
     return d;
 }
 
+void sd_act_block_sums(const int8_t *qb, int block, int16_t *sum) {
+    if (block == SD_QK) {
+        int t = 0;
+        for (int i = 0; i < SD_QK; i++) t += qb[i];
+        sum[0] = (int16_t)t;
+        return;
+    }
+    for (int j = 0; j < 16; j++) {
+        int t = 0;
+        for (int i = 0; i < 16; i++) t += qb[16 * j + i];
+        sum[j] = (int16_t)t;
+    }
+    for (int j = 0; j < 8; j++) sum[16 + j] = (int16_t)(sum[2 * j] + sum[2 * j + 1]);
+}
+
 void sd_act_quantize_row(sd_act *a, int s, const float *x) {
     int8_t *q = a->q + (size_t)s * a->n_in;
     for (int64_t b = 0; b < a->nb; b++) {
         int8_t *qb = q + b * a->block;
         a->d[(size_t)s * a->nb + b] = quantize_block(x + b * a->block, a->block, qb);
-        int16_t *sum = a->sum + ((size_t)s * a->nb + b) * a->nsum;
-        if (a->block == SD_QK) {
-            int t = 0;
-            for (int i = 0; i < SD_QK; i++) t += qb[i];
-            sum[0] = (int16_t)t;
-        } else {
-            for (int j = 0; j < 16; j++) {
-                int t = 0;
-                for (int i = 0; i < 16; i++) t += qb[16 * j + i];
-                sum[j] = (int16_t)t;
-            }
-            for (int j = 0; j < 8; j++) sum[16 + j] = (int16_t)(sum[2 * j] + sum[2 * j + 1]);
-        }
+        sd_act_block_sums(qb, a->block, a->sum + ((size_t)s * a->nb + b) * a->nsum);
     }
 }
 
