@@ -22,7 +22,11 @@ void sd_err_prefix(sd_err *err, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    /* Assemble by hand: the message is cut to fit msg, on purpose. */
+    size_t cap = sizeof err->msg, n = 0;
+    for (const char *parts[] = {prefix, ": ", old}, **p = parts; p < parts + 3; p++)
+        for (const char *c = *p; *c && n + 1 < cap; c++) err->msg[n++] = *c;
+    err->msg[n] = 0;
 }
 
 const char *sd_status_name(sd_status code) {
