@@ -29,7 +29,7 @@ static void usage(FILE *f) {
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
         "  --json FILE      the same data as JSON\n"
-        "  --plot FILE      SVG: c_v(S) and speedup vs K\n"
+        "  --plot FILE      SVG: c_v(S) and speedup vs K (needs the cv table in --tables)\n"
         "  --greedy-ids TEXT  only print the greedy token ids of TEXT (n tokens) and exit\n");
 }
 
