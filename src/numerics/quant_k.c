@@ -218,12 +218,8 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     return scale;
 }
 
-/* Symmetric fit x ~ scale * (L - nmax), L - nmax in -nmax..nmax-1, weights
- * x^2: the largest-magnitude element maps to -nmax, then 18 perturbed
- * inverse scales -(nmax + 0.1*is)/max are tried and the one maximising
- * (sum w x l)^2 / sum w l^2 wins. Returns the scale (sign follows max).
- * Source: llama.cpp make_qx_quants with rmse_type 1 and no importance weights. */
-static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
+/* The element of largest magnitude, with its sign (the first on ties). */
+static float signed_abs_max(int n, const float *x) {
     float max = 0, amax = 0;
     for (int i = 0; i < n; i++) {
         float ax = fabsf(x[i]);
@@ -232,6 +228,19 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
             max = x[i];
         }
     }
+    return max;
+}
+
+/* A symmetric level clamped to -nmax..nmax-1. */
+static int clamp_level(int l, int nmax) { return l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l; }
+
+/* Symmetric fit x ~ scale * (L - nmax), L - nmax in -nmax..nmax-1, weights
+ * x^2: the largest-magnitude element maps to -nmax, then 18 perturbed
+ * inverse scales -(nmax + 0.1*is)/max are tried and the one maximising
+ * (sum w x l)^2 / sum w l^2 wins. Returns the scale (sign follows max).
+ * Source: llama.cpp make_qx_quants with rmse_type 1 and no importance weights. */
+static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
+    float max = signed_abs_max(n, x), amax = fabsf(max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -240,7 +249,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
         int l = sd_nearest_int(iscale * x[i]);
-        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        l = clamp_level(l, nmax);
         L[i] = (int8_t)(l + nmax);
         float w = x[i] * x[i];
         sumlx += w * x[i] * l;
@@ -255,7 +264,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
             int l = sd_nearest_int(iscale * x[i]);
-            l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+            l = clamp_level(l, nmax);
             float w = x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
@@ -263,7 +272,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++) {
                 int l = sd_nearest_int(iscale * x[i]);
-                l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+                l = clamp_level(l, nmax);
                 L[i] = (int8_t)(l + nmax);
             }
             scale = sumlx / suml2;
@@ -279,14 +288,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
  * (sum w x l)^2 / sum w l^2 (w = x^2). Returns the scale.
  * Source: llama.cpp make_q3_quants with do_rmse = true. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float max = signed_abs_max(n, x), amax = fabsf(max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -295,7 +297,7 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
         int l = sd_nearest_int(iscale * x[i]);
-        l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
+        l = clamp_level(l, nmax);
         L[i] = (int8_t)l;
         float w = x[i] * x[i];
         sumlx += w * x[i] * l;
@@ -309,7 +311,7 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
             if (slx > 0) {
                 float sl2 = suml2 - w * L[i] * L[i];
                 int new_l = sd_nearest_int(x[i] * sl2 / slx);
-                new_l = new_l < -nmax ? -nmax : new_l > nmax - 1 ? nmax - 1 : new_l;
+                new_l = clamp_level(new_l, nmax);
                 if (new_l != L[i]) {
                     slx += w * x[i] * new_l;
                     sl2 += w * new_l * new_l;
