@@ -31,6 +31,19 @@ static inline int sd_nearest_int(float v) {
 /* (int)v truncated toward zero and clamped to 0..hi; NaN and negatives give 0.
  * The same as llama.cpp's MIN(hi, (int8_t)v) for the values its legacy
  * quantizers produce (v in [0, hi + 1.5)), without the undefined cast. */
+/* The element of largest magnitude, with its sign (the first on ties): the
+ * value llama.cpp's reference quantizers scale by. */
+static inline float sd_signed_absmax(const float *x, int n) {
+    float amax = 0.f, max = 0.f;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
 static inline int sd_trunc_clamp(float v, int hi) {
     if (!(v > 0.f))
         return 0;

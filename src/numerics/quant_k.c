@@ -218,19 +218,6 @@ static float make_qkx2_quants(int n, int nmax, const float *x, const float *weig
     return scale;
 }
 
-/* The element of largest magnitude, with its sign (the first on ties). */
-static float signed_abs_max(int n, const float *x) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    return max;
-}
-
 /* A symmetric level clamped to -nmax..nmax-1. */
 static int clamp_level(int l, int nmax) { return l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l; }
 
@@ -240,7 +227,7 @@ static int clamp_level(int l, int nmax) { return l < -nmax ? -nmax : l > nmax - 
  * (sum w x l)^2 / sum w l^2 wins. Returns the scale (sign follows max).
  * Source: llama.cpp make_qx_quants with rmse_type 1 and no importance weights. */
 static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = signed_abs_max(n, x), amax = fabsf(max);
+    float max = sd_signed_absmax(x, n), amax = fabsf(max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;
@@ -288,7 +275,7 @@ static float make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
  * (sum w x l)^2 / sum w l^2 (w = x^2). Returns the scale.
  * Source: llama.cpp make_q3_quants with do_rmse = true. */
 static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = signed_abs_max(n, x), amax = fabsf(max);
+    float max = sd_signed_absmax(x, n), amax = fabsf(max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.f;

@@ -90,17 +90,6 @@ void sd_dequantize_row_q8_1(const block_q8_1 *y, float *x, int64_t k) {
 /* The element of largest magnitude, sign kept (first one on ties). The
  * symmetric types map it to the most negative level (-8 for Q4_0, -16 for
  * Q5_0), which gains one level over mapping |max| to +7. */
-static float signed_absmax(const float *x, int n) {
-    float amax = 0.f, max = 0.f;
-    for (int j = 0; j < n; j++) {
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    }
-    return max;
-}
-
 static void min_max(const float *x, int n, float *min, float *max) {
     *min = FLT_MAX;
     *max = -FLT_MAX;
@@ -114,7 +103,7 @@ static void min_max(const float *x, int n, float *min, float *max) {
 
 void sd_quantize_row_q4_0(const float *x, block_q4_0 *y, int64_t k) {
     for (int64_t i = 0; i < k / QK4_0; i++, x += QK4_0) {
-        const float d = signed_absmax(x, QK4_0) / -8;
+        const float d = sd_signed_absmax(x, QK4_0) / -8;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = sd_fp32_to_fp16(d);
         for (int j = 0; j < QK4_0 / 2; j++) {
@@ -148,7 +137,7 @@ static void store_q5_high_bits(uint8_t qh[4], uint32_t bits) {
 
 void sd_quantize_row_q5_0(const float *x, block_q5_0 *y, int64_t k) {
     for (int64_t i = 0; i < k / QK5_0; i++, x += QK5_0) {
-        const float d = signed_absmax(x, QK5_0) / -16;
+        const float d = sd_signed_absmax(x, QK5_0) / -16;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = sd_fp32_to_fp16(d);
         uint32_t qh = 0;
