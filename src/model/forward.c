@@ -82,8 +82,9 @@ static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q
     }
 }
 
-/* One batch of S <= n_batch tokens; the caller checked ids and room. */
-static void forward_batch(sd_context *c, const int32_t *tokens, int S, float *logits) {
+/* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
+ * of rows r0..S-1 only go to logits[S - r0][n_vocab] (r0 = S: none). */
+static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, float *logits) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, kv_dim = c->kv_dim;
@@ -125,23 +126,34 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, float *lo
         sd_add(c->x, c->xb, S * n_embd);
     }
 
-    rmsnorm_rows(c->xb, c->x, m->output_norm, S, n_embd, hp->rms_eps);
-    sd_matmul(&m->output, c->xb, S, logits, nt);
+    /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
+    if (r0 < S) {
+        rmsnorm_rows(c->xb, c->x + r0 * n_embd, m->output_norm, S - r0, n_embd, hp->rms_eps);
+        sd_matmul(&m->output, c->xb, S - r0, logits, nt);
+    }
     c->len += S;
 }
 
 sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
+    return sd_forward_tail(c, tokens, S, S, logits, err);
+}
+
+sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                          sd_err *err) {
     const int32_t n_vocab = c->m->hp.n_vocab;
-    if (S < 0 || (S > 0 && (!tokens || !logits)))
-        return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d)", S);
+    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && !tokens) || (n_tail > 0 && !logits))
+        return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_tail);
     if (S > c->n_ctx - c->len)
         return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->len, S, c->n_ctx);
     for (int32_t s = 0; s < S; s++)
         if (tokens[s] < 0 || tokens[s] >= n_vocab)
             return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], n_vocab);
+    const int32_t first = S - n_tail; /* first row with logits */
     for (int32_t done = 0; done < S;) {
         int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
-        forward_batch(c, tokens + done, n, logits + (int64_t)done * n_vocab);
+        int32_t r0 = first > done ? (first - done < n ? first - done : n) : 0;
+        float *out = r0 < n ? logits + (int64_t)(done + r0 - first) * n_vocab : NULL;
+        forward_batch(c, tokens + done, n, r0, out);
         done += n;
     }
     return SD_OK;

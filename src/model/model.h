@@ -119,4 +119,12 @@ void sd_context_truncate(sd_context *c, int32_t n);
  * for a token id out of range or S < 0; the state is unchanged on error. */
 sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
 
+/* sd_forward writing only the logits of the LAST n_tail rows (0 <= n_tail <=
+ * S) to logits[n_tail][n_vocab]: row i is bitwise row S - n_tail + i of
+ * sd_forward's output. Prefill and a draft model's catch-up need one row, and
+ * the output head (n_vocab x n_embd, the largest matrix) is then run once
+ * instead of S times. Errors as sd_forward (SD_ERR_ARG also for a bad n_tail). */
+sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                          sd_err *err);
+
 #endif

@@ -103,6 +103,23 @@ static void check_invariance(const sd_model *m, uint32_t seed) {
     assert_rows_equal(ref + 4 * (size_t)V, got + 4 * (size_t)V, N_TOK - 4, V, "truncate to 4 then re-forward");
     assert_int_equal(sd_context_len(c), N_TOK);
     sd_context_free(c);
+
+    /* sd_forward_tail: only the last rows' logits, the same bits, also when
+     * n_batch splits the tail; n_tail = 0 still fills the KV cache. */
+    const int tails[3][2] = {{16, 1}, {2, 3}, {4, 0}}; /* {n_batch, n_tail} */
+    for (int t = 0; t < 3; t++) {
+        int nb = tails[t][0], nt = tails[t][1];
+        assert_int_equal(sd_context_init(m, 32, nb, 2, &c, &err), SD_OK);
+        memset(got, 0, n * sizeof *got);
+        assert_int_equal(sd_forward_tail(c, tokens, N_TOK, nt, got, &err), SD_OK);
+        assert_rows_equal(ref + (size_t)(N_TOK - nt) * V, got, nt, V, "sd_forward_tail rows");
+        assert_int_equal(sd_context_len(c), N_TOK);
+        assert_int_equal(sd_forward_tail(c, tokens, 1, 2, got, &err), SD_ERR_ARG); /* n_tail > S */
+        sd_context_truncate(c, N_TOK - 1);
+        assert_int_equal(sd_forward(c, tokens + N_TOK - 1, 1, got, &err), SD_OK); /* the cache is intact */
+        assert_rows_equal(ref + (size_t)(N_TOK - 1) * V, got, 1, V, "step after sd_forward_tail");
+        sd_context_free(c);
+    }
     free(ref);
     free(got);
 }
