@@ -33,6 +33,17 @@ typedef struct sd_drafter {
      * (0 = no proposal), or -1 with err set. */
     int (*propose)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                    sd_err *err);
+    /* A drafter that is costly but also has a free source (auto: its n-gram
+     * lookup): proposes up to k tokens from the free source alone, as propose
+     * does (q one-hot if stochastic). The decode loop uses it while the
+     * hit-rate gate has stopped the costly source, under a gate of its own.
+     * NULL otherwise. */
+    int (*propose_free)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                        sd_err *err);
+    /* Processes the prompt ctx[0..n) ahead of the first proposal (a draft
+     * model's prefill), so that cost lands in the prefill, not in the first
+     * decode round. Returns 0, or -1 with err set. May be NULL. */
+    int (*prefill)(void *self, const int32_t *ctx, int32_t n, sd_err *err);
     /* Free proposal of one token (a lookup, no model forward) for the gate's
      * shadow probes; returns 0 or 1. NULL if the drafter has none. */
     int (*probe)(void *self, const int32_t *ctx, int32_t n, int32_t *out);

@@ -12,18 +12,29 @@ typedef struct auto_drafter {
     int32_t n_vocab;
 } auto_drafter;
 
+/* The n-gram's proposal, with one-hot q rows when the drafter is stochastic. */
+static int auto_propose_free(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                             sd_err *err) {
+    auto_drafter *a = self;
+    int got = a->ngram.propose(a->ngram.self, ctx, n, k, out, NULL, err);
+    if (got > 0 && q && a->draft.stochastic) {
+        memset(q, 0, (size_t)got * (size_t)a->n_vocab * sizeof *q);
+        for (int i = 0; i < got; i++) q[(size_t)i * (size_t)a->n_vocab + (size_t)out[i]] = 1;
+    }
+    return got;
+}
+
 static int auto_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                         sd_err *err) {
     auto_drafter *a = self;
-    int got = a->ngram.propose(a->ngram.self, ctx, n, k, out, NULL, err);
-    if (got != 0 || !a->draft.propose) {
-        if (got > 0 && q && a->draft.stochastic) {
-            memset(q, 0, (size_t)got * (size_t)a->n_vocab * sizeof *q);
-            for (int i = 0; i < got; i++) q[(size_t)i * (size_t)a->n_vocab + (size_t)out[i]] = 1;
-        }
-        return got;
-    }
+    int got = auto_propose_free(self, ctx, n, k, out, q, err);
+    if (got != 0 || !a->draft.propose) return got;
     return a->draft.propose(a->draft.self, ctx, n, k, out, q, err);
+}
+
+static int auto_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
+    auto_drafter *a = self;
+    return a->draft.prefill ? a->draft.prefill(a->draft.self, ctx, n, err) : 0;
 }
 
 static int auto_probe(void *self, const int32_t *ctx, int32_t n, int32_t *out) {
@@ -67,6 +78,7 @@ sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *dra
     *d = (sd_drafter){.name = "auto", .self = a, .costly = a->draft.costly,
                       .stochastic = a->draft.stochastic, .reset = auto_reset,
                       .propose = auto_propose, .probe = auto_probe, .accepted = auto_accepted,
+                      .propose_free = a->draft.propose ? auto_propose_free : NULL, .prefill = auto_prefill,
                       .n_forwards = auto_n_forwards, .free = auto_free};
     return SD_OK;
 }

@@ -37,13 +37,14 @@ static sd_status feed(draft *m, const int32_t *toks, int32_t S, const float **la
     if (!reserve_fed(m, len + S)) return sd_err_set(err, SD_ERR_NOMEM, "draft model: out of memory");
     while (done < S) {
         c = S - done < m->n_batch ? S - done : m->n_batch;
-        sd_status st = m->lm->forward(m->lm->self, toks + done, c, m->logits, err);
+        int32_t n_tail = done + c == S; /* only the last row's logits are read */
+        sd_status st = sd_lm_forward_tail(m->lm, toks + done, c, n_tail, m->logits, err);
         if (st != SD_OK) return st;
         memcpy(m->fed + len + done, toks + done, (size_t)c * sizeof *toks);
         done += c;
         m->n_forwards++;
     }
-    *last = m->logits + (size_t)(c - 1) * (size_t)m->lm->n_vocab;
+    *last = m->logits;
     return SD_OK;
 }
 
@@ -74,6 +75,14 @@ static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32
         if (feed(m, &out[got - 1], 1, &row, err) != SD_OK) return -1;
     }
     return got;
+}
+
+static int draft_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
+    draft *m = self;
+    if (n < 1 || n > m->lm->n_ctx(m->lm->self)) return 0; /* propose will find out */
+    m->lm->truncate(m->lm->self, 0);
+    const float *row;
+    return feed(m, ctx, n, &row, err) == SD_OK ? 0 : -1;
 }
 
 static void draft_reset(void *self) {
@@ -112,7 +121,7 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sam
         return st;
     }
     *d = (sd_drafter){.name = "draft", .self = m, .costly = true, .stochastic = s.temp > 0,
-                      .reset = draft_reset, .propose = draft_propose,
+                      .reset = draft_reset, .propose = draft_propose, .prefill = draft_prefill,
                       .n_forwards = draft_n_forwards, .free = draft_free};
     return SD_OK;
 }

@@ -1,4 +1,13 @@
+/* The hit-rate gate: when to draft, and how much (see gate.h). */
 #include "decode/gate.h"
+
+#include <math.h>
+
+#define ALPHA_DECAY 0.9   /* per update: about the last 10 rounds or probes count */
+#define TIME_KEEP 0.7     /* smoothing of the measured times */
+#define OUTLIER 3.0       /* a time above 3x the estimate is clipped (preemption) */
+#define REOPEN_GAIN 1.05  /* predicted speedup needed to reopen: hysteresis */
+#define CV_SLOPE 0.1      /* c_v per extra row where S was never measured */
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter) {
     *g = (sd_gate){
@@ -7,20 +16,65 @@ void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter) {
         .probe0 = p->gate_probe > 0 ? p->gate_probe : 1,
         .adaptive = p->adaptive_k,
         .costly = costly_drafter,
+        .economic = p->gate_misses > 0,
         .open = true,
         .probation = !costly_drafter,
+        .hits = 0.5, /* prior α̂ = 0.5 worth one token: the first rounds decide */
+        .trials = 1.0,
+        .t_draft = -1.0,
     };
     g->k = g->adaptive ? 1 : g->k_max;
     g->interval = g->probe0;
 }
 
-int32_t sd_gate_k(const sd_gate *g) { return g->open ? g->k : 0; }
+static bool t1_known(const sd_gate *g) { return g->t_fwd[1] > 0; }
+
+int32_t sd_gate_k(const sd_gate *g) {
+    if (!g->open) return 0;
+    if (g->economic && !t1_known(g) && g->rounds_open >= 2) return 0; /* one plain step measures t(1) */
+    return g->k;
+}
 
 static void close_gate(sd_gate *g) {
     g->open = false;
+    g->rounds_open = 0;
     g->interval = g->probe0;
     g->since_probe = 0;
     g->streak = 0;
+}
+
+static void add_evidence(sd_gate *g, double hits, double trials) {
+    g->hits = ALPHA_DECAY * g->hits + hits;
+    g->trials = ALPHA_DECAY * g->trials + trials;
+}
+
+double sd_gate_alpha(const sd_gate *g) { return g->trials > 0 ? g->hits / g->trials : 0; }
+
+double sd_gate_cv(const sd_gate *g, int32_t S) {
+    if (!t1_known(g) || S < 1) return -1;
+    int32_t s = S <= SD_GATE_MAX_S ? S : SD_GATE_MAX_S;
+    while (g->t_fwd[s] <= 0) s--; /* stops at 1 */
+    return g->t_fwd[s] / g->t_fwd[1] + CV_SLOPE * (double)(S - s);
+}
+
+double sd_gate_predicted_speedup(const sd_gate *g, int32_t k) {
+    double cv = sd_gate_cv(g, k + 1);
+    if (cv < 0 || k < 1) return -1;
+    double a = sd_gate_alpha(g);
+    double e = a >= 1 ? k + 1.0 : (1 - pow(a, k + 1)) / (1 - a);
+    double r = g->t_draft < 0 ? 0 : g->t_draft / g->t_fwd[1];
+    return e / (cv + k * r);
+}
+
+/* The K in 1..k_max with the highest predicted speedup, and that speedup. */
+static int32_t best_k(const sd_gate *g, double *speedup) {
+    int32_t best = 1;
+    *speedup = sd_gate_predicted_speedup(g, 1);
+    for (int32_t k = 2; k <= g->k_max; k++) {
+        double s = sd_gate_predicted_speedup(g, k);
+        if (s > *speedup) *speedup = s, best = k;
+    }
+    return best;
 }
 
 void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
@@ -28,13 +82,25 @@ void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
         if (j == k && g->k < g->k_max) g->k = 2 * g->k < g->k_max ? 2 * g->k : g->k_max;
         if (j == 0 && g->k > 1) g->k /= 2;
     }
+    g->rounds_open++;
+    /* j hits, and one miss unless every draft token was accepted: the tokens
+     * after the first rejection were never tried (§2's geometric model). */
+    add_evidence(g, j, j + (j < k));
     if (j > 0) {
         g->misses = 0;
         g->probation = false;
-        return;
+    } else {
+        g->misses++;
+        if (g->misses_to_close > 0 && (g->misses >= g->misses_to_close || g->probation)) {
+            close_gate(g);
+            return;
+        }
     }
-    g->misses++;
-    if (g->misses_to_close > 0 && (g->misses >= g->misses_to_close || g->probation)) close_gate(g);
+    if (!g->economic || !t1_known(g) || g->rounds_open < 2) return;
+    double speedup;
+    int32_t kb = best_k(g, &speedup);
+    if (speedup < 1.0) close_gate(g);
+    else if (g->k > kb) g->k = kb;
 }
 
 bool sd_gate_probe_due(sd_gate *g, bool *may_run_model) {
@@ -49,13 +115,40 @@ bool sd_gate_probe_due(sd_gate *g, bool *may_run_model) {
 }
 
 void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model) {
+    add_evidence(g, hit, 1);
     g->streak = hit ? g->streak + 1 : 0;
     if (!hit && ran_model && g->interval < 8 * g->probe0) g->interval *= 2;
     /* A free probe runs at every step, so one hit can be chance: two in a
      * row reopen. A model probe is rare (the interval grows): one hit does. */
     if (g->streak < (ran_model ? 1 : 2)) return;
+    if (g->economic && t1_known(g)) {
+        double speedup;
+        (void)best_k(g, &speedup);
+        if (speedup < REOPEN_GAIN) return;
+    }
     g->open = true;
     g->probation = !g->costly;
     g->misses = 0;
+    g->rounds_open = 0;
     g->k = g->adaptive ? 1 : g->k_max;
+}
+
+static void smooth(double *est, double x) {
+    if (x < 1e-9) x = 1e-9; /* a 0 would read as "unseen" */
+    if (*est <= 0) {
+        *est = x;
+        return;
+    }
+    if (x > OUTLIER * *est) x = OUTLIER * *est;
+    *est = TIME_KEEP * *est + (1 - TIME_KEEP) * x;
+}
+
+void sd_gate_time_forward(sd_gate *g, int32_t S, double seconds) {
+    if (S >= 1 && S <= SD_GATE_MAX_S && isfinite(seconds)) smooth(&g->t_fwd[S], seconds);
+}
+
+void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds) {
+    if (k < 1 || !isfinite(seconds)) return;
+    if (g->t_draft < 0) g->t_draft = 0;
+    smooth(&g->t_draft, seconds / k);
 }

@@ -1,19 +1,30 @@
 /* The hit-rate gate (DESIGN.md §3) and the draft length K of the next round.
  *
  * A verify round that accepts nothing costs c_v(K+1) - 1 target steps more
- * than a plain step. On a compute-bound model c_v(9) is near 3, so at α ≈ 0
- * the gate has to find out cheaply and stop drafting:
+ * than a plain step, plus K·r for a draft model. The gate has to find out
+ * cheaply when drafting does not pay and stop:
  * - K starts at 1, doubles after a fully accepted round, halves after a
  *   zero-accept one (adaptive_k), so a miss costs c_v(2) - 1, not c_v(9) - 1.
  * - After G zero-accept rounds in a row the gate closes: plain steps only.
  *   A free drafter (n-gram) on probation — at the start, and after each
  *   reopening — closes on its first miss: it can be re-opened for free.
+ * - The speedup model of DESIGN.md §2 on MEASURED costs: the decode loop
+ *   reports how long each target forward over S rows took and how long the
+ *   drafter took per proposed token, so the gate knows c_v(S) = t(S) / t(1)
+ *   and r = t_draft / t(1) on this machine for this model pair. With α̂, a
+ *   decayed estimate of the per-token acceptance, the predicted speedup of a
+ *   round of K is E(α̂,K) / (c_v(K+1) + K·r), E = (1 - α̂^(K+1)) / (1 - α̂).
+ *   The gate closes when no K predicts a speedup of at least 1, and K is cut
+ *   to the best predicted one (so a cliff in c_v(S) is avoided). While the
+ *   plain-step time t(1) is unknown, one plain step is taken to measure it.
  * - While closed, the gate probes in the shadow of the plain steps: the
  *   drafter proposes one token, and the plain step's own result says whether
  *   it would have been accepted, at no target cost. A free drafter is probed
  *   at every step; a costly one (draft model) every `interval` steps, the
  *   interval doubling after each miss (up to 8 × gate_probe). Two free hits
- *   in a row, or one model-probe hit, reopen the gate. */
+ *   in a row, or one model-probe hit, reopen the gate — if the speedup model,
+ *   updated with the probes, predicts a gain of at least 5% (hysteresis).
+ * G = 0 turns the gate off altogether (every round drafts, K as adaptive_k). */
 #ifndef SD_DECODE_GATE_H
 #define SD_DECODE_GATE_H
 
@@ -22,16 +33,22 @@
 
 #include "decode/spec.h"
 
+#define SD_GATE_MAX_S 64 /* forwards over more rows are not timed */
+
 typedef struct sd_gate {
     int32_t k_max, misses_to_close, probe0;
-    bool adaptive, costly;
+    bool adaptive, costly, economic;
     bool open, probation;
-    int32_t k, misses;
+    int32_t k, misses, rounds_open;
     int32_t interval, since_probe, streak;
+    double hits, trials;               /* decayed acceptance evidence: α̂ = hits / trials */
+    double t_fwd[SD_GATE_MAX_S + 1];   /* smoothed seconds of a target forward over S rows, 0 = unseen */
+    double t_draft;                    /* smoothed drafter seconds per proposed token, -1 = unseen */
 } sd_gate;
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter);
-/* Draft length for the next round: 0 when the gate is closed. */
+/* Draft length for the next round: 0 when the gate is closed, or for one
+ * plain step that measures t(1). */
 int32_t sd_gate_k(const sd_gate *g);
 /* After a verify round that sent k draft tokens and accepted j. */
 void sd_gate_round(sd_gate *g, int32_t k, int32_t j);
@@ -40,5 +57,21 @@ void sd_gate_round(sd_gate *g, int32_t k, int32_t j);
 bool sd_gate_probe_due(sd_gate *g, bool *may_run_model);
 /* The outcome of a shadow probe (ran_model: it ran the costly drafter). */
 void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model);
+
+/* Measured costs, in seconds (wall clock, as the user waits): a target
+ * forward over S rows (sampling included), and a drafter's proposal of k
+ * tokens (a draft model's catch-up included). Smoothed; a single outlier
+ * (the thread was preempted) is clipped to 3x the running estimate. */
+void sd_gate_time_forward(sd_gate *g, int32_t S, double seconds);
+void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds);
+/* The acceptance estimate α̂ in [0, 1]. */
+double sd_gate_alpha(const sd_gate *g);
+/* c_v(S) from the measured times: t(S) / t(1); an unmeasured S is
+ * extrapolated from the nearest measured S' < S at +0.1 per row. Returns a
+ * negative value while t(1) is unknown. */
+double sd_gate_cv(const sd_gate *g, int32_t S);
+/* DESIGN.md §2's predicted speedup of a round of k at the current α̂, c_v and
+ * r; negative while t(1) is unknown. */
+double sd_gate_predicted_speedup(const sd_gate *g, int32_t k);
 
 #endif

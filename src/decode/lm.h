@@ -22,9 +22,19 @@ typedef struct sd_lm {
     /* Appends tokens[S] at positions len..len+S-1; logits[S][n_vocab] out.
      * SD_ERR_CONTEXT (state unchanged) if it would pass n_ctx. */
     sd_status (*forward)(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
+    /* As forward, but writes only the logits of the last n_tail rows
+     * (logits[n_tail][n_vocab]); prefill and catch-up want one. May be NULL:
+     * then callers use forward (sd_lm_forward_tail does). */
+    sd_status (*forward_tail)(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                              sd_err *err);
     /* Rolls back to n positions (n <= len). */
     void (*truncate)(void *self, int32_t n);
 } sd_lm;
+
+/* lm->forward_tail, or lm->forward when it has none: then logits must hold
+ * S rows, and the last n_tail of them are moved to its start. */
+sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                             sd_err *err);
 
 /* An sd_lm over a model's inference context (lm_model.c). The lm borrows c:
  * nothing to free; c and its model must outlive it. */

@@ -2,6 +2,8 @@
  * one onto sd_forward / sd_context_truncate (model/model.h). */
 #include "decode/lm.h"
 
+#include <string.h>
+
 static int32_t ctx_n_ctx(void *self) { return sd_context_n_ctx(self); }
 static int32_t ctx_len(void *self) { return sd_context_len(self); }
 static void ctx_truncate(void *self, int32_t n) { sd_context_truncate(self, n); }
@@ -10,9 +12,24 @@ static sd_status ctx_forward(void *self, const int32_t *tokens, int32_t S, float
     return sd_forward(self, tokens, S, logits, err);
 }
 
+static sd_status ctx_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                                  sd_err *err) {
+    return sd_forward_tail(self, tokens, S, n_tail, logits, err);
+}
+
 void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m) {
     *lm = (sd_lm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
-                  .forward = ctx_forward, .truncate = ctx_truncate};
+                  .forward = ctx_forward, .forward_tail = ctx_forward_tail, .truncate = ctx_truncate};
+}
+
+sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                             sd_err *err) {
+    if (lm->forward_tail) return lm->forward_tail(lm->self, tokens, S, n_tail, logits, err);
+    sd_status st = lm->forward(lm->self, tokens, S, logits, err);
+    if (st == SD_OK && n_tail < S && n_tail > 0)
+        memmove(logits, logits + (size_t)(S - n_tail) * (size_t)lm->n_vocab,
+                (size_t)n_tail * (size_t)lm->n_vocab * sizeof *logits);
+    return st;
 }
 
 sd_status sd_lm_check_same_vocab(const sd_model *target, const sd_model *draft, sd_err *err) {

@@ -36,7 +36,10 @@ typedef struct decoder {
     sd_drafter *dr;
     const sd_spec_params *p;
     sd_sampler sm;
-    sd_gate gate;
+    sd_gate gate;          /* the drafter's proposals */
+    sd_gate gate_free;     /* its free source alone (dr->propose_free), used while `gate` is closed */
+    bool has_free;
+    sd_gate *src;          /* the gate of the current round's proposal */
     int32_t *hist, n_hist; /* committed tokens: prompt, generated (a0 included once committed) */
     int32_t *batch;        /* [K+1]: a0, d1..dK */
     float *logits;         /* [max(K+1, n_batch)][n_vocab] */
@@ -64,6 +67,8 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q))
         return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
     sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
+    d->has_free = d->dr && d->dr->costly && d->dr->propose_free;
+    sd_gate_init(&d->gate_free, p, false);
     return SD_OK;
 }
 
@@ -92,52 +97,99 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
     int32_t done = 0, S = 0;
     while (done < n_prompt) {
         S = n_prompt - done < d->p->n_batch ? n_prompt - done : d->p->n_batch;
-        sd_status st = d->lm->forward(d->lm->self, prompt + done, S, d->logits, err);
+        int32_t n_tail = done + S == n_prompt; /* only the last row's logits are read */
+        sd_status st = sd_lm_forward_tail(d->lm, prompt + done, S, n_tail, d->logits, err);
         if (st != SD_OK) return st;
         done += S;
     }
-    *a0 = sd_sampler_pick(&d->sm, d->logits + (size_t)(S - 1) * (size_t)d->lm->n_vocab);
+    *a0 = sd_sampler_pick(&d->sm, d->logits);
     return SD_OK;
+}
+
+/* Both gates learn c_v(S) from every target forward. */
+static void time_forward(decoder *d, int32_t S, double seconds) {
+    sd_gate_time_forward(&d->gate, S, seconds);
+    if (d->has_free) sd_gate_time_forward(&d->gate_free, S, seconds);
+}
+
+static int plan_k(decoder *d, const sd_gate *g, int32_t n);
+
+/* This round's proposal into batch[1..]: the drafter's, or while its gate is
+ * closed, its free source's under the free gate. Returns how many, 0 for a
+ * plain step, -1 on error. Times the drafter (r of the speedup model). */
+static int propose(decoder *d, int32_t n, sd_err *err) {
+    int k = plan_k(d, &d->gate, n), got = 0;
+    d->src = &d->gate;
+    double t0 = now_s();
+    if (k > 0) {
+        got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
+    } else if (d->has_free && (k = plan_k(d, &d->gate_free, n)) > 0) {
+        d->src = &d->gate_free;
+        got = d->dr->propose_free(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
+    }
+    if (got > 0) sd_gate_time_draft(d->src, got, now_s() - t0);
+    return got;
+}
+
+/* A shadow probe of gate g: the drafter's one-token guess (-1: none), to be
+ * checked against the plain step's result. A drafter with a separate free
+ * gate probes its costly source only through the main gate. */
+static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_model, sd_err *err) {
+    *guess = -1;
+    *ran_model = false;
+    if (!sd_gate_probe_due(g, ran_model)) return SD_OK;
+    int got = 0;
+    if (*ran_model)
+        got = d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
+    else if (d->dr->probe && !(d->has_free && g == &d->gate))
+        got = d->dr->probe(d->dr->self, d->hist, d->n_hist, guess);
+    if (got < 0) return err ? err->code : SD_ERR_ARG;
+    if (got == 0) *guess = -1;
+    return SD_OK;
+}
+
+static void probe_score(decoder *d, sd_gate *g, int32_t guess, bool ran_model, int32_t next_a0) {
+    if (guess < 0) return;
+    d->st->probes++;
+    d->st->probe_hits += guess == next_a0;
+    sd_gate_probe_result(g, guess == next_a0, ran_model);
 }
 
 /* A plain step (forward a0 alone). While the gate is closed, the drafter's
  * one-token guess is checked against this step's result, for free. */
 static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) {
-    bool run_model = false, probing = d->dr && sd_gate_probe_due(&d->gate, &run_model);
-    int32_t guess = -1;
-    if (probing) {
-        int got = 0;
-        if (run_model)
-            got = d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, &guess, d->q, err);
-        else if (d->dr->probe)
-            got = d->dr->probe(d->dr->self, d->hist, d->n_hist, &guess);
-        if (got < 0) return err ? err->code : SD_ERR_ARG;
-        if (got == 0) guess = -1;
+    int32_t guess = -1, guess_free = -1;
+    bool run_model = false, unused;
+    if (d->dr) {
+        sd_status st = probe_guess(d, &d->gate, &guess, &run_model, err);
+        if (st == SD_OK && d->has_free) st = probe_guess(d, &d->gate_free, &guess_free, &unused, err);
+        if (st != SD_OK) return st;
     }
     d->batch[0] = a0;
+    double t0 = now_s();
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
                                    d->scratch, v, err);
     if (st != SD_OK) return st;
+    time_forward(d, 1, now_s() - t0);
     d->st->target_forwards++;
     if (d->dr && !d->gate.open) d->st->gate_closed_steps++;
-    if (guess >= 0) {
-        d->st->probes++;
-        d->st->probe_hits += guess == v->next_a0;
-        sd_gate_probe_result(&d->gate, guess == v->next_a0, run_model);
-    }
+    probe_score(d, &d->gate, guess, run_model, v->next_a0);
+    if (d->has_free) probe_score(d, &d->gate_free, guess_free, false, v->next_a0);
     return SD_OK;
 }
 
 /* One speculative round on k proposed tokens (batch[1..k] already filled). */
 static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
+    double t0 = now_s();
     sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
                                    &d->sm, d->p->accept, d->scratch, v, err);
     if (st != SD_OK) return st;
+    time_forward(d, k + 1, now_s() - t0);
     d->st->target_forwards++;
     d->st->rounds++;
     d->st->drafted += k;
     d->st->accepted += v->j;
-    sd_gate_round(&d->gate, k, v->j);
+    sd_gate_round(d->src, k, v->j);
     for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t]);
     if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
     return SD_OK;
@@ -146,9 +198,9 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
 /* Draft length for this round: what the gate allows, cut so the verify
  * window fits the context (n + K + 1 <= n_ctx) and commits no more than
  * n_predict (a round yields up to K + 1 tokens counting the next a0). */
-static int plan_k(decoder *d, int32_t n) {
+static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
     if (!d->dr) return 0;
-    int32_t k = sd_gate_k(&d->gate);
+    int32_t k = sd_gate_k(g);
     int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
     int32_t budget = d->p->n_predict - d->n_out - 1;
     if (k > room) k = room;
@@ -162,8 +214,7 @@ static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
         int32_t n = d->lm->len(d->lm->self);
         if (d->stop || n >= d->lm->n_ctx(d->lm->self)) return SD_OK;
         d->batch[0] = a0;
-        int k = plan_k(d, n), got = 0;
-        if (k > 0) got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
+        int got = propose(d, n, err);
         if (got < 0) return err ? err->code : SD_ERR_ARG;
         sd_verdict v;
         sd_status st = got > 0 ? spec_round(d, got, &v, err) : plain_step(d, a0, &v, err);
@@ -207,6 +258,8 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     double t0 = now_s();
     int32_t a0 = 0;
     if (st == SD_OK) st = prefill(&d, prompt, n_prompt, &a0, err);
+    if (st == SD_OK && drafter && drafter->prefill && drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
+        st = err ? err->code : SD_ERR_ARG;
     double t1 = now_s();
     if (st == SD_OK && p->n_predict > 0) st = decode(&d, a0, err);
     stats->t_prefill_s = t1 - t0;

@@ -1,0 +1,148 @@
+/* decode/gate: the hit-rate gate on synthetic, deterministic costs — the
+ * speedup model of DESIGN.md §2 on measured c_v and r, when it closes, when
+ * it cuts K, when it refuses to reopen. (Lossless output under every gate
+ * decision is test_spec_property's job.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+
+#include "decode/gate.h"
+
+static sd_gate make(bool costly, int gate_misses) {
+    sd_spec_params p = sd_spec_default_params();
+    p.gate_misses = gate_misses;
+    sd_gate g;
+    sd_gate_init(&g, &p, costly);
+    return g;
+}
+
+/* Target forwards cost t(S) = 1 + slope·(S-1) (cliff: + jump from S = 5 on);
+ * the drafter r per token. */
+static void teach_costs(sd_gate *g, double slope, double jump, double r) {
+    for (int S = 1; S <= 9; S++) sd_gate_time_forward(g, S, 1 + slope * (S - 1) + (S >= 5 ? jump : 0));
+    if (r > 0) sd_gate_time_draft(g, 1, r);
+}
+
+/* One round as the decode loop runs it: j of the gate's k accepted with the
+ * acceptance pattern of a fixed α (deterministic: accept while the hits stay
+ * below the rounded running count α·tried). */
+static int play_round(sd_gate *g, double alpha, long *tried, long *hit) {
+    int k = sd_gate_k(g);
+    if (k == 0) return 0;
+    int j = 0;
+    while (j < k) {
+        ++*tried;
+        if ((long)(alpha * (double)*tried + 0.5) <= *hit) break; /* the rounded running count */
+        ++*hit, ++j;
+    }
+    sd_gate_round(g, k, j);
+    return k;
+}
+
+static void test_model_formula(void **state) {
+    (void)state;
+    sd_gate g = make(true, 4);
+    assert_true(sd_gate_predicted_speedup(&g, 1) < 0); /* t(1) unknown */
+    sd_gate_time_forward(&g, 1, 2.0);
+    sd_gate_time_forward(&g, 2, 2.2);
+    sd_gate_time_draft(&g, 2, 0.4); /* 0.2 s per token: r = 0.1 */
+    assert_float_equal(sd_gate_cv(&g, 2), 1.1, 1e-12);
+    assert_float_equal(sd_gate_cv(&g, 5), 1.1 + 3 * 0.1, 1e-12); /* unmeasured: extrapolated */
+    assert_float_equal(sd_gate_alpha(&g), 0.5, 1e-12);            /* the prior */
+    assert_float_equal(sd_gate_predicted_speedup(&g, 1), 1.5 / (1.1 + 0.1), 1e-12);
+    /* an outlier (preempted thread) moves the estimate by at most 3x: 0.7·2 + 0.3·6 */
+    sd_gate_time_forward(&g, 1, 1000.0);
+    assert_float_equal(sd_gate_cv(&g, 2), 2.2 / (0.7 * 2 + 0.3 * 6), 1e-12);
+}
+
+/* α = 0, a draft model at r = 0.08, c_v(2) = 1.15: closed within a few rounds
+ * (one of them a plain step to measure t(1)), and model probes that miss do
+ * not reopen it. */
+static void test_closes_at_zero_alpha(void **state) {
+    (void)state;
+    sd_gate g = make(true, 4);
+    long tried = 0, hit = 0;
+    int rounds = 0, steps = 0;
+    for (; steps < 200; steps++) {
+        if (sd_gate_k(&g) == 0 && g.open) { /* the calibration step */
+            sd_gate_time_forward(&g, 1, 1.0);
+            continue;
+        }
+        if (!g.open) break;
+        teach_costs(&g, 0.15, 0, 0.08);
+        rounds += play_round(&g, 0.0, &tried, &hit) > 0;
+    }
+    assert_false(g.open);
+    assert_true(rounds <= 3);
+    bool run_model;
+    int probes = 0;
+    for (int i = 0; i < 300; i++)
+        if (sd_gate_probe_due(&g, &run_model) && run_model) sd_gate_probe_result(&g, false, true), probes++;
+    assert_false(g.open);
+    assert_true(probes >= 2 && probes <= 300 / 16); /* the interval grows after misses */
+}
+
+/* α = 0.32 with an expensive draft (r = 0.45): no K pays, so it closes even
+ * though rounds keep accepting some tokens (the miss rule alone would not),
+ * and a probe hit at that α does not reopen it. */
+static void test_closes_when_not_paying(void **state) {
+    (void)state;
+    sd_gate g = make(true, 4);
+    teach_costs(&g, 0.05, 0, 0.45);
+    long tried = 0, hit = 0;
+    for (int i = 0; i < 40 && g.open; i++) play_round(&g, 0.32, &tried, &hit);
+    assert_false(g.open);
+    assert_true(hit > 0);
+    sd_gate_probe_result(&g, true, true);
+    assert_false(g.open);
+    /* a drafter that turns good: hits reopen it */
+    for (int i = 0; i < 10 && !g.open; i++) sd_gate_probe_result(&g, true, true);
+    assert_true(g.open);
+}
+
+/* A free drafter at α = 0.9 on cheap verification stays open and grows K to
+ * the maximum; with a cliff in c_v from S = 5 on, K is held below it. */
+static void test_k_follows_costs(void **state) {
+    (void)state;
+    sd_gate g = make(false, 4);
+    teach_costs(&g, 0.03, 0, 0);
+    long tried = 0, hit = 0;
+    for (int i = 0; i < 30; i++) play_round(&g, 0.9, &tried, &hit);
+    assert_true(g.open);
+    assert_int_equal(sd_gate_k(&g), 8);
+
+    sd_gate c = make(false, 4);
+    teach_costs(&c, 0.05, 1.2, 0);
+    tried = hit = 0;
+    int max_k = 0;
+    for (int i = 0; i < 30; i++) {
+        int k = play_round(&c, 0.9, &tried, &hit);
+        if (i >= 5 && k > max_k) max_k = k;
+    }
+    assert_true(c.open);
+    assert_true(max_k >= 2 && max_k <= 4);
+}
+
+/* G = 0: the gate is off, whatever the costs say. */
+static void test_gate_off(void **state) {
+    (void)state;
+    sd_gate g = make(true, 0);
+    teach_costs(&g, 1.0, 0, 2.0);
+    long tried = 0, hit = 0;
+    for (int i = 0; i < 20; i++) assert_true(play_round(&g, 0.0, &tried, &hit) > 0);
+    assert_true(g.open);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_formula),
+        cmocka_unit_test(test_closes_at_zero_alpha),
+        cmocka_unit_test(test_closes_when_not_paying),
+        cmocka_unit_test(test_k_follows_costs),
+        cmocka_unit_test(test_gate_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
