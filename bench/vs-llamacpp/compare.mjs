@@ -4,7 +4,7 @@
 // (ours / llama.cpp, medians over rounds) and one JSON document.
 //   node compare.mjs --out race.json ours-1.json ... -- llama-1.json ...
 import fs from "node:fs";
-import { median } from "./lib.mjs";
+import { median, expectedAccepted } from "./lib.mjs";
 
 const args = process.argv.slice(2);
 let out = null;
@@ -68,6 +68,7 @@ if (cvO.length && perPrompt.length) {
 
 // ---- synthetic acceptance (oracle drafter / oracle predictor) ----
 const oracle = [];
+const t0 = theirs[0];
 if (ours[0].oracle && theirs[0].oracle) {
   for (const row of ours[0].oracle.rows) {
     const a = row.alpha;
@@ -77,6 +78,7 @@ if (ours[0].oracle && theirs[0].oracle) {
     const rec = { alpha: a, spec_tok_s: [med(o.map((x) => x.spec_tok_s)), med(l.map((x) => x.decode_tok_s))],
       speedup: [med(o.map((x) => x.measured_speedup)), med(l.map((x) => x.speedup))],
       predicted_ours: row.predicted_speedup, accepted_per_round: [row.accepted_per_round, l[0].accepted_per_round],
+      expected_accepted_per_round: expectedAccepted(a, ours[0].oracle.K ?? t0.k),
       lossless: [o.map((x) => `${x.lossless_ok}/${x.lossless_n}`).join(" "), l.map((x) => x.lossless).join(" ")] };
     oracle.push(rec);
     addRow(`oracle α=${a} spec tok/s`, ...rec.spec_tok_s, "tok/s");
@@ -99,7 +101,8 @@ if (cvO.length && cvL.length) {
 const t = theirs[0];
 console.log(`# specdec vs llama.cpp — ${ours[0].target}${ours[0].draft ? ` (draft ${ours[0].draft})` : ""}`);
 console.log(`\n${ours[0].threads} threads, n = ${ours[0].n_predict}, ${ours.length} alternating rounds per engine; ` +
-  `llama.cpp ${t.llama_cpp_release?.release} via node-llama-cpp ${t.node_llama_cpp} (${t.system_info.trim()})\n`);
+  `llama.cpp ${t.llama_cpp_release?.release} via node-llama-cpp ${t.node_llama_cpp} (${t.system_info.trim()}); ` +
+  `llama.cpp's speculative loop: ${t.spec_loop === "node-llama-cpp" ? "node-llama-cpp's token predictors (accepts at most 1 draft per round)" : "bench/vs-llamacpp/spec.mjs (batched verify + KV rollback)"}\n`);
 console.log("| measure | specdec | llama.cpp | ours / llama.cpp |\n|---|---:|---:|---:|");
 for (const r of rows) console.log(`| ${r.what} | ${fmt(r.ours)} | ${fmt(r.llama_cpp)} | ${fmt(r.ratio)} |`);
 if (perPrompt.length) {
@@ -110,11 +113,11 @@ if (perPrompt.length) {
       `${fmt(r.ngram_speedup?.[0])} | ${fmt(r.ngram_speedup?.[1])} | ${fmt(r.ngram_alpha?.[0], 3)} | ${fmt(r.ngram_alpha?.[1], 3)} | ${r.ngram_lossless?.[0] ?? "–"} | ${r.ngram_lossless?.[1] ?? "–"} |`);
 }
 if (oracle.length) {
-  console.log("\n| oracle α | spec tok/s ours | llama | speedup ours | llama | predicted (ours, E/c_v) | accepted/round ours | llama | LOSSLESS ours | llama |");
-  console.log("|---:|---:|---:|---:|---:|---:|---:|---:|---|---|");
+  console.log("\n| oracle α | spec tok/s ours | llama | speedup ours | llama | predicted (ours, E/c_v) | accepted/round ours | llama | model α(1−α^K)/(1−α) | LOSSLESS ours | llama |");
+  console.log("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|");
   for (const r of oracle)
     console.log(`| ${r.alpha} | ${fmt(r.spec_tok_s[0])} | ${fmt(r.spec_tok_s[1])} | ${fmt(r.speedup[0])} | ${fmt(r.speedup[1])} | ${fmt(r.predicted_ours)} | ` +
-      `${fmt(r.accepted_per_round[0])} | ${fmt(r.accepted_per_round[1])} | ${r.lossless[0]} | ${r.lossless[1]} |`);
+      `${fmt(r.accepted_per_round[0])} | ${fmt(r.accepted_per_round[1])} | ${fmt(r.expected_accepted_per_round)} | ${r.lossless[0]} | ${r.lossless[1]} |`);
 }
 if (cv.length) {
   console.log("\n| S | " + cv.map((c) => c.S).join(" | ") + " |\n|---|" + cv.map(() => "---:").join("|") + "|");
@@ -128,6 +131,6 @@ if (roofline)
     `ours ${roofline.ours_ms.toFixed(2)} ms/token (${(100 * roofline.ours_fraction).toFixed(0)}%), llama.cpp ${roofline.llama_cpp_ms.toFixed(2)} ms/token (${(100 * roofline.llama_cpp_fraction).toFixed(0)}%)`);
 
 const doc = { target: ours[0].target, draft: ours[0].draft, threads: ours[0].threads, n_predict: ours[0].n_predict,
-  rounds: ours.length, llama_cpp: { release: t.llama_cpp_release, node_llama_cpp: t.node_llama_cpp, system_info: t.system_info },
+  rounds: ours.length, llama_cpp: { release: t.llama_cpp_release, node_llama_cpp: t.node_llama_cpp, system_info: t.system_info, spec_loop: t.spec_loop },
   summary: rows, prompts: perPrompt, oracle, cv, roofline };
 if (out) fs.writeFileSync(out, JSON.stringify(doc, null, 1) + "\n");
