@@ -22,12 +22,14 @@ static uint64_t next_u64(oracle *o) {
 
 static double next_unit(oracle *o) { return (double)(next_u64(o) >> 11) * 0x1.0p-53; }
 
-static void oracle_reset(void *self) {
-    oracle *o = self;
-    o->rng = o->seed;
-}
+/* Nothing to restart: the drafts are a function of (seed, position). */
+static void oracle_reset(void *self) { (void)self; }
 
-/* ctx[0..n) = prompt + generated tokens including a0, so the proposal starts
+/* Reference position j always gets splitmix64 draws 2j+1 (keep the token if
+ * u < α) and 2j+2 (which wrong id), whatever the rounds around it: the draft
+ * errors do not depend on how an engine cuts its rounds, so the llama.cpp
+ * side of the race (bench/vs-llamacpp/lib.mjs oracleDraft) sees the same ones.
+ * ctx[0..n) = prompt + generated tokens including a0, so the proposal starts
  * at reference index n − n_prompt (DESIGN.md §1: propose past a0). */
 static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                           sd_err *err) {
@@ -37,6 +39,7 @@ static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int3
     int m = 0;
     for (; m < k && g >= 0 && g + m < o->n_greedy; m++) {
         int32_t t = o->greedy[g + m];
+        o->rng = o->seed + 2 * (uint64_t)(g + m) * 0x9E3779B97F4A7C15ull;
         if (next_unit(o) >= o->alpha) /* corrupt: any id but the right one */
             t = (int32_t)(((uint64_t)t + 1 + next_u64(o) % (uint64_t)(o->n_vocab - 1)) % (uint64_t)o->n_vocab);
         out[m] = t;

@@ -2,7 +2,10 @@
  * acceptance rate α on models whose own drafts would never be accepted
  * (random weights, DESIGN.md §9.3). It proposes the target's own greedy
  * continuation, precomputed by a plain greedy run, with every proposed token
- * independently replaced by a different one with probability 1 − α (seeded).
+ * independently replaced by a different one with probability 1 − α, decided
+ * per reference position from (seed, position) with splitmix64 (the same
+ * function as bench/vs-llamacpp/lib.mjs oracleDraft, so both engines of the
+ * race see the same draft errors).
  * A round of K proposals then accepts i tokens with P = α^i (1 − α), the model
  * behind E(α, K) = (1 − α^(K+1)) / (1 − α) of DESIGN.md §2, so measured and
  * predicted speedups can be put side by side.
