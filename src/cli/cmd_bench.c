@@ -2,22 +2,27 @@
  * a draft model): per prompt class, c_v(S) with the roofline, a K sweep, and
  * synthetic acceptance. Markdown on stdout, JSON and SVG on request, a
  * progress line on stderr. The measurements live in bench_tables.c. */
+#define _POSIX_C_SOURCE 200809L /* access */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/bench.h"
+#include "cli/model_args.h"
 #include "core/checked.h"
 #include "numerics/pool.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: specdec bench -m TARGET.gguf [-md DRAFT.gguf] [options]\n"
+        "usage: specdec bench [-m TARGET.gguf] [-md DRAFT.gguf] [options]\n"
         "  Speed tables (DESIGN.md §8): per prompt class greedy vs speculative (ngram, draft, auto),\n"
         "  c_v(S) for S = 1..17 with the roofline, a K sweep 1..16, synthetic acceptance (oracle drafter).\n"
         "options:\n"
-        "  -m FILE          target model (GGUF)\n"
-        "  -md FILE         draft model with the same vocabulary (enables the draft and auto drafters)\n"
+        "  -m FILE          target model (GGUF; default " CLI_DEFAULT_TARGET ")\n"
+        "  -md FILE         draft model with the same vocabulary (enables the draft and auto drafters;\n"
+        "                   default " CLI_DEFAULT_DRAFT " when -m is not given)\n"
         "  --prompts DIR    prompt files *.txt, first line 'class: NAME' or name prefix (default bench/prompts)\n"
         "  -n N             tokens generated per run (default 128)\n"
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
@@ -87,6 +92,15 @@ static bool parse_int(const char *s, int lo, int hi, int *out) {
     return true;
 }
 
+static bool parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *s < '0' || *s > '9' || *end) return false;
+    *out = v;
+    return true;
+}
+
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
@@ -109,15 +123,35 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "--reps")) { if (!parse_int(v, 1, 64, &o->reps)) return usage_error("bad --reps (1..64)", v); }
         else if (!strcmp(a, "-t")) { if (!parse_int(v, 1, 1024, &o->threads)) return usage_error("bad -t", v); }
         else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
-        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
         else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables", v); }
         else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else return usage_error("unknown option", a);
     }
-    if (!o->target) return usage_error("missing -m TARGET.gguf", NULL);
     if (o->plot && !o->t_cv && !o->t_ksweep && !o->t_oracle) return usage_error("--plot needs the cv table", NULL);
+    return 0;
+}
+
+/* 0 if path can be written, else the errno. Checked before the run, since
+ * writing only happens (and would only fail) after the whole run. Opening for
+ * append leaves an existing file as it is; a new one is removed again. */
+static int output_errno(const char *path) {
+    bool existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f) return errno;
+    fclose(f);
+    if (!existed) remove(path);
+    return 0;
+}
+
+static int check_outputs(const bench_opts *o) {
+    const char *paths[] = {o->json, o->plot};
+    for (int i = 0; i < 2; i++) {
+        int e = paths[i] ? output_errno(paths[i]) : 0;
+        if (e) return fprintf(stderr, "specdec: %s: cannot write: %s\n", paths[i], strerror(e)), 1;
+    }
     return 0;
 }
 
@@ -205,6 +239,8 @@ int cmd_bench(int argc, char **argv) {
     const char *greedy_text = NULL;
     int rc = parse_args(argc, argv, &o, &greedy_text);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = check_outputs(&o))) return rc;
+    if (!o.target) o.target = CLI_DEFAULT_TARGET, o.draft = cli_default_draft(o.draft, true);
     if (o.threads <= 0) o.threads = sd_default_threads();
     bench_env e;
     bench_results r;

@@ -2,10 +2,10 @@
  * decode with the chosen drafter while streaming text, then — for a greedy
  * speculative run — decode again plainly and compare token by token
  * (LOSSLESS n/n) and time both (speedup). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/generate.h"
@@ -25,54 +25,62 @@ static int fail(const sd_err *err) {
     return 1;
 }
 
-static bool read_file(const char *path, char **text, size_t *len, sd_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sd_err_set(err, SD_ERR_IO, "%s: cannot open the prompt file", path), false;
+/* The whole of a file (or of stdin for "-"); NUL-terminated for convenience. */
+static sd_status read_file(const char *path, char **text, size_t *len, sd_err *err) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return sd_err_set(err, SD_ERR_IO, "%s: cannot open the prompt file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0;) {
         n += got;
-        if (n == cap) {
+        if (n + 1 == cap) {
             char *b = realloc(buf, cap *= 2);
             if (!b) free(buf);
             buf = b;
         }
     }
-    fclose(f);
-    if (!buf) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", path), false;
+    int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR: fopen opens a directory */
+    if (f != stdin) fclose(f);
+    if (!buf) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", path);
+    if (read_errno) {
+        free(buf);
+        return sd_err_set(err, SD_ERR_IO, "%s: cannot read the prompt file: %s", path, strerror(read_errno));
+    }
+    buf[n] = 0;
     *text = buf;
     *len = n;
-    return true;
+    return SD_OK;
 }
 
-/* Prompt text -> tokens, in the ChatML template with --chat. */
-static sd_status tokenize_prompt(const gen_opts *o, const sd_tokenizer *tok, int32_t **ids,
-                                 size_t *n_ids, sd_err *err) {
+/* The prompt text (owned by the caller), in the ChatML template with --chat.
+ * Read before the models load, so a bad -f fails at once. */
+static sd_status read_prompt(const gen_opts *o, char **text, size_t *len, sd_err *err) {
+    static const char pre[] = "<|im_start|>user\n", post[] = "<|im_end|>\n<|im_start|>assistant\n";
     char *raw = NULL;
-    size_t len = 0;
-    if (o->prompt_file) {
-        if (!read_file(o->prompt_file, &raw, &len, err)) return err->code;
-    } else {
-        len = strlen(o->prompt);
+    size_t n = strlen(o->prompt ? o->prompt : "");
+    if (o->prompt_file && read_file(o->prompt_file, &raw, &n, err) != SD_OK) return err->code;
+    const char *body = raw ? raw : o->prompt;
+    size_t n_pre = o->chat ? sizeof pre - 1 : 0, n_post = o->chat ? sizeof post - 1 : 0;
+    char *t = malloc(n_pre + n + n_post + 1);
+    if (t) {
+        memcpy(t, pre, n_pre);
+        memcpy(t + n_pre, body, n);
+        memcpy(t + n_pre + n, post, n_post);
+        t[n_pre + n + n_post] = 0;
     }
-    const char *text = raw ? raw : o->prompt;
-    char *chat = NULL;
-    if (o->chat) {
-        static const char pre[] = "<|im_start|>user\n", post[] = "<|im_end|>\n<|im_start|>assistant\n";
-        chat = malloc(sizeof pre + len + sizeof post);
-        if (!chat) {
-            free(raw);
-            return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-        }
-        memcpy(chat, pre, sizeof pre - 1);
-        memcpy(chat + sizeof pre - 1, text, len);
-        memcpy(chat + sizeof pre - 1 + len, post, sizeof post);
-        len += sizeof pre - 1 + sizeof post - 1;
-        text = chat;
-    }
-    sd_status st = sd_tokenize(tok, text, len, true, o->chat, ids, n_ids, err);
     free(raw);
-    free(chat);
+    if (!t) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    *text = t;
+    *len = n_pre + n + n_post;
+    return SD_OK;
+}
+
+/* Prompt text -> tokens; with --chat the ChatML markers are special tokens.
+ * Any bytes are fine: byte-level BPE covers every byte, so invalid UTF-8
+ * becomes byte tokens, losslessly. */
+static sd_status tokenize_prompt(const gen_opts *o, const sd_tokenizer *tok, const char *text, size_t len,
+                                 int32_t **ids, size_t *n_ids, sd_err *err) {
+    sd_status st = sd_tokenize(tok, text, len, true, o->chat, ids, n_ids, err);
     if (st == SD_OK && *n_ids == 0) st = sd_err_set(err, SD_ERR_ARG, "the prompt is empty");
     return st;
 }
@@ -80,17 +88,13 @@ static sd_status tokenize_prompt(const gen_opts *o, const sd_tokenizer *tok, int
 /* Which draft model file to load, if any (NULL = none). */
 static const char *draft_path(const gen_opts *o) {
     if (o->spec == GEN_SPEC_NONE || o->spec == GEN_SPEC_NGRAM) return NULL;
-    if (o->draft) return o->draft;
-    if (o->model_is_default && access(GEN_DEFAULT_DRAFT, R_OK) == 0) {
-        fprintf(stderr, "specdec: using %s as the draft model\n", GEN_DEFAULT_DRAFT);
-        return GEN_DEFAULT_DRAFT;
-    }
-    return NULL;
+    return cli_default_draft(o->draft, o->model_is_default);
 }
 
 static sd_status load_models(const gen_opts *o, engine *e, sd_err *err) {
     sd_status st = sd_model_load(o->model, &e->target, err);
     if (st != SD_OK) return st;
+    cli_warn_n_ctx(e->target, o->n_ctx);
     const char *dp = draft_path(o);
     if (o->spec == GEN_SPEC_DRAFT && !dp)
         return sd_err_set(err, SD_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
@@ -206,13 +210,25 @@ static sd_status check_lossless(engine *e, const int32_t *prompt, int32_t n_prom
     return st;
 }
 
+/* Prompt text, models, drafter, prompt tokens: everything before decoding. */
+static sd_status prepare(const gen_opts *o, engine *e, int32_t n_batch, int32_t **prompt, size_t *n_prompt,
+                         sd_err *err) {
+    char *text = NULL;
+    size_t len = 0;
+    sd_status st = read_prompt(o, &text, &len, err);
+    if (st == SD_OK) st = load_models(o, e, err);
+    if (st == SD_OK) st = build_drafter(o, e, n_batch, err);
+    if (st == SD_OK) st = tokenize_prompt(o, e->target->tok, text, len, prompt, n_prompt, err);
+    free(text);
+    return st;
+}
+
 static int run(const gen_opts *o, engine *e, gen_result *r, sd_err *err) {
     int32_t *prompt = NULL;
     size_t n_prompt = 0;
     int32_t n_batch = o->draft_max + 1 > 64 ? o->draft_max + 1 : 64;
-    if (load_models(o, e, err) != SD_OK || build_drafter(o, e, n_batch, err) != SD_OK ||
-        tokenize_prompt(o, e->target->tok, &prompt, &n_prompt, err) != SD_OK)
-        return free(prompt), fail(err);
+    sd_status st = prepare(o, e, n_batch, &prompt, &n_prompt, err);
+    if (st != SD_OK) return free(prompt), fail(err);
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = o->n_predict;
     p.draft_max = o->draft_max;
@@ -227,9 +243,8 @@ static int run(const gen_opts *o, engine *e, gen_result *r, sd_err *err) {
     r->spec_label = e->label;
     r->tokens = malloc(((size_t)o->n_predict + 1) * sizeof *r->tokens);
     if (!r->tokens) return free(prompt), free(s.piece), fprintf(stderr, "specdec: out of memory\n"), 1;
-    sd_status st = sd_spec_generate(&e->tlm, e->has_drafter ? &e->drafter : NULL, prompt,
-                                    (int32_t)n_prompt, &p, on_token, &s, r->tokens, &r->n_tokens,
-                                    &r->st, err);
+    st = sd_spec_generate(&e->tlm, e->has_drafter ? &e->drafter : NULL, prompt, (int32_t)n_prompt, &p,
+                          on_token, &s, r->tokens, &r->n_tokens, &r->st, err);
     char tail[16];
     stream_bytes(&s, tail, sd_detok_flush(&s.dt, tail, sizeof tail));
     if (!o->json) printf("\n");

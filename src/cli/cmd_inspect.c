@@ -254,6 +254,5 @@ int cmd_inspect(int argc, char **argv) {
     if (json) rc = print_json(path, ctx);
     else print_text(path, ctx);
     gguf_close(ctx);
-    if (fflush(stdout) != 0) rc = 1;
-    return rc;
+    return rc; /* main() reports output that could not be written */
 }

@@ -5,18 +5,20 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/model_args.h"
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
 static const char USAGE[] =
-    "usage: specdec tokenize -m MODEL.gguf (-p TEXT | -f FILE) [options]\n"
+    "usage: specdec tokenize [-m MODEL.gguf] (-p TEXT | -f FILE) [options]\n"
     "\n"
     "Prints the token ids of TEXT on one line, separated by spaces.\n"
     "\n"
-    "  -m, --model FILE     GGUF model or vocab-only file\n"
+    "  -m, --model FILE     GGUF model or vocab-only file (default " CLI_DEFAULT_TARGET ")\n"
     "  -p, --prompt TEXT    text to tokenize (taken literally: no escapes)\n"
     "  -f, --file FILE      read the text from FILE ('-' = stdin), bytes as they are\n"
+    "                       (invalid UTF-8 too: byte-level BPE keeps every byte as a token)\n"
     "      --add-special    add BOS/EOS as the model asks (default: none)\n"
     "      --parse-special  match special-token texts such as <|im_start|>\n"
     "      --show           one line per token: id, TAB, its piece (\\n \\t \\r \\\\\n"
@@ -86,7 +88,7 @@ static void print_ids(const sd_tokenizer *tok, const int32_t *ids, size_t n, int
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL;
+    const char *model = CLI_DEFAULT_TARGET, *prompt = NULL, *file = NULL;
     int add_special = 0, parse_special = 0, show = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -104,7 +106,6 @@ int cmd_tokenize(int argc, char **argv) {
             return usage_error("unknown option ", a);
         }
     }
-    if (!model) return usage_error("missing -m MODEL.gguf", NULL);
     if (!prompt == !file) return usage_error("give exactly one of -p TEXT and -f FILE", NULL);
 
     size_t len = prompt ? strlen(prompt) : 0;

@@ -7,10 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli/model_args.h"
 #include "decode/spec.h"
-
-#define GEN_DEFAULT_MODEL "models/fixture-target.gguf"
-#define GEN_DEFAULT_DRAFT "models/fixture-draft.gguf"
 
 typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO } gen_spec;
 
@@ -44,7 +42,7 @@ typedef struct gen_result {
 } gen_result;
 
 /* Decode tokens per second: tokens after the first (which the prefill gives)
- * over the decode time. */
+ * over the decode time; NAN (shown as n/a) with fewer than 2 tokens. */
 double gen_decode_tok_s(const sd_spec_stats *st);
 /* The one stats line on stderr. */
 void gen_print_stats(const gen_result *r);

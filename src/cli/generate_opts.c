@@ -14,11 +14,12 @@ static void usage(FILE *f) {
             "Generates text; with a drafter, by lossless speculative decoding (the output is\n"
             "exactly plain greedy decoding's, or plain sampling's in distribution at --temp > 0).\n"
             "\n"
-            "  -m FILE          target model (default " GEN_DEFAULT_MODEL ")\n"
+            "  -m FILE          target model (default " CLI_DEFAULT_TARGET ")\n"
             "  -p TEXT          prompt text\n"
-            "  -f FILE          read the prompt from FILE\n"
+            "  -f FILE          read the prompt from FILE ('-' = stdin), bytes as they are\n"
             "  -n N             tokens to generate (default 128)\n"
-            "  -c N             context size in tokens (default: the model's, at most 4096)\n"
+            "  -c N             context size in tokens (default: the model's, at most 4096); more\n"
+            "                   than the model's trained context is allowed, with a warning\n"
             "  -t N             threads (default: online cores)\n"
             "  --temp T         temperature; 0 = greedy (default 0)\n"
             "  --top-k K        keep the K most likely tokens (0 = off)\n"
@@ -26,7 +27,7 @@ static void usage(FILE *f) {
             "  --min-p P        drop tokens below P x the top probability (0 = off)\n"
             "  --seed S         sampling seed (default 42)\n"
             "  --spec MODE      none | ngram | draft | auto (default auto: n-gram lookup, plus the\n"
-            "                   draft model when one is given, or " GEN_DEFAULT_DRAFT "\n"
+            "                   draft model when one is given, or " CLI_DEFAULT_DRAFT "\n"
             "                   when -m is the default and that file exists)\n"
             "  -md FILE         draft model (same vocabulary as the target)\n"
             "  --draft-max K    most draft tokens per verify round (default 8)\n"
@@ -41,7 +42,9 @@ static void usage(FILE *f) {
             "  -h, --help       this help\n"
             "\n"
             "At the end one line of statistics goes to stderr: prefill and decode tok/s, rounds,\n"
-            "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n");
+            "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n"
+            "A figure with nothing to measure (decode speed with fewer than 2 tokens, e.g. -n 0)\n"
+            "reads n/a, and null in --json.\n");
 }
 
 static int bad(const char *fmt, const char *a) {
@@ -76,7 +79,7 @@ const char *gen_spec_name(gen_spec s) {
 
 static void defaults(gen_opts *o) {
     *o = (gen_opts){
-        .model = GEN_DEFAULT_MODEL,
+        .model = CLI_DEFAULT_TARGET,
         .model_is_default = true,
         .n_predict = 128,
         .sampling = {.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 42},

@@ -2,12 +2,14 @@
  * Each subcommand lives in its own cmd_*.c file; a command whose file is not
  * linked in reports so instead of failing to build (weak symbols). */
 #define _POSIX_C_SOURCE 200809L /* setenv, execv */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/sigbus.h"
 
 typedef struct command {
     const char *name;
@@ -46,11 +48,22 @@ static void bound_openmp_spinning(char **argv) {
     /* exec failed (no /proc): carry on with libgomp's defaults */
 }
 
+/* Output that could not be written (a full disk, a closed pipe) is an error
+ * too: one line and a non-zero exit, not a silent success. */
+static int check_stdout(int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    int e = errno;
+    fprintf(stderr, "specdec: cannot write the output%s%s\n", e ? ": " : "", e ? strerror(e) : "");
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
     bound_openmp_spinning(argv);
+    cli_catch_sigbus();
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return check_stdout(argc < 2 ? 2 : 0);
     }
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], COMMANDS[i].name) != 0) continue;
@@ -58,7 +71,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "specdec: command '%s' is not built into this binary\n", argv[1]);
             return 2;
         }
-        return COMMANDS[i].run(argc - 1, argv + 1);
+        return check_stdout(COMMANDS[i].run(argc - 1, argv + 1));
     }
     fprintf(stderr, "specdec: unknown command '%s' (see specdec --help)\n", argv[1]);
     return 2;

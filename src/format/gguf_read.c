@@ -505,6 +505,9 @@ sd_status gguf_open(const char *path, gguf_ctx **out, sd_err *err) {
         close(fd);
         return sd_err_set(err, SD_ERR_IO, "%s: file too large to map", path);
     }
+    /* If another process truncates the file while it is mapped, touching a
+     * page past the new end raises SIGBUS. A library cannot own a process-wide
+     * signal disposition, so the front end handles it (src/cli/sigbus.c). */
     void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int mmap_errno = errno;
     close(fd);

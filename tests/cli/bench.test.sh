@@ -70,7 +70,7 @@ b=$("$bin" bench -m "$tmp/t.gguf" --greedy-ids "Hello world" -n 9)
 
 # usage and runtime errors: exit 2 / 1, one line on stderr
 set +e
-"$bin" bench --prompts "$tmp/prompts" 2> "$tmp/e1"; rc1=$?
+"$bin" bench -m "$tmp/t.gguf" --seed 1x 2> "$tmp/e1"; rc1=$?
 "$bin" bench -m "$tmp/t.gguf" --tables bogus 2> "$tmp/e2"; rc2=$?
 "$bin" bench -m "$tmp/nope.gguf" --prompts "$tmp/prompts" 2> "$tmp/e3"; rc3=$?
 "$bin" bench -m "$tmp/t.gguf" --prompts "$tmp/empty-dir" 2> "$tmp/e4"; rc4=$?

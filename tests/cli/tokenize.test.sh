@@ -59,7 +59,7 @@ cmp -s "$TMP/show" "$TMP/want_show" || fail "--show: $(cat "$TMP/show")"
 # Exit codes and one-line errors.
 set +e
 "$BIN" tokenize --help > /dev/null; [ $? = 0 ] || fail "--help exit code"
-"$BIN" tokenize -p x 2> "$TMP/err"; [ $? = 2 ] || fail "missing -m: exit code"
+"$BIN" tokenize -m "$S" -p x -f "$TMP/in" 2> "$TMP/err"; [ $? = 2 ] || fail "-p with -f: exit code"
 [ "$(wc -l < "$TMP/err")" = 1 ] && grep -q '^specdec: ' "$TMP/err" || fail "usage error message"
 "$BIN" tokenize -m "$S" 2> /dev/null; [ $? = 2 ] || fail "missing text: exit code"
 "$BIN" tokenize -m "$S" -p x --bogus 2> /dev/null; [ $? = 2 ] || fail "unknown option: exit code"

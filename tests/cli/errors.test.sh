@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Error paths of the front end: each ends with one line `specdec: <reason>`
+# on stderr and a non-zero exit (1 runtime, 2 usage), and fails before any
+# slow work: a missing or unreadable prompt file, output that cannot be
+# written (stdout on a full disk, bench --json/--plot paths), a missing
+# --prompts directory, a malformed --seed. And invalid UTF-8 input is no
+# error: byte-level BPE keeps every byte (lossless round trip via --show).
+set -euo pipefail
+bin=${SD_SPECDEC_BIN:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+T=models/fixture-target.gguf
+
+# expect CODE PATTERN CMD...: exit CODE, stderr exactly one line `specdec: ...PATTERN`.
+expect() {
+  local want=$1 pat=$2; shift 2
+  local rc=0
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ "$rc" = "$want" ] || { fail "$* exited $rc, want $want: $(cat "$tmp/err")"; return; }
+  [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "^specdec: .*$pat" "$tmp/err" ||
+    fail "$*: stderr is not one line with '$pat': $(cat "$tmp/err")"
+}
+
+# Prompt files: read before any model loads (so no draft note comes first).
+expect 1 "$tmp/none.txt: cannot open the prompt file: No such file" generate -t 1 -f "$tmp/none.txt"
+expect 1 "$tmp: cannot read the prompt file: Is a directory" generate -t 1 -f "$tmp"
+expect 1 "cannot open $tmp/none.txt" tokenize -f "$tmp/none.txt"
+expect 1 "cannot read $tmp" tokenize -f "$tmp"
+
+# stdout that cannot be written (/dev/full: ENOSPC) is an error, not exit 0.
+if [ -w /dev/full ]; then
+  for cmd in "tokenize -p hi" "inspect $T" "inspect --json $T" "--help" "generate --help"; do
+    rc=0
+    "$bin" $cmd >/dev/full 2>"$tmp/err" || rc=$?
+    [ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "specdec: cannot write the output: No space left on device" ] ||
+      fail "$cmd >/dev/full: rc $rc, $(cat "$tmp/err")"
+  done
+  rc=0
+  "$bin" generate -p hi -n 2 -t 1 --spec none --json >/dev/full 2>"$tmp/err" || rc=$?
+  [ "$rc" = 1 ] && [ "$(tail -n 1 "$tmp/err")" = "specdec: cannot write the output: No space left on device" ] ||
+    fail "generate --json >/dev/full: rc $rc, $(cat "$tmp/err")"
+else
+  echo "note: no writable /dev/full, stdout write errors not checked"
+fi
+
+# bench: output paths are checked before the run (no progress line yet).
+mkdir "$tmp/prompts"
+printf 'class: code\nint main' >"$tmp/prompts/a.txt"
+quick=(-m "$T" --prompts "$tmp/prompts" -n 2 --reps 1 -t 1)
+expect 1 "$tmp/no-dir/b.json: cannot write: No such file or directory" bench "${quick[@]}" --tables classes \
+  --json "$tmp/no-dir/b.json"
+expect 1 "$tmp/prompts: cannot write: Is a directory" bench "${quick[@]}" --plot "$tmp/prompts"
+[ -e "$tmp/no-dir" ] && fail "bench created the --json directory"
+"$bin" bench "${quick[@]}" --tables classes --drafters ngram --json "$tmp/ok.json" >/dev/null 2>&1 ||
+  fail "bench with a writable --json failed"
+[ -s "$tmp/ok.json" ] || fail "bench wrote no JSON after its check"
+expect 1 "$tmp/none: cannot open prompt directory" bench -m "$T" --prompts "$tmp/none" -t 1
+# (quick flags, so a regression costs seconds, not a whole benchmark)
+expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed 12x
+expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed -1
+
+# generate -f - reads stdin: the same text as -p.
+a=$(printf 'int main' | "$bin" generate -f - -n 4 -t 1 --spec none 2>/dev/null)
+b=$("$bin" generate -p 'int main' -n 4 -t 1 --spec none 2>/dev/null)
+[ "$a" = "$b" ] || fail "-f - and -p differ: '$a' vs '$b'"
+
+# Invalid UTF-8 (a lone continuation byte, 0xFF, a truncated sequence):
+# tokenized losslessly into byte tokens, and generate runs on it.
+printf '\xff\xfe abc \xc3 \x80x\xe2\x82' >"$tmp/bad.txt"
+"$bin" tokenize -f "$tmp/bad.txt" --show >"$tmp/show" || fail "tokenize of invalid UTF-8 failed"
+python3 - "$tmp/show" "$tmp/bad.txt" <<'PY' || fail "invalid UTF-8 is not kept byte for byte: $(cat "$tmp/show")"
+import re, sys
+out = b""
+for line in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    piece = line.split(b"\t", 1)[1]
+    piece = re.sub(rb"\\x([0-9A-F]{2})", lambda m: bytes([int(m.group(1), 16)]), piece)
+    out += piece.replace(b"\\n", b"\n").replace(b"\\t", b"\t").replace(b"\\r", b"\r").replace(b"\\\\", b"\\")
+assert out == open(sys.argv[2], "rb").read(), out
+PY
+n_tok=$("$bin" tokenize -f "$tmp/bad.txt" --add-special | wc -w)
+n_gen=$("$bin" generate -f "$tmp/bad.txt" -n 2 -t 1 --spec none --json 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])') || fail "generate on invalid UTF-8 failed"
+[ "$n_tok" = "$n_gen" ] || fail "generate saw $n_gen prompt tokens, tokenize $n_tok"
+
+[ "$fails" = 0 ] && echo "errors.test.sh: all checks passed"
+exit "$fails"
