@@ -247,7 +247,7 @@ static int run(const gen_opts *o, engine *e, gen_result *r, sd_err *err) {
                           on_token, &s, r->tokens, &r->n_tokens, &r->st, err);
     char tail[16];
     stream_bytes(&s, tail, sd_detok_flush(&s.dt, tail, sizeof tail));
-    if (!o->json) printf("\n");
+    if (!o->json && (st == SD_OK || s.len)) printf("\n");
     fflush(stdout); /* the text ends before the stats line on stderr */
     free(s.piece);
     r->text = s.text;

@@ -317,7 +317,11 @@ int cmd_quantize(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--threads")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "specdec: quantize: --threads needs a value (see specdec quantize --help)\n");
+                return 2;
+            }
             char *end;
             long v = strtol(argv[++i], &end, 10);
             if (*end || v < 1 || v > 1024) {
@@ -336,7 +340,8 @@ int cmd_quantize(int argc, char **argv) {
         }
     }
     if (n_pos != 3) {
-        usage(stderr);
+        fprintf(stderr, "specdec: quantize: needs IN.gguf OUT.gguf TYPE, got %d argument%s"
+                " (see specdec quantize --help)\n", n_pos, n_pos == 1 ? "" : "s");
         return 2;
     }
     const quant_plan *plan = find_plan(pos[2]);

@@ -18,7 +18,7 @@ static const char USAGE[] =
     "  -m, --model FILE     GGUF model or vocab-only file (default " CLI_DEFAULT_TARGET ")\n"
     "  -p, --prompt TEXT    text to tokenize (taken literally: no escapes)\n"
     "  -f, --file FILE      read the text from FILE ('-' = stdin), bytes as they are\n"
-    "                       (invalid UTF-8 too: byte-level BPE keeps every byte as a token)\n"
+    "                       (invalid UTF-8 too: such bytes become byte tokens)\n"
     "      --add-special    add BOS/EOS as the model asks (default: none)\n"
     "      --parse-special  match special-token texts such as <|im_start|>\n"
     "      --show           one line per token: id, TAB, its piece (\\n \\t \\r \\\\\n"

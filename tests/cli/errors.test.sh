@@ -61,6 +61,14 @@ expect 1 "$tmp/none: cannot open prompt directory" bench -m "$T" --prompts "$tmp
 expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed 12x
 expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed -1
 
+# quantize: missing operands are one line too (not the whole usage text).
+expect 2 "quantize: needs IN.gguf OUT.gguf TYPE, got 2 arguments" quantize a.gguf b.gguf
+expect 2 "quantize: --threads needs a value" quantize a.gguf b.gguf q8_0 --threads
+
+# A run that fails before any token leaves stdout empty (no stray newline).
+"$bin" generate -p 'int main' -c 1 -t 1 --spec none >"$tmp/out" 2>/dev/null && fail "-c 1 did not fail"
+[ -s "$tmp/out" ] && fail "-c 1: stdout is not empty: '$(cat "$tmp/out")'"
+
 # generate -f - reads stdin: the same text as -p.
 a=$(printf 'int main' | "$bin" generate -f - -n 4 -t 1 --spec none 2>/dev/null)
 b=$("$bin" generate -p 'int main' -n 4 -t 1 --spec none 2>/dev/null)
