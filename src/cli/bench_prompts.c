@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ static int cmp_str(const void *a, const void *b) {
 /* Sorted list of DIR's *.txt names (malloc'd strings). */
 static sd_status list_txt(const char *dir, char ***names, int *n, sd_err *err) {
     DIR *d = opendir(dir);
-    if (!d) return sd_err_set(err, SD_ERR_IO, "%s: cannot open prompt directory", dir);
+    if (!d) return sd_err_set(err, SD_ERR_IO, "%s: cannot open prompt directory: %s", dir, strerror(errno));
     char **v = NULL;
     int cnt = 0, cap = 0;
     struct dirent *ent;
@@ -40,7 +41,7 @@ static sd_status list_txt(const char *dir, char ***names, int *n, sd_err *err) {
 
 static sd_status read_file(const char *path, char **text, size_t *len, sd_err *err) {
     FILE *f = fopen(path, "rb");
-    if (!f) return sd_err_set(err, SD_ERR_IO, "%s: cannot open", path);
+    if (!f) return sd_err_set(err, SD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
