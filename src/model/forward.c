@@ -99,9 +99,9 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, f
 
         /* attention block */
         rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
-        sd_matmul(&L->wq, c->xb, S, c->q, nt);
-        sd_matmul(&L->wk, c->xb, S, c->k, nt);
-        sd_matmul(&L->wv, c->xb, S, c->v, nt);
+        const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
+        float *qkv_out[3] = {c->q, c->k, c->v};
+        sd_matmul_multi(qkv, 3, c->xb, S, qkv_out, nt); /* one activation quantization, one thread wake-up */
         if (hp->qkv_bias) {
             add_bias(c->q, L->bq, S, q_dim);
             add_bias(c->k, L->bk, S, kv_dim);
@@ -119,8 +119,9 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, f
 
         /* feed-forward block (SwiGLU) */
         rmsnorm_rows(c->xb, c->x, L->ffn_norm, S, n_embd, hp->rms_eps);
-        sd_matmul(&L->w_gate, c->xb, S, c->hb, nt);
-        sd_matmul(&L->w_up, c->xb, S, c->hb2, nt);
+        const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
+        float *gate_up_out[2] = {c->hb, c->hb2};
+        sd_matmul_multi(gate_up, 2, c->xb, S, gate_up_out, nt);
         sd_swiglu(c->hb, c->hb, c->hb2, S * n_ff);
         sd_matmul(&L->w_down, c->hb, S, c->xb, nt);
         sd_add(c->x, c->xb, S * n_embd);

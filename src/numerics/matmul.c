@@ -65,47 +65,80 @@ static void fill_nan(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = NAN;
 }
 
-void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_threads) {
-    if (S <= 0) return;
+/* The output tiles of one call: matrix i owns global tiles [first[i], first[i+1]). */
+#define MULTI_MAX 8
+
+/* Tile t of matrix m: rows [8t, 8t+8) of y for all S rows. */
+static void run_tile(const sd_matrix *m, const sd_act *a, const float *x, int S, float *y, int64_t t, bool avx2) {
     const sd_wtype *wt = sd_wtype_get(m->type);
-    int nt = n_threads > 0 ? n_threads : 1;
-    /* AVX2 needs the repacked copy; a matrix set up while scalar was forced has none. */
-    bool avx2 = sd_cpu_avx2() && (wt->packed_bytes == 0 || m->packed);
-    int64_t n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
+    int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
     if (wt->block == 1) {
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-        for (int64_t t = 0; t < n_tiles; t++) {
-            int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
-            if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
-            else sd_matmul_ref_float(m, x, S, y, o0, o1);
+        if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
+        else sd_matmul_ref_float(m, x, S, y, o0, o1);
+    } else if (avx2 && m->packed) {
+        sd_matmul_avx2_tile(m, a, y, t);
+    } else {
+        sd_matmul_ref_quant(m, a, y, o0, o1);
+    }
+}
+
+void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, float *const *ys, int n_threads) {
+    if (S <= 0 || n <= 0) return;
+    if (n > MULTI_MAX) { /* not used so large; keep the fixed arrays below bounded */
+        for (int i = 0; i < n; i += MULTI_MAX)
+            sd_matmul_multi(ms + i, n - i < MULTI_MAX ? n - i : MULTI_MAX, x, S, ys + i, n_threads);
+        return;
+    }
+    const int nt = n_threads > 0 ? n_threads : 1;
+    const bool avx2 = sd_cpu_avx2();
+    /* One quantized copy of x per activation block size in use: [0] 32, [1] 256. */
+    sd_act act[2];
+    bool need[2] = {false, false}, ok = true;
+    int64_t first[MULTI_MAX + 1];
+    first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const sd_wtype *wt = sd_wtype_get(ms[i]->type);
+        if (wt->block != 1) need[wt->act256] = true;
+        first[i + 1] = first[i] + (ms[i]->n_out + SD_TILE - 1) / SD_TILE;
+    }
+    for (int k = 0; k < 2; k++)
+        if (need[k] && !sd_act_init(&act[k], ms[0]->n_in, S, k ? SD_QK_K : SD_QK)) {
+            for (int j = 0; j < k; j++)
+                if (need[j]) sd_act_free(&act[j]);
+            ok = false;
+            break;
         }
+    if (!ok) { /* documented: no memory, no result */
+        for (int i = 0; i < n; i++) fill_nan(ys[i], (size_t)S * (size_t)ms[i]->n_out);
         return;
     }
-    sd_act a;
-    if (!sd_act_init(&a, m->n_in, S, wt->act256 ? SD_QK_K : SD_QK)) {
-        fill_nan(y, (size_t)S * (size_t)m->n_out); /* documented: no memory, no result */
-        return;
-    }
-    bool tiled = avx2 && wt->packed_bytes != 0, simd_act = sd_cpu_avx2();
+    const int64_t n_tiles = first[n];
     /* One parallel region: quantize the S activation rows (split over threads),
-     * then the output tiles. Each activation row is quantized by one thread in
-     * one fixed way, so the split changes nothing. */
+     * then the output tiles of all matrices. Each activation row is quantized
+     * by one thread in one fixed way, so the split changes nothing. */
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        for (int k = 0; k < 2; k++) {
+            if (!need[k]) continue;
 #pragma omp for schedule(static)
-        for (int s = 0; s < S; s++) {
-            if (simd_act) sd_act_quantize_row_avx2(&a, s, x + (size_t)s * m->n_in);
-            else sd_act_quantize_row(&a, s, x + (size_t)s * m->n_in);
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < n_tiles; t++) {
-            if (tiled) {
-                sd_matmul_avx2_tile(m, &a, y, t);
-            } else {
-                int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
-                sd_matmul_ref_quant(m, &a, y, o0, o1);
+            for (int s = 0; s < S; s++) {
+                if (avx2) sd_act_quantize_row_avx2(&act[k], s, x + (size_t)s * ms[0]->n_in);
+                else sd_act_quantize_row(&act[k], s, x + (size_t)s * ms[0]->n_in);
             }
         }
+#pragma omp for schedule(static)
+        for (int64_t g = 0; g < n_tiles; g++) {
+            int i = 0;
+            while (g >= first[i + 1]) i++;
+            const sd_matrix *m = ms[i];
+            const sd_wtype *wt = sd_wtype_get(m->type);
+            run_tile(m, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], avx2);
+        }
     }
-    sd_act_free(&a);
+    for (int k = 0; k < 2; k++)
+        if (need[k]) sd_act_free(&act[k]);
+}
+
+void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_threads) {
+    sd_matmul_multi(&m, 1, x, S, &y, n_threads);
 }

@@ -43,6 +43,15 @@ void sd_matrix_free(sd_matrix *m);
  * buffer (about S * n_in * 1.2 bytes) cannot be allocated, y is filled with NaN. */
 void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_threads);
 
+/* Several products of one input: ys[i][S][ms[i]->n_out] = x[S][n_in] * ms[i]^T
+ * for n matrices of the same n_in (e.g. a layer's Q, K, V, or gate and up).
+ * The activation rows are quantized once per activation block size and one
+ * parallel region covers the output tiles of all n matrices (static split of
+ * the concatenated tile list), instead of n regions that each wake the
+ * threads. Every element is computed exactly as sd_matmul computes it. x and
+ * the ys must not alias; on allocation failure every y is filled with NaN. */
+void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, float *const *ys, int n_threads);
+
 /* Dequantizes row r of m into out[n_in] (embedding lookup). */
 void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out);
 

@@ -409,9 +409,14 @@ void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t 
             for (int64_t b = 0; b < a->nb; b++)
                 block_rows(m->type, tile + (size_t)b * (size_t)wt->packed_bytes, a, s0, ns, b, acc);
         for (int s = 0; s < ns; s++) {
-            float out[8];
-            _mm256_storeu_ps(out, acc[s]);
-            memcpy(y + (size_t)(s0 + s) * (size_t)m->n_out + o0, out, (size_t)rows * sizeof(float));
+            float *ys = y + (size_t)(s0 + s) * (size_t)m->n_out + o0;
+            if (rows == SD_TILE) {
+                _mm256_storeu_ps(ys, acc[s]); /* (a memcpy of variable length is a libc call) */
+            } else {
+                float out[8];
+                _mm256_storeu_ps(out, acc[s]);
+                memcpy(ys, out, (size_t)rows * sizeof(float));
+            }
         }
     }
 }

@@ -188,6 +188,56 @@ static void test_all_types(void **state) {
     }
 }
 
+/* sd_matmul_multi over matrices of mixed types (both activation block
+ * sizes, a float matrix, odd row counts) gives bitwise what separate
+ * sd_matmul calls give, for several S and thread counts. */
+static void test_multi_matches_single(void **state) {
+    (void)state;
+    static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_F16, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0};
+    static const int64_t outs[] = {20, 9, 7, 13, 1};
+    enum { N = sizeof types / sizeof types[0] };
+    const int64_t n_in = 512;
+    sd_matrix m[N];
+    const sd_matrix *mp[N];
+    void *w[N];
+    float *y1[N], *ym[N];
+    sd_err err = {0};
+    for (int i = 0; i < N; i++) {
+        w[i] = random_weights(types[i], n_in, outs[i]);
+        assert_int_equal(sd_matrix_init(&m[i], types[i], n_in, outs[i], w[i], &err), SD_OK);
+        mp[i] = &m[i];
+        y1[i] = malloc(MAX_S * (size_t)outs[i] * sizeof(float));
+        ym[i] = malloc(MAX_S * (size_t)outs[i] * sizeof(float));
+        assert_non_null(y1[i]);
+        assert_non_null(ym[i]);
+    }
+    float *x = random_x(MAX_S, n_in);
+    static const int Ss[] = {1, 2, 5, 9, 17};
+    for (int scalar = 0; scalar < 2; scalar++)
+    for (size_t k = 0; k < sizeof Ss / sizeof Ss[0]; k++)
+        for (int nt = 1; nt <= 3; nt++) {
+            int S = Ss[k];
+            sd_cpu_force_scalar(scalar);
+            for (int i = 0; i < N; i++) {
+                sd_matmul(&m[i], x, S, y1[i], nt);
+                memset(ym[i], 0xAB, (size_t)S * (size_t)outs[i] * sizeof(float));
+            }
+            sd_matmul_multi(mp, N, x, S, ym, nt);
+            for (int i = 0; i < N; i++)
+                if (memcmp(y1[i], ym[i], (size_t)S * (size_t)outs[i] * sizeof(float)) != 0)
+                    fail_msg("multi: matrix %d (%s) S=%d threads=%d scalar=%d differs from sd_matmul", i,
+                             ggml_type_get(types[i])->name, S, nt, scalar);
+        }
+    sd_cpu_force_scalar(false);
+    for (int i = 0; i < N; i++) {
+        sd_matrix_free(&m[i]);
+        free(w[i]);
+        free(y1[i]);
+        free(ym[i]);
+    }
+    free(x);
+}
+
 static void test_avx2_present(void **state) {
     (void)state;
     if (!sd_cpu_avx2()) skip(); /* no AVX2 here (or SD_FORCE_SCALAR): scalar-only run */
@@ -225,6 +275,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_avx2_present),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_all_types),
+        cmocka_unit_test(test_multi_matches_single),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
