@@ -394,6 +394,105 @@ static void q8_0_tile(const uint8_t *tile, const sd_act *a, int s0, int ns, __m2
         q8_0_rows(tile, a, s0, ns, b0, b0 + Q8_SPAN < a->nb ? b0 + Q8_SPAN : a->nb, acc);
 }
 
+/* ---- Q4_K tiles for up to K4_GRP rows: decoded on the fly ----
+ * For S <= K4_GRP (decode and short verifies) the nibbles are unpacked in
+ * registers as they are used instead of through the 2.4 KB k4_dec of
+ * block_rows. Same integers as q4_k_grp: int16 sums of the 8 maddubs of a
+ * 32-value sub-block, times its scale (madd), summed in int32; the min term;
+ * then the same two fmas per block in block order. */
+#define K4_GRP 4
+#define K4_CHUNK 1216
+#define K4_PREFETCH (2 * K4_CHUNK)
+
+INLINE __m256i k4_scale_pairs(const uint8_t *p) { /* 8 u8 scales -> (scale, scale) int16 pairs per row */
+    __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+}
+
+INLINE void q4_k_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc_io, int N) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256 neg = _mm256_set1_ps(-0.0f);
+    __m256 acc[K4_GRP];
+    const int8_t *xq[K4_GRP];
+    const int16_t *xs[K4_GRP];
+    const float *xd[K4_GRP];
+    _Pragma("GCC unroll 4")
+    for (int n = 0; n < N; n++) {
+        acc[n] = acc_io[n];
+        xq[n] = a->q + (size_t)(s + n) * (size_t)a->n_in + (size_t)b0 * SD_QK_K;
+        xs[n] = a->sum + ((size_t)(s + n) * (size_t)a->nb + (size_t)b0) * (size_t)a->nsum;
+        xd[n] = a->d + (size_t)(s + n) * (size_t)a->nb + (size_t)b0;
+    }
+    for (int64_t b = b0; b < b1; b++, c += K4_CHUNK) {
+        for (int l = 0; l < K4_CHUNK; l += 64) _mm_prefetch((const char *)c + K4_PREFETCH + l, _MM_HINT_T0);
+        __m256i isum[K4_GRP], summ[K4_GRP];
+        _Pragma("GCC unroll 4")
+        for (int n = 0; n < N; n++) isum[n] = summ[n] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) { /* sub-block j: nibble half j % 2 of vectors 8(j/2) .. 8(j/2)+7 */
+            const uint8_t *v0 = c + 32 * 8 * (j / 2);
+            const int sh = 4 * (j % 2);
+            __m256i t16[K4_GRP];
+            _Pragma("GCC unroll 4")
+            for (int n = 0; n < N; n++) t16[n] = _mm256_setzero_si256();
+            _Pragma("GCC unroll 8")
+            for (int m = 0; m < 8; m++) {
+                __m256i u = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i *)(v0 + 32 * m)), sh), m4);
+                _Pragma("GCC unroll 4")
+                for (int n = 0; n < N; n++)
+                    t16[n] = _mm256_add_epi16(t16[n], _mm256_maddubs_epi16(u, bcast32(xq[n] + 32 * j + 4 * m)));
+            }
+            __m256i sc = k4_scale_pairs(c + 1024 + 8 * j);
+            _Pragma("GCC unroll 4")
+            for (int n = 0; n < N; n++) isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(t16[n], sc));
+        }
+        for (int i = 0; i < 4; i++) {
+            __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i)));
+            __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i + 8)));
+            __m256i mn = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
+            _Pragma("GCC unroll 4")
+            for (int n = 0; n < N; n++) summ[n] = _mm256_add_epi32(summ[n], _mm256_madd_epi16(mn, bcast32(xs[n] + 16 + 2 * i)));
+        }
+        __m256 dw = _mm256_load_ps((const float *)(c + 1152)), dmin = _mm256_load_ps((const float *)(c + 1184));
+        _Pragma("GCC unroll 4")
+        for (int n = 0; n < N; n++) {
+            __m256 dxv = _mm256_set1_ps(*xd[n]);
+            acc[n] = fma_block(isum[n], dw, *xd[n], acc[n]);
+            acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ[n]), _mm256_xor_ps(_mm256_mul_ps(dmin, dxv), neg), acc[n]);
+            xq[n] += SD_QK_K;
+            xs[n] += a->nsum;
+            xd[n]++;
+        }
+    }
+    _Pragma("GCC unroll 4")
+    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+}
+
+#define K4_SPAN 4 /* blocks (4.8 KB) passed over by every row group while in L1 */
+
+static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int64_t b0, int64_t b1, __m256 *acc) {
+    const uint8_t *c = tile + (size_t)b0 * K4_CHUNK;
+    int groups = (ns + K4_GRP - 1) / K4_GRP;
+    for (int g = 0, i = 0; g < groups; g++) {
+        int n = ns / groups + (g < ns % groups);
+        switch (n) {
+        case 4: q4_k_span(c, a, s0 + i, b0, b1, acc + i, 4); break;
+        case 3: q4_k_span(c, a, s0 + i, b0, b1, acc + i, 3); break;
+        case 2: q4_k_span(c, a, s0 + i, b0, b1, acc + i, 2); break;
+        default: q4_k_span(c, a, s0 + i, b0, b1, acc + i, 1); break;
+        }
+        i += n;
+    }
+}
+
+static void q4_k_tile(const uint8_t *tile, const sd_act *a, int s0, int ns, __m256 *acc) {
+    if (ns <= K4_GRP) {
+        q4_k_rows(tile, a, s0, ns, 0, a->nb, acc);
+        return;
+    }
+    for (int64_t b0 = 0; b0 < a->nb; b0 += K4_SPAN)
+        q4_k_rows(tile, a, s0, ns, b0, b0 + K4_SPAN < a->nb ? b0 + K4_SPAN : a->nb, acc);
+}
+
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t) {
     const sd_wtype *wt = sd_wtype_get(m->type);
     const uint8_t *tile = (const uint8_t *)m->packed + (size_t)t * (size_t)a->nb * (size_t)wt->packed_bytes;
@@ -405,6 +504,8 @@ void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t 
         for (int s = 0; s < ns; s++) acc[s] = _mm256_setzero_ps();
         if (m->type == GGML_TYPE_Q8_0)
             q8_0_tile(tile, a, s0, ns, acc);
+        else if (m->type == GGML_TYPE_Q4_K)
+            q4_k_tile(tile, a, s0, ns, acc);
         else
             for (int64_t b = 0; b < a->nb; b++)
                 block_rows(m->type, tile + (size_t)b * (size_t)wt->packed_bytes, a, s0, ns, b, acc);
