@@ -1,7 +1,9 @@
 /* Internal to src/model: the inference state behind the opaque sd_context.
- * KV cache layout (f32): k[layer][pos][n_head_kv * head_dim], same for v,
- * so one position's keys for all KV heads are contiguous and a forward
- * appends rows at len..len+S-1. Rolling back is setting len. */
+ * KV cache layout (f32): k[layer][kv_head][pos][head_dim], same for v, so
+ * the keys one attention head reads are contiguous (position-major rows
+ * n_head_kv * head_dim apart put every row of a head in the same few cache
+ * sets, and the S queries of a verify re-read them from L3). A forward
+ * writes positions len..len+S-1 of every head. Rolling back is setting len. */
 #ifndef SD_MODEL_CONTEXT_H
 #define SD_MODEL_CONTEXT_H
 
@@ -14,7 +16,7 @@ struct sd_context {
     int32_t n_ctx, n_batch, len;
     int n_threads;
     int64_t kv_dim;        /* n_head_kv * head_dim */
-    float *k_cache, *v_cache;  /* [n_layer][n_ctx][kv_dim] */
+    float *k_cache, *v_cache;  /* [n_layer][n_head_kv][n_ctx][head_dim] */
     /* scratch for one batch of up to n_batch rows */
     float *x;       /* [n_batch][n_embd] residual stream */
     float *xb;      /* [n_batch][n_embd] normed input / block output */
@@ -25,9 +27,10 @@ struct sd_context {
     float *att;     /* [n_threads][n_ctx] attention scores, one row per thread */
 };
 
-/* Row of the K (or V) cache of layer il at position pos. */
-static inline float *sd_kv_row(const struct sd_context *c, float *cache, int il, int32_t pos) {
-    return cache + ((int64_t)il * c->n_ctx + pos) * c->kv_dim;
+/* The K (or V) cache of layer il, KV head h: [n_ctx][head_dim]. */
+static inline float *sd_kv_head(const struct sd_context *c, float *cache, int il, int h) {
+    const int64_t hd = c->m->hp.head_dim;
+    return cache + (int64_t)il * c->n_ctx * c->kv_dim + (int64_t)h * c->n_ctx * hd;
 }
 
 #endif

@@ -28,33 +28,25 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int6
     for (int s = 0; s < S; s++) sd_rmsnorm(out + s * n, x + s * n, w, n, eps);
 }
 
-/* RoPE with Llama 3.1 frequency factors: sd_rope's rotation with theta_i
- * divided by ff[i] (llama.cpp ggml_rope_ext with freq_factors). */
-static void rope_factors(float *x, const sd_hparams *hp, int64_t pos, const float *ff) {
-    const int half = hp->n_rot / 2;
-    for (int i = 0; i < half; i++) {
-        float theta = (float)pos * hp->rope_freq_scale * powf(hp->rope_base, -2.0f * (float)i / (float)hp->n_rot);
-        theta /= ff[i];
-        float c = cosf(theta), s = sinf(theta);
-        int a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + half : 2 * i + 1;
-        float x0 = x[a], x1 = x[b];
-        x[a] = x0 * c - x1 * s;
-        x[b] = x0 * s + x1 * c;
-    }
-}
-
-/* Per head of every row: optional qwen3 RMSNorm over the head, then RoPE. */
+/* Per head of every row: optional qwen3 RMSNorm over the head, then RoPE
+ * (with the Llama 3.1 frequency factors when the model has them). The sines
+ * of a position are computed once for all its heads, ROPE_PAIRS pairs at a time. */
+#define ROPE_PAIRS 256
 static void norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads,
                             int32_t pos0) {
     const sd_hparams *hp = &m->hp;
-    const int hd = hp->head_dim;
-    for (int s = 0; s < S; s++)
-        for (int h = 0; h < n_heads; h++) {
-            float *head = x + ((int64_t)s * n_heads + h) * hd;
-            if (norm_w) sd_rmsnorm(head, head, norm_w, hd, hp->rms_eps);
-            if (m->rope_freqs) rope_factors(head, hp, pos0 + s, m->rope_freqs);
-            else sd_rope(head, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, hp->rope_neox);
+    const int hd = hp->head_dim, half = hp->n_rot / 2;
+    float cs[2 * ROPE_PAIRS];
+    for (int s = 0; s < S; s++) {
+        float *row = x + (int64_t)s * n_heads * hd;
+        if (norm_w)
+            for (int h = 0; h < n_heads; h++) sd_rmsnorm(row + (int64_t)h * hd, row + (int64_t)h * hd, norm_w, hd, hp->rms_eps);
+        for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS) {
+            int i1 = half - i0 < ROPE_PAIRS ? half : i0 + ROPE_PAIRS;
+            sd_rope_cossin(cs, i0, i1, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, m->rope_freqs);
+            for (int h = 0; h < n_heads; h++) sd_rope_apply(row + (int64_t)h * hd, cs, i0, i1, hp->n_rot, hp->rope_neox);
         }
+    }
 }
 
 /* Causal attention of S query rows at positions pos0..pos0+S-1 against the
@@ -68,17 +60,22 @@ static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q
     const int hd = hp->head_dim, n_head = hp->n_head, group = hp->n_head / hp->n_head_kv;
     const int64_t q_dim = (int64_t)n_head * hd;
     const float scale = 1.0f / sqrtf((float)hd);
+    /* Head-major: consecutive pairs (all S queries of a head, then the next
+     * head of the same KV group) reuse that KV head's keys and values while
+     * they are in cache; for S = 9 the query-major order re-read them from
+     * L3 for every query. The order does not change any result. */
 #pragma omp parallel for num_threads(c->n_threads) schedule(static)
-    for (int sh = 0; sh < S * n_head; sh++) {
-        const int s = sh / n_head, h = sh % n_head, kv_off = (h / group) * hd;
+    for (int hs = 0; hs < S * n_head; hs++) {
+        const int h = hs / S, s = hs % S, kvh = h / group;
         const int32_t n_kv = pos0 + s + 1;
         const float *qh = q + s * q_dim + (int64_t)h * hd;
         float *att = c->att + (int64_t)omp_get_thread_num() * c->n_ctx;
-        for (int32_t t = 0; t < n_kv; t++) att[t] = sd_dot_f32(qh, sd_kv_row(c, c->k_cache, il, t) + kv_off, hd) * scale;
+        sd_dot_f32_rows(att, qh, sd_kv_head(c, c->k_cache, il, kvh), hd, n_kv, hd);
+        for (int32_t t = 0; t < n_kv; t++) att[t] *= scale;
         sd_softmax(att, n_kv);
         float *oh = out + s * q_dim + (int64_t)h * hd;
         memset(oh, 0, (size_t)hd * sizeof *oh);
-        for (int32_t t = 0; t < n_kv; t++) sd_axpy_f32(oh, att[t], sd_kv_row(c, c->v_cache, il, t) + kv_off, hd);
+        sd_axpy_f32_rows(oh, att, sd_kv_head(c, c->v_cache, il, kvh), hd, n_kv, hd);
     }
 }
 
@@ -109,9 +106,13 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, f
         }
         norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
         norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
-        for (int s = 0; s < S; s++) {
-            memcpy(sd_kv_row(c, c->k_cache, il, pos0 + s), c->k + s * kv_dim, (size_t)kv_dim * sizeof(float));
-            memcpy(sd_kv_row(c, c->v_cache, il, pos0 + s), c->v + s * kv_dim, (size_t)kv_dim * sizeof(float));
+        for (int h = 0; h < hp->n_head_kv; h++) {
+            const int64_t hd = hp->head_dim, row = (int64_t)pos0 * hd;
+            float *kc = sd_kv_head(c, c->k_cache, il, h) + row, *vc = sd_kv_head(c, c->v_cache, il, h) + row;
+            for (int s = 0; s < S; s++) {
+                memcpy(kc + s * hd, c->k + s * kv_dim + h * hd, (size_t)hd * sizeof(float));
+                memcpy(vc + s * hd, c->v + s * kv_dim + h * hd, (size_t)hd * sizeof(float));
+            }
         }
         attention(c, il, pos0, S, c->q, c->att_out);
         sd_matmul(&L->wo, c->att_out, S, c->xb, nt);

@@ -5,6 +5,7 @@
 #include "numerics/ops.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "numerics/cpu.h"
 #include "numerics/ops_kernels.h"
@@ -31,6 +32,23 @@ void sd_axpy_f32(float *y, float a, const float *x, int64_t n) {
         return;
     }
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
+}
+
+void sd_dot_f32_rows(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_dot_f32_rows_avx2(out, a, b, ld, rows, n);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) out[r] = dot_scalar(a, b + r * ld, n);
+}
+
+void sd_axpy_f32_rows(float *y, const float *w, const float *x, int64_t ld, int64_t rows, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_axpy_f32_rows_avx2(y, w, x, ld, rows, n);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t i = 0; i < n; i++) y[i] = fmaf(w[r], x[r * ld + i], y[i]);
 }
 
 void sd_add(float *x, const float *y, int64_t n) {
@@ -81,14 +99,36 @@ void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
 /* llama.cpp rope_yarn without extrapolation (ext_factor = 0, attn_factor = 1):
  * theta_i = pos * freq_scale * base^(-2i/n_rot). NORM rotates (2i, 2i+1),
  * NEOX rotates (i, i + n_rot/2). */
+/* theta_i of sd_rope; ff (Llama 3.1 frequency factors) divides it when given. */
+static float rope_theta(int i, int n_rot, int64_t pos, float base, float freq_scale, const float *ff) {
+    float theta = (float)pos * freq_scale * powf(base, -2.0f * (float)i / (float)n_rot);
+    if (ff) theta /= ff[i];
+    return theta;
+}
+
+static void rope_rotate(float *x, int i, int half, int neox, float c, float s) {
+    int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    float x0 = x[a], x1 = x[b];
+    x[a] = x0 * c - x1 * s;
+    x[b] = x0 * s + x1 * c;
+}
+
 void sd_rope(float *x, int n_rot, int64_t pos, float base, float freq_scale, int neox) {
     int half = n_rot / 2;
     for (int i = 0; i < half; i++) {
-        float theta = (float)pos * freq_scale * powf(base, -2.0f * (float)i / (float)n_rot);
-        float c = cosf(theta), s = sinf(theta);
-        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-        float x0 = x[a], x1 = x[b];
-        x[a] = x0 * c - x1 * s;
-        x[b] = x0 * s + x1 * c;
+        float theta = rope_theta(i, n_rot, pos, base, freq_scale, NULL);
+        rope_rotate(x, i, half, neox, cosf(theta), sinf(theta));
     }
+}
+
+void sd_rope_cossin(float *cs, int i0, int i1, int n_rot, int64_t pos, float base, float freq_scale, const float *ff) {
+    for (int i = i0; i < i1; i++) {
+        float theta = rope_theta(i, n_rot, pos, base, freq_scale, ff);
+        cs[2 * (i - i0)] = cosf(theta);
+        cs[2 * (i - i0) + 1] = sinf(theta);
+    }
+}
+
+void sd_rope_apply(float *x, const float *cs, int i0, int i1, int n_rot, int neox) {
+    for (int i = i0; i < i1; i++) rope_rotate(x, i, n_rot / 2, neox, cs[2 * (i - i0)], cs[2 * (i - i0) + 1]);
 }

@@ -19,6 +19,14 @@ void sd_add(float *x, const float *y, int64_t n);
  * neox = true: pairs (i, i + n_rot/2) (qwen2/qwen3, LLAMA_ROPE_TYPE_NEOX).
  * Rotates the first n_rot dims; theta_i = pos * freq_scale * base^(-2i/n_rot). */
 void sd_rope(float *x, int n_rot, int64_t pos, float base, float freq_scale, int neox);
+/* sd_rope in two steps, so that the heads of one position share the sines.
+ * sd_rope_cossin: for the rotation pairs i in [i0, i1) (i1 <= n_rot / 2),
+ * cs[2(i-i0)], cs[2(i-i0)+1] = cos, sin of theta_i at pos, theta_i divided
+ * by ff[i] when ff is given (Llama 3.1 rope_freqs, as llama.cpp
+ * ggml_rope_ext with freq_factors; NULL = none). sd_rope_apply rotates those
+ * pairs of x with them. Over [0, n_rot/2) with ff = NULL: bitwise sd_rope. */
+void sd_rope_cossin(float *cs, int i0, int i1, int n_rot, int64_t pos, float base, float freq_scale, const float *ff);
+void sd_rope_apply(float *x, const float *cs, int i0, int i1, int n_rot, int neox);
 
 /* Dot product sum_i a[i]*b[i] in one fixed order, the same in the scalar and
  * AVX2 builds: 8 lane accumulators, lane l takes i = l mod 8 (acc = fmaf(a, b,
@@ -28,6 +36,13 @@ void sd_rope(float *x, int n_rot, int64_t pos, float base, float freq_scale, int
 float sd_dot_f32(const float *a, const float *b, int64_t n);
 /* y[i] = fmaf(a, x[i], y[i]) for i < n (attention: value rows into the output). */
 void sd_axpy_f32(float *y, float a, const float *x, int64_t n);
+
+/* Attention over consecutive KV cache rows b[r * ld ..] (r < rows):
+ * sd_dot_f32_rows: out[r] = sd_dot_f32(a, b + r * ld, n), bitwise, several
+ * rows at a time. sd_axpy_f32_rows: sd_axpy_f32(y, w[r], x + r * ld, n) for
+ * r = 0, 1, ... in order, bitwise, with y held in registers across the rows. */
+void sd_dot_f32_rows(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n);
+void sd_axpy_f32_rows(float *y, const float *w, const float *x, int64_t ld, int64_t rows, int64_t n);
 
 /* argmax lives in decode/sampler.h (sd_argmax), next to its only users. */
 

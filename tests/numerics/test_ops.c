@@ -136,6 +136,15 @@ static void test_rope(void **state) {
                 assert_true(fabs(r[a] - wa) < 2e-3 && fabs(r[b] - wb) < 2e-3);
             }
             for (int i = n_rot; i < HD; i++) assert_true(r[i] == x[i]);
+            /* the two-step form (shared sines), in two pair ranges, is bitwise sd_rope */
+            float r2[HD], cs[HD];
+            memcpy(r2, x, sizeof x);
+            int cut = n_rot / 2 - 5;
+            sd_rope_cossin(cs, 0, cut, n_rot, pos, 10000.0f, 1.0f, NULL);
+            sd_rope_apply(r2, cs, 0, cut, n_rot, neox);
+            sd_rope_cossin(cs, cut, n_rot / 2, n_rot, pos, 10000.0f, 1.0f, NULL);
+            sd_rope_apply(r2, cs, cut, n_rot / 2, n_rot, neox);
+            assert_memory_equal(r2, r, sizeof r);
             /* rotation keeps the norm */
             double n0 = 0, n1 = 0;
             for (int i = 0; i < HD; i++) {
@@ -146,12 +155,42 @@ static void test_rope(void **state) {
         }
 }
 
+/* The multi-row attention helpers equal row-by-row sd_dot_f32 / sd_axpy_f32
+ * bitwise (several n incl. tails past 8 and 64, rows not multiple of 4),
+ * in the build this CPU runs and in the scalar one. */
+static void test_rows_helpers(void **state) {
+    (void)state;
+    enum { LD = 300, ROWS = 11 };
+    static float a[LD], b[ROWS * LD], w[ROWS], y1[LD], y2[LD], d1[ROWS], d2[ROWS];
+    fill(a, LD);
+    fill(b, ROWS * LD);
+    fill(w, ROWS);
+    static const int64_t ns[] = {1, 8, 77, 128, 200, 291};
+    for (int scalar = 0; scalar < 2; scalar++) {
+        sd_cpu_force_scalar(scalar);
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            for (int64_t rows = 0; rows <= ROWS; rows++) {
+                int64_t n = ns[k];
+                sd_dot_f32_rows(d2, a, b, LD, rows, n);
+                for (int64_t r = 0; r < rows; r++) d1[r] = sd_dot_f32(a, b + r * LD, n);
+                if (rows > 0) assert_memory_equal(d1, d2, (size_t)rows * sizeof(float));
+                fill(y1, LD);
+                memcpy(y2, y1, sizeof y1);
+                for (int64_t r = 0; r < rows; r++) sd_axpy_f32(y1, w[r], b + r * LD, n);
+                sd_axpy_f32_rows(y2, w, b, LD, rows, n);
+                assert_memory_equal(y1, y2, sizeof y1);
+            }
+    }
+    sd_cpu_force_scalar(false);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_axpy_add_rmsnorm),
         cmocka_unit_test(test_softmax_swiglu),
         cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_rows_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
