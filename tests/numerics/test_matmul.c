@@ -182,7 +182,7 @@ static void test_all_types(void **state) {
     for (size_t k = 0; k < N_TYPES; k++) {
         uint32_t t = k_types[k];
         int64_t blk = block_of(t) == 1 ? 1 : block_of(t);
-        int64_t ins[3] = {blk == 1 ? 13 : blk, blk == 1 ? 64 : 2 * blk, blk == 1 ? 259 : (blk == 32 ? 19 * 32 : 3 * 256)};
+        int64_t ins[3] = {blk == 1 ? 13 : blk, blk == 1 ? 64 : 2 * blk, blk == 1 ? 259 : (blk == 32 ? 19 * 32 : 5 * 256)};
         for (int i = 0; i < 3; i++) run_shape(t, ins[i], outs[(k + (size_t)i) % 5]);
         run_shape(t, ins[0], 1);
     }
