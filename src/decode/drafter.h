@@ -44,6 +44,13 @@ typedef struct sd_drafter {
      * model's prefill), so that cost lands in the prefill, not in the first
      * decode round. Returns 0, or -1 with err set. May be NULL. */
     int (*prefill)(void *self, const int32_t *ctx, int32_t n, sd_err *err);
+    /* A costly drafter's one-token guess for the gate's shadow probes, where
+     * it may be approximate to be cheap (a draft model far behind the
+     * committed context feeds only the last few tokens instead of catching
+     * up on all of them): probes only estimate α, they never reach the
+     * output. Returns 0 or 1, or -1 with err set. May be NULL (then the
+     * gate's model probes use propose). */
+    int (*guess)(void *self, const int32_t *ctx, int32_t n, int32_t *out, sd_err *err);
     /* Free proposal of one token (a lookup, no model forward) for the gate's
      * shadow probes; returns 0 or 1. NULL if the drafter has none. */
     int (*probe)(void *self, const int32_t *ctx, int32_t n, int32_t *out);

@@ -32,6 +32,12 @@ static int auto_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_
     return a->draft.propose(a->draft.self, ctx, n, k, out, q, err);
 }
 
+static int auto_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, sd_err *err) {
+    auto_drafter *a = self;
+    if (a->draft.guess) return a->draft.guess(a->draft.self, ctx, n, out, err);
+    return a->draft.propose(a->draft.self, ctx, n, 1, out, NULL, err);
+}
+
 static int auto_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
     auto_drafter *a = self;
     return a->draft.prefill ? a->draft.prefill(a->draft.self, ctx, n, err) : 0;
@@ -79,6 +85,7 @@ sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *dra
                       .stochastic = a->draft.stochastic, .reset = auto_reset,
                       .propose = auto_propose, .probe = auto_probe, .accepted = auto_accepted,
                       .propose_free = a->draft.propose ? auto_propose_free : NULL, .prefill = auto_prefill,
+                      .guess = a->draft.propose ? auto_guess : NULL,
                       .n_forwards = auto_n_forwards, .free = auto_free};
     return SD_OK;
 }

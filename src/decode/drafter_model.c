@@ -56,15 +56,20 @@ static int32_t pick(draft *m, const float *logits, float *q_row) {
     return sd_sample_probs(m->sm.p, m->lm->n_vocab, &m->sm.rng);
 }
 
+/* The length of the prefix the draft's cache shares with ctx[0..n), short of
+ * the last token (its logits are the ones that continue ctx: it is re-run). */
+static int32_t shared_prefix(const draft *m, const int32_t *ctx, int32_t n) {
+    int32_t keep = 0, len = m->lm->len(m->lm->self);
+    while (keep < len && keep < n - 1 && m->fed[keep] == ctx[keep]) keep++;
+    return keep;
+}
+
 static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                          sd_err *err) {
     draft *m = self;
     int32_t V = m->lm->n_vocab, n_ctx = m->lm->n_ctx(m->lm->self);
     if (n > n_ctx) return 0; /* the draft's context is full: no proposal */
-    /* Roll back to the shared prefix, keeping at least the last token to re-run
-     * (its logits are the ones that continue ctx). */
-    int32_t keep = 0, len = m->lm->len(m->lm->self);
-    while (keep < len && keep < n - 1 && m->fed[keep] == ctx[keep]) keep++;
+    int32_t keep = shared_prefix(m, ctx, n);
     m->lm->truncate(m->lm->self, keep);
     const float *row;
     if (feed(m, ctx + keep, n - keep, &row, err) != SD_OK) return -1;
@@ -75,6 +80,24 @@ static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32
         if (feed(m, &out[got - 1], 1, &row, err) != SD_OK) return -1;
     }
     return got;
+}
+
+/* Tokens a probe feeds at most: past that, the guess continues the cached
+ * prefix with only the last GUESS_WINDOW tokens (a gap in the middle). fed[]
+ * records them at the positions they took, so the next propose sees the
+ * mismatch and rolls back to the true shared prefix. */
+#define GUESS_WINDOW 16
+
+static int draft_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, sd_err *err) {
+    draft *m = self;
+    int32_t keep = shared_prefix(m, ctx, n);
+    if (n - keep <= GUESS_WINDOW || keep + GUESS_WINDOW > m->lm->n_ctx(m->lm->self))
+        return draft_propose(self, ctx, n, 1, out, NULL, err);
+    m->lm->truncate(m->lm->self, keep);
+    const float *row;
+    if (feed(m, ctx + n - GUESS_WINDOW, GUESS_WINDOW, &row, err) != SD_OK) return -1;
+    out[0] = pick(m, row, NULL);
+    return 1;
 }
 
 static int draft_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
@@ -121,7 +144,7 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sam
         return st;
     }
     *d = (sd_drafter){.name = "draft", .self = m, .costly = true, .stochastic = s.temp > 0,
-                      .reset = draft_reset, .propose = draft_propose, .prefill = draft_prefill,
+                      .reset = draft_reset, .propose = draft_propose, .prefill = draft_prefill, .guess = draft_guess,
                       .n_forwards = draft_n_forwards, .free = draft_free};
     return SD_OK;
 }
