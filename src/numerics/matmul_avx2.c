@@ -1,8 +1,10 @@
 /* AVX2 matmul kernels over the repacked layout (matmul_pack.c). Each computes
  * exactly the integers and float operations of the scalar reference
- * (matmul_ref.c), 8 output rows per vector, one weight block at a time for a
- * group of up to 4 activation rows, so a weight tile is read from memory once
- * per SD_SCHUNK activation rows. */
+ * (matmul_ref.c), 8 output rows per vector, so a weight tile is read from
+ * memory once per SD_SCHUNK activation rows. Q8_0 and Q4_K (the formats of
+ * the target models) run span by span with the accumulators of a few rows in
+ * registers (q8_0_tile, q4_k_tile); the other types one weight block at a
+ * time for groups of up to SD_GRP rows (block_rows). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -79,25 +81,6 @@ INLINE void grp_set(grp *g, const sd_act *a, int s, int64_t b, int N) {
 /* acc += cvt(isum) * (d_w * d_x): the reference's fmaf((float)isum, d * dx, acc). */
 INLINE __m256 fma_block(__m256i isum, __m256 dw, float dx, __m256 acc) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc);
-}
-
-/* Q8_0: signed x signed via the sign trick (|w| unsigned, x takes w's sign). */
-INLINE void q8_0_grp(const uint8_t *c, const grp *g, __m256 *acc, int N) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i isum[SD_GRP];
-    _Pragma("GCC unroll 16")
-    for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
-    for (int k = 0; k < 8; k++) {
-        __m256i w = _mm256_load_si256((const __m256i *)(c + 32 * k)), aw = _mm256_abs_epi8(w);
-        _Pragma("GCC unroll 16")
-        for (int n = 0; n < N; n++) {
-            __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(g->xq[n] + 4 * k), w));
-            isum[n] = _mm256_add_epi32(isum[n], _mm256_madd_epi16(p, ones));
-        }
-    }
-    __m256 dw = _mm256_load_ps((const float *)(c + 256));
-    _Pragma("GCC unroll 16")
-    for (int n = 0; n < N; n++) acc[n] = fma_block(isum[n], dw, g->dx[n], acc[n]);
 }
 
 /* Q4_0, Q4_1, Q5_0, Q5_1: unsigned values x signed activations. int16 sums of
@@ -272,7 +255,8 @@ INLINE void q6_k_grp(const k6_dec *k6, const uint8_t *c, const grp *g, __m256 *a
     }
 }
 
-/* One block of the tile for activation rows [s, s+ns) of a chunk. */
+/* One block of the tile for activation rows [s, s+ns) of a chunk (the types
+ * without a span kernel: Q4_0, Q4_1, Q5_0, Q5_1, Q5_K, Q6_K). */
 static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, int ns, int64_t b, __m256 *acc) {
     union {
         __m256i u[8];
@@ -282,7 +266,6 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
     grp g;
     if (type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q4_1) q32_decode(c, NULL, dec.u);
     else if (type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1) q32_decode(c, c + 128, dec.u);
-    else if (type == GGML_TYPE_Q4_K) q4_k_decode(c, NULL, 1024, &dec.k4);
     else if (type == GGML_TYPE_Q5_K) q4_k_decode(c, c + 1024, 1280, &dec.k4);
     else if (type == GGML_TYPE_Q6_K) q6_k_decode(c, &dec.k6);
     int i = 0;
@@ -290,12 +273,10 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
     do {                                                                  \
         grp_set(&g, a, s + i, b, N);                                      \
         switch (type) {                                                   \
-        case GGML_TYPE_Q8_0: q8_0_grp(c, &g, acc + i, N); break;          \
         case GGML_TYPE_Q4_0: q32_grp(dec.u, c, 128, 0, 0, 8, &g, acc + i, N); break; \
         case GGML_TYPE_Q4_1: q32_grp(dec.u, c, 128, 0, 1, 0, &g, acc + i, N); break; \
         case GGML_TYPE_Q5_0: q32_grp(dec.u, c, 160, 1, 0, 16, &g, acc + i, N); break; \
         case GGML_TYPE_Q5_1: q32_grp(dec.u, c, 160, 1, 1, 0, &g, acc + i, N); break; \
-        case GGML_TYPE_Q4_K: q4_k_grp(&dec.k4, c, 1024, 0, &g, acc + i, N); break; \
         case GGML_TYPE_Q5_K: q4_k_grp(&dec.k4, c, 1280, 1, &g, acc + i, N); break; \
         case GGML_TYPE_Q6_K: q6_k_grp(&dec.k6, c, &g, acc + i, N); break; \
         }                                                                 \
