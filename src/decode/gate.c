@@ -8,6 +8,7 @@
 #define OUTLIER 3.0       /* a time above 3x the estimate is clipped (preemption) */
 #define REOPEN_GAIN 1.05  /* predicted speedup needed to reopen: hysteresis */
 #define CV_SLOPE 0.1      /* c_v per extra row where S was never measured */
+#define PROBE_SHARE 0.02  /* most of the decode time model probes may take */
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter) {
     *g = (sd_gate){
@@ -107,7 +108,8 @@ bool sd_gate_probe_due(sd_gate *g, bool *may_run_model) {
     *may_run_model = false;
     if (g->open) return false;
     if (!g->costly) return true;
-    if (++g->since_probe >= g->interval) {
+    double budget = t1_known(g) ? g->t_probe / (PROBE_SHARE * g->t_fwd[1]) : 0; /* steps per probe */
+    if (++g->since_probe >= g->interval && g->since_probe >= budget) {
         g->since_probe = 0;
         *may_run_model = true;
     }
@@ -145,6 +147,10 @@ static void smooth(double *est, double x) {
 
 void sd_gate_time_forward(sd_gate *g, int32_t S, double seconds) {
     if (S >= 1 && S <= SD_GATE_MAX_S && isfinite(seconds)) smooth(&g->t_fwd[S], seconds);
+}
+
+void sd_gate_time_probe(sd_gate *g, double seconds) {
+    if (isfinite(seconds)) smooth(&g->t_probe, seconds);
 }
 
 void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds) {

@@ -21,7 +21,8 @@
  *   drafter proposes one token, and the plain step's own result says whether
  *   it would have been accepted, at no target cost. A free drafter is probed
  *   at every step; a costly one (draft model) every `interval` steps, the
- *   interval doubling after each miss (up to 8 × gate_probe). Two free hits
+ *   interval doubling after each miss (up to 8 × gate_probe), and never so
+ *   short that probes take more than ~2% of the time. Two free hits
  *   in a row, or one model-probe hit, reopen the gate — if the speedup model,
  *   updated with the probes, predicts a gain of at least 5% (hysteresis).
  * G = 0 turns the gate off altogether (every round drafts, K as adaptive_k). */
@@ -44,6 +45,7 @@ typedef struct sd_gate {
     double hits, trials;               /* decayed acceptance evidence: α̂ = hits / trials */
     double t_fwd[SD_GATE_MAX_S + 1];   /* smoothed seconds of a target forward over S rows, 0 = unseen */
     double t_draft;                    /* smoothed drafter seconds per proposed token, -1 = unseen */
+    double t_probe;                    /* smoothed seconds of a model probe, 0 = unseen */
 } sd_gate;
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter);
@@ -64,6 +66,10 @@ void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model);
  * (the thread was preempted) is clipped to 3x the running estimate. */
 void sd_gate_time_forward(sd_gate *g, int32_t S, double seconds);
 void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds);
+/* A model probe's cost: probes are spaced so they take at most ~2% of the
+ * decode time (interval >= 50 x t_probe / t(1)), whatever the interval
+ * doubling says — on a tiny target a draft-model probe costs about a step. */
+void sd_gate_time_probe(sd_gate *g, double seconds);
 /* The acceptance estimate α̂ in [0, 1]. */
 double sd_gate_alpha(const sd_gate *g);
 /* c_v(S) from the measured times: t(S) / t(1); an unmeasured S is

@@ -139,12 +139,14 @@ static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_m
     *ran_model = false;
     if (!sd_gate_probe_due(g, ran_model)) return SD_OK;
     int got = 0;
-    if (*ran_model && d->dr->guess)
-        got = d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err);
-    else if (*ran_model)
-        got = d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
-    else if (d->dr->probe && !(d->has_free && g == &d->gate))
+    if (*ran_model) {
+        double t0 = now_s();
+        got = d->dr->guess ? d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err)
+                           : d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
+        sd_gate_time_probe(g, now_s() - t0); /* spaces the next probes */
+    } else if (d->dr->probe && !(d->has_free && g == &d->gate)) {
         got = d->dr->probe(d->dr->self, d->hist, d->n_hist, guess);
+    }
     if (got < 0) return err ? err->code : SD_ERR_ARG;
     if (got == 0) *guess = -1;
     return SD_OK;

@@ -85,6 +85,21 @@ static void test_closes_at_zero_alpha(void **state) {
     assert_true(probes >= 2 && probes <= 300 / 16); /* the interval grows after misses */
 }
 
+/* A model probe that costs as much as 2 plain steps is spaced at least
+ * 2 / 0.02 = 100 steps apart, not 16. */
+static void test_probe_budget(void **state) {
+    (void)state;
+    sd_gate g = make(true, 4);
+    sd_gate_time_forward(&g, 1, 1.0);
+    g.open = false; /* as after closing */
+    sd_gate_time_probe(&g, 2.0);
+    bool run_model;
+    int first = -1;
+    for (int i = 1; i <= 300 && first < 0; i++)
+        if (sd_gate_probe_due(&g, &run_model) && run_model) first = i;
+    assert_int_equal(first, 100);
+}
+
 /* α = 0.32 with an expensive draft (r = 0.45): no K pays, so it closes even
  * though rounds keep accepting some tokens (the miss rule alone would not),
  * and a probe hit at that α does not reopen it. */
@@ -141,6 +156,7 @@ int main(void) {
         cmocka_unit_test(test_model_formula),
         cmocka_unit_test(test_closes_at_zero_alpha),
         cmocka_unit_test(test_closes_when_not_paying),
+        cmocka_unit_test(test_probe_budget),
         cmocka_unit_test(test_k_follows_costs),
         cmocka_unit_test(test_gate_off),
     };
