@@ -174,8 +174,8 @@ static sd_status env_open_model(const char *path, int32_t n_ctx, int threads, sd
 static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_text, sd_err *err) {
     memset(e, 0, sizeof *e);
     e->o = o;
-    sd_status st = sd_model_load(o->target, &e->tm, err);
-    if (!st && o->draft) st = sd_model_load(o->draft, &e->dm, err);
+    sd_status st = cli_load_model(o->target, &e->tm, err);
+    if (!st && o->draft) st = cli_load_model(o->draft, &e->dm, err);
     if (!st && e->dm) st = sd_lm_check_same_vocab(e->tm, e->dm, err);
     if (!st && greedy_text) {
         e->prompts = sd_calloc(1, sizeof *e->prompts);

@@ -92,14 +92,14 @@ static const char *draft_path(const gen_opts *o) {
 }
 
 static sd_status load_models(const gen_opts *o, engine *e, sd_err *err) {
-    sd_status st = sd_model_load(o->model, &e->target, err);
+    sd_status st = cli_load_model(o->model, &e->target, err);
     if (st != SD_OK) return st;
     cli_warn_n_ctx(e->target, o->n_ctx);
     const char *dp = draft_path(o);
     if (o->spec == GEN_SPEC_DRAFT && !dp)
         return sd_err_set(err, SD_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
     if (!dp) return SD_OK;
-    st = sd_model_load(dp, &e->draft, err);
+    st = cli_load_model(dp, &e->draft, err);
     if (st != SD_OK) return st;
     st = sd_lm_check_same_vocab(e->target, e->draft, err);
     if (st != SD_OK) sd_err_prefix(err, "%s", dp);

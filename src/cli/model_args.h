@@ -18,6 +18,11 @@
  * (said on stderr: "specdec: using ... as the draft model"); else NULL. */
 const char *cli_default_draft(const char *given, bool target_is_default);
 
+/* sd_model_load, and when a default model path (CLI_DEFAULT_*) cannot be
+ * opened, the error says why that happens: the paths are relative to the
+ * repository root. Errors as sd_model_load. */
+sd_status cli_load_model(const char *path, sd_model **m, sd_err *err);
+
 /* llama.cpp's behaviour for a context beyond {arch}.context_length: allowed
  * (positions past it are out of the training distribution, so quality may
  * drop) with one warning line on stderr. n_ctx <= 0 (the default) never warns. */
