@@ -15,8 +15,8 @@ static void md_header(const bench_env *e) {
     printf("target `%s` (%s, %.1f MB of weights)", o->target, e->tm->hp.arch_name,
            (double)sd_model_weight_bytes(e->tm) / 1e6);
     if (e->dm) printf(", draft `%s` (%.1f MB)", o->draft, (double)sd_model_weight_bytes(e->dm) / 1e6);
-    printf("; %d threads, %s kernels, n = %d tokens, medians of %d runs, K = %d\n\n", o->threads,
-           sd_matmul_backend(), o->n_predict, o->reps, o->k);
+    printf("; %d threads, %s kernels, n = %d tokens, medians of %d run%s, K = %d\n\n", o->threads,
+           sd_matmul_backend(), o->n_predict, o->reps, o->reps == 1 ? "" : "s", o->k);
 }
 
 static void md_classes(const bench_env *e, const bench_results *r) {

@@ -39,7 +39,8 @@ static void usage(FILE *f) {
 }
 
 static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "specdec: %s%s%s (see specdec bench --help)\n", msg, arg ? " " : "", arg ? arg : "");
+    fprintf(stderr, "specdec: %s%s%s%s (see specdec bench --help)\n", msg, arg ? " '" : "", arg ? arg : "",
+            arg ? "'" : "");
     return 2;
 }
 
@@ -101,6 +102,15 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
+/* Every bench option takes a value. */
+static bool known_option(const char *a) {
+    static const char *const names[] = {"-m", "-md", "--prompts", "--json", "--plot", "--greedy-ids", "-n", "--reps",
+                                        "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters", "--alphas"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(a, names[i])) return true;
+    return false;
+}
+
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
@@ -111,6 +121,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
+        if (!known_option(a)) return usage_error("unknown option", a);
         if (i + 1 >= argc) return usage_error("missing value for", a);
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) o->target = v;
@@ -125,8 +136,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
         else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
-        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables", v); }
-        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters", v); }
+        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle)", v); }
+        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto, or none)", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else return usage_error("unknown option", a);
     }

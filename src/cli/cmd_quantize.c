@@ -330,12 +330,12 @@ int cmd_quantize(int argc, char **argv) {
             }
             n_threads = (int)v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "specdec: quantize: unknown option '%s' (see --help)\n", argv[i]);
+            fprintf(stderr, "specdec: quantize: unknown option '%s' (see specdec quantize --help)\n", argv[i]);
             return 2;
         } else if (n_pos < 3) {
             pos[n_pos++] = argv[i];
         } else {
-            fprintf(stderr, "specdec: quantize: too many arguments (see --help)\n");
+            fprintf(stderr, "specdec: quantize: too many arguments (see specdec quantize --help)\n");
             return 2;
         }
     }
@@ -346,7 +346,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     const quant_plan *plan = find_plan(pos[2]);
     if (!plan) {
-        fprintf(stderr, "specdec: quantize: unknown type '%s' (see --help)\n", pos[2]);
+        fprintf(stderr, "specdec: quantize: unknown type '%s' (see specdec quantize --help)\n", pos[2]);
         return 2;
     }
     if (n_threads == 0)

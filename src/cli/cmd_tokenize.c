@@ -26,7 +26,8 @@ static const char USAGE[] =
     "  -h, --help           this help\n";
 
 static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "specdec: %s%s (see specdec tokenize --help)\n", msg, arg ? arg : "");
+    fprintf(stderr, "specdec: %s%s%s%s (see specdec tokenize --help)\n", msg, arg ? "'" : "", arg ? arg : "",
+            arg ? "'" : "");
     return 2;
 }
 

@@ -44,9 +44,9 @@ void gen_print_stats(const gen_result *r) {
     const sd_spec_stats *st = &r->st;
     fprintf(stderr, "prefill ");
     print_figure("%.1f tok/s", ratio((double)st->n_prompt, st->t_prefill_s));
-    fprintf(stderr, " (%lld tokens) | decode ", (long long)st->n_prompt);
+    fprintf(stderr, " (%lld token%s) | decode ", (long long)st->n_prompt, st->n_prompt == 1 ? "" : "s");
     print_figure("%.2f tok/s", gen_decode_tok_s(st));
-    fprintf(stderr, " (%lld tokens) | spec %s", (long long)st->n_gen, r->spec_label);
+    fprintf(stderr, " (%lld token%s) | spec %s", (long long)st->n_gen, st->n_gen == 1 ? "" : "s", r->spec_label);
     if (st->rounds || st->drafted || st->gate_closed_steps) print_drafting(st);
     fprintf(stderr, " | tokens/forward ");
     print_figure("%.2f", tokens_per_forward(st));

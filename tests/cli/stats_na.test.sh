@@ -14,7 +14,8 @@ p='int main(void) { return 0; } int main(void) {'
 for n in 0 1; do
   "$bin" generate -p "$p" -n $n -t 1 >/dev/null 2>"$tmp/err" || fail "-n $n exited non-zero: $(cat "$tmp/err")"
   line=$(tail -n 1 "$tmp/err")
-  for f in "decode n/a ($n tokens)" "greedy n/a" "speedup n/a" "LOSSLESS $n/$n"; do
+  unit=tokens; [ $n = 1 ] && unit=token
+  for f in "decode n/a ($n $unit)" "greedy n/a" "speedup n/a" "LOSSLESS $n/$n"; do
     grep -qF "$f" <<<"$line" || fail "-n $n: stats line lacks '$f': $line"
   done
   grep -qE "0\.00x|0\.00 tok/s|nan|inf" <<<"$line" && fail "-n $n: a meaningless figure: $line"
