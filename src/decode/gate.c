@@ -8,7 +8,7 @@
 #define OUTLIER 3.0       /* a time above 3x the estimate is clipped (preemption) */
 #define REOPEN_GAIN 1.05  /* predicted speedup needed to reopen: hysteresis */
 #define CV_SLOPE 0.1      /* c_v per extra row where S was never measured */
-#define PROBE_SHARE 0.02  /* most of the decode time model probes may take */
+#define PROBE_SHARE 0.005 /* most of the decode time model probes may take */
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter) {
     *g = (sd_gate){

@@ -22,7 +22,7 @@
  *   it would have been accepted, at no target cost. A free drafter is probed
  *   at every step; a costly one (draft model) every `interval` steps, the
  *   interval doubling after each miss (up to 8 × gate_probe), and never so
- *   short that probes take more than ~2% of the time. Two free hits
+ *   short that probes take more than ~0.5% of the time. Two free hits
  *   in a row, or one model-probe hit, reopen the gate — if the speedup model,
  *   updated with the probes, predicts a gain of at least 5% (hysteresis).
  * G = 0 turns the gate off altogether (every round drafts, K as adaptive_k). */
@@ -66,8 +66,8 @@ void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model);
  * (the thread was preempted) is clipped to 3x the running estimate. */
 void sd_gate_time_forward(sd_gate *g, int32_t S, double seconds);
 void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds);
-/* A model probe's cost: probes are spaced so they take at most ~2% of the
- * decode time (interval >= 50 x t_probe / t(1)), whatever the interval
+/* A model probe's cost: probes are spaced so they take at most ~0.5% of the
+ * decode time (interval >= 200 x t_probe / t(1)), whatever the interval
  * doubling says — on a tiny target a draft-model probe costs about a step. */
 void sd_gate_time_probe(sd_gate *g, double seconds);
 /* The acceptance estimate α̂ in [0, 1]. */
