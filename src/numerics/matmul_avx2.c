@@ -3,7 +3,7 @@
  * (matmul_ref.c), 8 output rows per vector, so a weight tile is read from
  * memory once per SD_SCHUNK activation rows. Q8_0 and Q4_K (the formats of
  * the target models) run span by span with the accumulators of a few rows in
- * registers (q8_0_tile, q4_k_tile); the other types one weight block at a
+ * registers (span_tile over q8_0_rows, q4_k_rows); the other types one weight block at a
  * time for groups of up to SD_GRP rows (block_rows). */
 #include <immintrin.h>
 #include <string.h>
@@ -366,13 +366,20 @@ static void q8_0_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
     }
 }
 
-static void q8_0_tile(const uint8_t *tile, const sd_act *a, int s0, int ns, __m256 *acc) {
-    if (ns <= Q8_GRP) {
-        q8_0_rows(tile, a, s0, ns, 0, a->nb, acc);
+/* Rows [s0, s0+ns) of one tile over blocks [b0, b1): the row groups of a span. */
+typedef void (*span_rows_fn)(const uint8_t *tile, const sd_act *a, int s0, int ns, int64_t b0, int64_t b1,
+                             __m256 *acc);
+
+/* A tile for ns activation rows: up to grp rows (one group) stream the whole
+ * tile in one pass; more go span by span (span blocks, which stay in L1 while
+ * every group passes over them). */
+static void span_tile(span_rows_fn rows, int grp, int64_t span, const uint8_t *tile, const sd_act *a, int s0,
+                      int ns, __m256 *acc) {
+    if (ns <= grp) {
+        rows(tile, a, s0, ns, 0, a->nb, acc);
         return;
     }
-    for (int64_t b0 = 0; b0 < a->nb; b0 += Q8_SPAN)
-        q8_0_rows(tile, a, s0, ns, b0, b0 + Q8_SPAN < a->nb ? b0 + Q8_SPAN : a->nb, acc);
+    for (int64_t b0 = 0; b0 < a->nb; b0 += span) rows(tile, a, s0, ns, b0, b0 + span < a->nb ? b0 + span : a->nb, acc);
 }
 
 /* ---- Q4_K tiles: decoded on the fly ----
@@ -472,14 +479,6 @@ static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
     }
 }
 
-static void q4_k_tile(const uint8_t *tile, const sd_act *a, int s0, int ns, __m256 *acc) {
-    if (ns <= K4_GRP) {
-        q4_k_rows(tile, a, s0, ns, 0, a->nb, acc);
-        return;
-    }
-    for (int64_t b0 = 0; b0 < a->nb; b0 += K4_SPAN)
-        q4_k_rows(tile, a, s0, ns, b0, b0 + K4_SPAN < a->nb ? b0 + K4_SPAN : a->nb, acc);
-}
 
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t) {
     const sd_wtype *wt = sd_wtype_get(m->type);
@@ -491,9 +490,9 @@ void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t 
         int ns = a->S - s0 < SD_SCHUNK ? a->S - s0 : SD_SCHUNK;
         for (int s = 0; s < ns; s++) acc[s] = _mm256_setzero_ps();
         if (m->type == GGML_TYPE_Q8_0)
-            q8_0_tile(tile, a, s0, ns, acc);
+            span_tile(q8_0_rows, Q8_GRP, Q8_SPAN, tile, a, s0, ns, acc);
         else if (m->type == GGML_TYPE_Q4_K)
-            q4_k_tile(tile, a, s0, ns, acc);
+            span_tile(q4_k_rows, K4_GRP, K4_SPAN, tile, a, s0, ns, acc);
         else
             for (int64_t b = 0; b < a->nb; b++)
                 block_rows(m->type, tile + (size_t)b * (size_t)wt->packed_bytes, a, s0, ns, b, acc);
