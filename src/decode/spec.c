@@ -112,7 +112,18 @@ static void time_forward(decoder *d, int32_t S, double seconds) {
     if (d->has_free) sd_gate_time_forward(&d->gate_free, S, seconds);
 }
 
-static int plan_k(decoder *d, const sd_gate *g, int32_t n);
+/* Draft length for this round: what the gate allows, cut so the verify
+ * window fits the context (n + K + 1 <= n_ctx) and commits no more than
+ * n_predict (a round yields up to K + 1 tokens counting the next a0). */
+static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
+    if (!d->dr) return 0;
+    int32_t k = sd_gate_k(g);
+    int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
+    int32_t budget = d->p->n_predict - d->n_out - 1;
+    if (k > room) k = room;
+    if (k > budget) k = budget;
+    return k > 0 ? k : 0;
+}
 
 /* This round's proposal into batch[1..]: the drafter's, or while its gate is
  * closed, its free source's under the free gate. Returns how many, 0 for a
@@ -197,19 +208,6 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t]);
     if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
     return SD_OK;
-}
-
-/* Draft length for this round: what the gate allows, cut so the verify
- * window fits the context (n + K + 1 <= n_ctx) and commits no more than
- * n_predict (a round yields up to K + 1 tokens counting the next a0). */
-static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
-    if (!d->dr) return 0;
-    int32_t k = sd_gate_k(g);
-    int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
-    int32_t budget = d->p->n_predict - d->n_out - 1;
-    if (k > room) k = room;
-    if (k > budget) k = budget;
-    return k > 0 ? k : 0;
 }
 
 static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
