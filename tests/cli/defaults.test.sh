@@ -6,10 +6,7 @@
 # warning line (llama.cpp's behaviour).
 set -euo pipefail
 bin=$(realpath "${SD_SPECDEC_BIN:?}")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${SD_SOURCE_DIR:?}/tests/support/checks.sh"
 T=models/fixture-target.gguf
 text='int main(void) { return 0; }'
 
@@ -65,5 +62,4 @@ for c in "-c $n_train" ""; do
 done
 "$bin" generate --help | grep -q "trained context" || fail "generate --help does not say what -c beyond training does"
 
-[ "$fails" = 0 ] && echo "defaults.test.sh: all checks passed"
-exit "$fails"
+finish

@@ -7,10 +7,7 @@
 # error: byte-level BPE keeps every byte (lossless round trip via --show).
 set -euo pipefail
 bin=${SD_SPECDEC_BIN:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${SD_SOURCE_DIR:?}/tests/support/checks.sh"
 T=models/fixture-target.gguf
 
 # expect CODE PATTERN CMD...: exit CODE, stderr exactly one line `specdec: ...PATTERN`.
@@ -92,5 +89,4 @@ n_gen=$("$bin" generate -f "$tmp/bad.txt" -n 2 -t 1 --spec none --json 2>/dev/nu
   python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])') || fail "generate on invalid UTF-8 failed"
 [ "$n_tok" = "$n_gen" ] || fail "generate saw $n_gen prompt tokens, tokenize $n_tok"
 
-[ "$fails" = 0 ] && echo "errors.test.sh: all checks passed"
-exit "$fails"
+finish

@@ -6,10 +6,7 @@
 # the mismatched draft gets GPT-2's).
 set -euo pipefail
 bin=$(realpath "${SD_SPECDEC_BIN:?}") gen=${SD_BUILD_DIR:?}/sd-genmodel
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${SD_SOURCE_DIR:?}/tests/support/checks.sh"
 
 # The fixture's 4096-token vocabulary keeps the lm head small (fast under ASan);
 # without the fixture, Qwen2's.
@@ -112,5 +109,4 @@ literal=$("$bin" generate "${m[@]}" -p $'<|im_start|>user\nhi<|im_end|>\n<|im_st
   --json --spec none 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])')
 [ "$chat" -lt "$literal" ] && [ "$chat" -ge 7 ] || fail "--chat: $chat tokens vs literal $literal"
 
-[ "$fails" = 0 ] && echo "generate.test.sh: all checks passed"
-exit "$fails"
+finish

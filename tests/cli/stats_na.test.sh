@@ -5,10 +5,7 @@
 # has numbers (so the checks can tell the difference).
 set -euo pipefail
 bin=${SD_SPECDEC_BIN:?}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${SD_SOURCE_DIR:?}/tests/support/checks.sh"
 p='int main(void) { return 0; } int main(void) {'
 
 for n in 0 1; do
@@ -39,5 +36,4 @@ assert all(o[k] > 0 for k in ("decode_tok_s", "greedy_tok_s", "speedup", "tokens
   fail "-n 12 --json: $(cat "$tmp/json")"
 "$bin" generate -p "$p" -n 12 -t 1 2>&1 >/dev/null | tail -n 1 | grep -qE "speedup [0-9.]+x" || fail "-n 12: no speedup"
 
-[ "$fails" = 0 ] && echo "stats_na.test.sh: all checks passed"
-exit "$fails"
+finish
