@@ -127,7 +127,6 @@ sd_status bench_prompts_load(bench_env *e, const char *dir, sd_err *err);
 void bench_prompts_free(bench_env *e);
 
 /* bench_run.c */
-double bench_now_s(void);
 double bench_median(double *xs, int n);  /* sorts xs */
 /* Decode parameters for bench runs: budget n_predict, no stop at EOG (every
  * run makes exactly n tokens), K = k fixed or adaptive, gate on or off. */

@@ -1,19 +1,12 @@
 /* Timed generations and forwards for `specdec bench` (see bench.h). */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/bench.h"
+#include "core/clock.h"
 
 const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto"};
-
-double bench_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -46,7 +39,7 @@ typedef struct clock_cb {
 static bool on_token(void *user, int32_t token) {
     (void)token;
     clock_cb *c = user;
-    double t = bench_now_s();
+    double t = sd_now_s();
     if (c->n++ == 0) c->t_first = t;
     c->t_last = t;
     return true;
@@ -114,9 +107,9 @@ sd_status bench_forward_ms(bench_env *e, sd_context *c, int S, int reps, double 
     double t[64];
     if (reps > 64) reps = 64;
     for (int r = 0; r < reps; r++) {
-        double t0 = bench_now_s();
+        double t0 = sd_now_s();
         sd_status st = sd_forward(c, toks, S, e->logits, err);
-        t[r] = bench_now_s() - t0;
+        t[r] = sd_now_s() - t0;
         sd_context_truncate(c, base);
         if (st) return st;
     }

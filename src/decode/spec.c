@@ -5,9 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/checked.h"
+#include "core/clock.h"
 #include "decode/gate.h"
 #include "decode/sampler.h"
 #include "decode/verify.h"
@@ -23,12 +23,6 @@ sd_spec_params sd_spec_default_params(void) {
         .stop_at_eog = true,
         .sampling = {.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 0},
     };
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct decoder {
@@ -131,14 +125,14 @@ static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
 static int propose(decoder *d, int32_t n, sd_err *err) {
     int k = plan_k(d, &d->gate, n), got = 0;
     d->src = &d->gate;
-    double t0 = now_s();
+    double t0 = sd_now_s();
     if (k > 0) {
         got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
     } else if (d->has_free && (k = plan_k(d, &d->gate_free, n)) > 0) {
         d->src = &d->gate_free;
         got = d->dr->propose_free(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
     }
-    if (got > 0) sd_gate_time_draft(d->src, got, now_s() - t0);
+    if (got > 0) sd_gate_time_draft(d->src, got, sd_now_s() - t0);
     return got;
 }
 
@@ -151,10 +145,10 @@ static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_m
     if (!sd_gate_probe_due(g, ran_model)) return SD_OK;
     int got = 0;
     if (*ran_model) {
-        double t0 = now_s();
+        double t0 = sd_now_s();
         got = d->dr->guess ? d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err)
                            : d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
-        sd_gate_time_probe(g, now_s() - t0); /* spaces the next probes */
+        sd_gate_time_probe(g, sd_now_s() - t0); /* spaces the next probes */
     } else if (d->dr->probe && !(d->has_free && g == &d->gate)) {
         got = d->dr->probe(d->dr->self, d->hist, d->n_hist, guess);
     }
@@ -181,11 +175,11 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
         if (st != SD_OK) return st;
     }
     d->batch[0] = a0;
-    double t0 = now_s();
+    double t0 = sd_now_s();
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
                                    d->scratch, v, err);
     if (st != SD_OK) return st;
-    time_forward(d, 1, now_s() - t0);
+    time_forward(d, 1, sd_now_s() - t0);
     d->st->target_forwards++;
     if (d->dr && !d->gate.open) d->st->gate_closed_steps++;
     probe_score(d, &d->gate, guess, run_model, v->next_a0);
@@ -195,11 +189,11 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
 
 /* One speculative round on k proposed tokens (batch[1..k] already filled). */
 static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
-    double t0 = now_s();
+    double t0 = sd_now_s();
     sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
                                    &d->sm, d->p->accept, d->scratch, v, err);
     if (st != SD_OK) return st;
-    time_forward(d, k + 1, now_s() - t0);
+    time_forward(d, k + 1, sd_now_s() - t0);
     d->st->target_forwards++;
     d->st->rounds++;
     d->st->drafted += k;
@@ -257,15 +251,15 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
         memcpy(d.hist, prompt, (size_t)n_prompt * sizeof *prompt);
         d.n_hist = n_prompt;
     }
-    double t0 = now_s();
+    double t0 = sd_now_s();
     int32_t a0 = 0;
     if (st == SD_OK) st = prefill(&d, prompt, n_prompt, &a0, err);
     if (st == SD_OK && drafter && drafter->prefill && drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
         st = err ? err->code : SD_ERR_ARG;
-    double t1 = now_s();
+    double t1 = sd_now_s();
     if (st == SD_OK && p->n_predict > 0) st = decode(&d, a0, err);
     stats->t_prefill_s = t1 - t0;
-    stats->t_decode_s = now_s() - t1;
+    stats->t_decode_s = sd_now_s() - t1;
     stats->n_gen = d.n_out;
     stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;
     *n_out = d.n_out;

@@ -4,15 +4,9 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/checked.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "core/clock.h"
 
 /* First touch with the same static schedule the kernels use, so each thread's
  * pages are local to it (matters on multi-socket machines, harmless here). */
@@ -75,11 +69,11 @@ sd_status sd_membw_measure(size_t array_bytes, int n_threads, int reps, sd_membw
     double best_read = 1e30, best_triad = 1e30;
     volatile double sink = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = sd_now_s();
         sink += read_pass(b, n, n_threads);
-        double t1 = now_s();
+        double t1 = sd_now_s();
         triad_pass(a, b, c, n, n_threads);
-        double t2 = now_s();
+        double t2 = sd_now_s();
         if (t1 - t0 < best_read) best_read = t1 - t0;
         if (t2 - t1 < best_triad) best_triad = t2 - t1;
     }
