@@ -22,7 +22,6 @@ void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter) {
         .probation = !costly_drafter,
         .hits = 0.5, /* prior α̂ = 0.5 worth one token: the first rounds decide */
         .trials = 1.0,
-        .t_draft = -1.0,
     };
     g->k = g->adaptive ? 1 : g->k_max;
     g->interval = g->probe0;
@@ -63,7 +62,7 @@ double sd_gate_predicted_speedup(const sd_gate *g, int32_t k) {
     if (cv < 0 || k < 1) return -1;
     double a = sd_gate_alpha(g);
     double e = a >= 1 ? k + 1.0 : (1 - pow(a, k + 1)) / (1 - a);
-    double r = g->t_draft < 0 ? 0 : g->t_draft / g->t_fwd[1];
+    double r = g->t_draft / g->t_fwd[1]; /* 0 until the drafter was timed */
     return e / (cv + k * r);
 }
 
@@ -154,7 +153,5 @@ void sd_gate_time_probe(sd_gate *g, double seconds) {
 }
 
 void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds) {
-    if (k < 1 || !isfinite(seconds)) return;
-    if (g->t_draft < 0) g->t_draft = 0;
-    smooth(&g->t_draft, seconds / k);
+    if (k >= 1 && isfinite(seconds)) smooth(&g->t_draft, seconds / k);
 }

@@ -44,7 +44,7 @@ typedef struct sd_gate {
     int32_t interval, since_probe, streak;
     double hits, trials;               /* decayed acceptance evidence: α̂ = hits / trials */
     double t_fwd[SD_GATE_MAX_S + 1];   /* smoothed seconds of a target forward over S rows, 0 = unseen */
-    double t_draft;                    /* smoothed drafter seconds per proposed token, -1 = unseen */
+    double t_draft;                    /* smoothed drafter seconds per proposed token, 0 = unseen */
     double t_probe;                    /* smoothed seconds of a model probe, 0 = unseen */
 } sd_gate;
 
