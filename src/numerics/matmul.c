@@ -69,14 +69,14 @@ static void fill_nan(float *y, size_t n) {
 #define MULTI_MAX 8
 
 /* Tile t of matrix m: rows [8t, 8t+8) of y for all S rows. */
-static void run_tile(const sd_matrix *m, const sd_act *a, const float *x, int S, float *y, int64_t t, bool avx2) {
-    const sd_wtype *wt = sd_wtype_get(m->type);
+static void run_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, const float *x, int S, float *y,
+                     int64_t t, bool avx2) {
     int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
     if (wt->block == 1) {
         if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
         else sd_matmul_ref_float(m, x, S, y, o0, o1);
     } else if (avx2 && m->packed) {
-        sd_matmul_avx2_tile(m, a, y, t);
+        sd_matmul_avx2_tile(m, wt, a, y, t);
     } else {
         sd_matmul_ref_quant(m, a, y, o0, o1);
     }
@@ -95,9 +95,10 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
     sd_act act[2];
     bool need[2] = {false, false}, ok = true;
     int64_t first[MULTI_MAX + 1];
+    const sd_wtype *wts[MULTI_MAX]; /* looked up once per call, not per tile */
     first[0] = 0;
     for (int i = 0; i < n; i++) {
-        const sd_wtype *wt = sd_wtype_get(ms[i]->type);
+        const sd_wtype *wt = wts[i] = sd_wtype_get(ms[i]->type);
         if (wt->block != 1) need[wt->act256] = true;
         first[i + 1] = first[i] + (ms[i]->n_out + SD_TILE - 1) / SD_TILE;
     }
@@ -130,9 +131,8 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
         for (int64_t g = 0; g < n_tiles; g++) {
             int i = 0;
             while (g >= first[i + 1]) i++;
-            const sd_matrix *m = ms[i];
-            const sd_wtype *wt = sd_wtype_get(m->type);
-            run_tile(m, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], avx2);
+            const sd_wtype *wt = wts[i];
+            run_tile(ms[i], wt, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], avx2);
         }
     }
     for (int k = 0; k < 2; k++)

@@ -495,8 +495,7 @@ static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
 }
 
 
-void sd_matmul_avx2_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t) {
-    const sd_wtype *wt = sd_wtype_get(m->type);
+void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t) {
     const uint8_t *tile = (const uint8_t *)m->packed + (size_t)t * (size_t)a->nb * (size_t)wt->packed_bytes;
     int64_t o0 = t * SD_TILE;
     int rows = m->n_out - o0 < SD_TILE ? (int)(m->n_out - o0) : SD_TILE;
