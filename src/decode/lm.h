@@ -27,6 +27,15 @@ typedef struct sd_lm {
      * then callers use forward (sd_lm_forward_tail does). */
     sd_status (*forward_tail)(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                               sd_err *err);
+    /* The greedy verify's two-pass head (model.h sd_forward_head): forward_first
+     * runs tokens[S] like forward but writes only the logits of the first
+     * *n_first rows (1 <= *n_first <= S, the lm's choice: the rows one cheap
+     * pass of its output head serves); logits_rest then writes rows
+     * *n_first..S-1 to logits[S - *n_first][n_vocab], and must come before any
+     * other call. Both NULL when the lm has no cheaper first pass. */
+    sd_status (*forward_first)(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
+                               sd_err *err);
+    sd_status (*logits_rest)(void *self, float *logits, sd_err *err);
     /* Rolls back to n positions (n <= len). */
     void (*truncate)(void *self, int32_t n);
 } sd_lm;

@@ -17,9 +17,22 @@ static sd_status ctx_forward_tail(void *self, const int32_t *tokens, int32_t S, 
     return sd_forward_tail(self, tokens, S, n_tail, logits, err);
 }
 
+/* The first pass covers what the head's kernel serves in one pass over its
+ * weights; a batch longer than n_batch has no second pass (one batch only). */
+static sd_status ctx_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
+                                   sd_err *err) {
+    int32_t n = sd_model_head_pass_rows(sd_context_model(self));
+    if (n > S || S > sd_context_n_batch(self)) n = S;
+    *n_first = n;
+    return n < S ? sd_forward_head(self, tokens, S, n, logits, err) : sd_forward(self, tokens, S, logits, err);
+}
+
+static sd_status ctx_logits_rest(void *self, float *logits, sd_err *err) { return sd_forward_more(self, logits, err); }
+
 void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m) {
     *lm = (sd_lm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
-                  .forward = ctx_forward, .forward_tail = ctx_forward_tail, .truncate = ctx_truncate};
+                  .forward = ctx_forward, .forward_tail = ctx_forward_tail, .forward_first = ctx_forward_first,
+                  .logits_rest = ctx_logits_rest, .truncate = ctx_truncate};
 }
 
 sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,

@@ -28,18 +28,51 @@ static sd_verdict accept_sampled(const int32_t *draft, int K, const float *q, co
     return (sd_verdict){K, sd_sample_probs(p, V, &sm->rng)};
 }
 
+/* The greedy round with the head in two passes: rows 0..n_first-1 first;
+ * the rest only if d1..d_{n_first} all pass, since a rejection at row j < n_first
+ * decides the round (§1 step 3 reads rows 0..j). Same verdict as accept_greedy
+ * on a full forward: the rows are bitwise those of lm->forward. */
+static sd_status verify_greedy_two_pass(sd_lm *lm, const int32_t *batch, int K, float *logits, sd_verdict *v,
+                                        sd_err *err) {
+    int32_t n_first = K + 1;
+    sd_status st = lm->forward_first(lm->self, batch, K + 1, logits, &n_first, err);
+    if (st != SD_OK) return st;
+    const int32_t *draft = batch + 1;
+    for (int j = 0;; j++) {
+        if (j == n_first) { /* every draft so far passed: the rest of the rows */
+            st = lm->logits_rest(lm->self, logits + (size_t)j * (size_t)lm->n_vocab, err);
+            if (st != SD_OK) return st;
+            n_first = K + 1;
+        }
+        int32_t top = sd_argmax(row(logits, j, lm->n_vocab), lm->n_vocab);
+        if (j == K || draft[j] != top) {
+            *v = (sd_verdict){j, top};
+            return SD_OK;
+        }
+    }
+}
+
 sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q, float *logits,
                           sd_sampler *sm, sd_accept_rule rule, float *scratch, sd_verdict *v,
                           sd_err *err) {
     int32_t n = lm->len(lm->self);
-    /* §1 step 2: one forward over [a0, d1..dK] at positions n..n+K, every row. */
-    sd_status st = lm->forward(lm->self, batch, K + 1, logits, err);
-    if (st != SD_OK) return st;
     const int32_t *draft = batch + 1;
-    if (sm->s.temp <= 0)
-        *v = accept_greedy(draft, K, logits, lm->n_vocab);
-    else
-        *v = accept_sampled(draft, K, q, logits, sm, rule ? rule : sd_accept_speculative, scratch);
+    sd_status st;
+    if (sm->s.temp <= 0 && K > 0 && lm->forward_first && lm->logits_rest) {
+        st = verify_greedy_two_pass(lm, batch, K, logits, v, err);
+        if (st != SD_OK) {
+            lm->truncate(lm->self, n); /* a failed second pass leaves the rows unread */
+            return st;
+        }
+    } else {
+        /* §1 step 2: one forward over [a0, d1..dK] at positions n..n+K, every row. */
+        st = lm->forward(lm->self, batch, K + 1, logits, err);
+        if (st != SD_OK) return st;
+        if (sm->s.temp <= 0)
+            *v = accept_greedy(draft, K, logits, lm->n_vocab);
+        else
+            *v = accept_sampled(draft, K, q, logits, sm, rule ? rule : sd_accept_speculative, scratch);
+    }
     /* §1 step 4: a0 and d1..dj are committed; rows past them are stale. */
     lm->truncate(lm->self, n + 1 + v->j);
     return SD_OK;

@@ -21,7 +21,10 @@ typedef struct sd_verdict {
  * the next a0 is argmax(r_j). Sampling: each d_t goes through rule (q[K][n_vocab]
  * the drafter's distributions, NULL = one-hot) and the next a0 is the
  * replacement token, or a draw from r_K's distribution when all K pass.
- * scratch: 2 * n_vocab floats. Errors: the lm's forward errors (state unchanged). */
+ * scratch: 2 * n_vocab floats. Greedy rounds on an lm with forward_first run the
+ * output head in two passes and compute the rows past the first pass only when
+ * every draft up to there passed; logits then holds just the rows the round
+ * read. Errors: the lm's forward errors (state unchanged). */
 sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q, float *logits,
                           sd_sampler *sm, sd_accept_rule rule, float *scratch, sd_verdict *v,
                           sd_err *err);

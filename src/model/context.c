@@ -63,6 +63,8 @@ void sd_context_free(sd_context *c) {
 }
 
 int32_t sd_context_n_ctx(const sd_context *c) { return c->n_ctx; }
+int32_t sd_context_n_batch(const sd_context *c) { return c->n_batch; }
+const sd_model *sd_context_model(const sd_context *c) { return c->m; }
 int32_t sd_context_len(const sd_context *c) { return c->len; }
 
 void sd_context_truncate(sd_context *c, int32_t n) {

@@ -25,6 +25,10 @@ struct sd_context {
     float *att_out; /* [n_batch][n_head * head_dim] */
     float *hb, *hb2;/* [n_batch][n_ff] */
     float *att;     /* [n_threads][n_ctx] attention scores, one row per thread */
+    /* The last forward when it was one batch (S <= n_batch): x still holds its
+     * S final residual rows, so sd_forward_more can run the output head on rows
+     * it skipped. head_S = 0 when there is nothing to resume. */
+    int32_t head_S, head_n, head_len; /* its S, rows with logits so far, len right after it */
 };
 
 /* The K (or V) cache of layer il, KV head h: [n_ctx][head_dim]. */

@@ -79,9 +79,20 @@ static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q
     }
 }
 
+/* The output head on rows [r0, r1) of the batch whose final residual rows
+ * are in c->x: logits[r1 - r0][n_vocab]. Row-wise norm and matmul, so the
+ * bits do not depend on which rows run together. */
+static void output_head(sd_context *c, int r0, int r1, float *logits) {
+    const sd_model *m = c->m;
+    const int64_t n_embd = m->hp.n_embd;
+    if (r0 >= r1) return;
+    rmsnorm_rows(c->xb, c->x + r0 * n_embd, m->output_norm, r1 - r0, n_embd, m->hp.rms_eps);
+    sd_matmul(&m->output, c->xb, r1 - r0, logits, c->n_threads);
+}
+
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
- * of rows r0..S-1 only go to logits[S - r0][n_vocab] (r0 = S: none). */
-static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, float *logits) {
+ * of rows r0..r1-1 only go to logits[r1 - r0][n_vocab] (r0 = r1: none). */
+static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, kv_dim = c->kv_dim;
@@ -129,11 +140,22 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, f
     }
 
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
-    if (r0 < S) {
-        rmsnorm_rows(c->xb, c->x + r0 * n_embd, m->output_norm, S - r0, n_embd, hp->rms_eps);
-        sd_matmul(&m->output, c->xb, S - r0, logits, nt);
-    }
+    output_head(c, r0, r1, logits);
     c->len += S;
+}
+
+/* The checks every forward makes before touching the state. */
+static sd_status check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
+                             const float *logits, sd_err *err) {
+    const int32_t n_vocab = c->m->hp.n_vocab;
+    if (S < 0 || n_rows < 0 || n_rows > S || (S > 0 && !tokens) || (n_rows > 0 && !logits))
+        return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_rows);
+    if (S > c->n_ctx - c->len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->len, S, c->n_ctx);
+    for (int32_t s = 0; s < S; s++)
+        if (tokens[s] < 0 || tokens[s] >= n_vocab)
+            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], n_vocab);
+    return SD_OK;
 }
 
 sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
@@ -143,20 +165,40 @@ sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *log
 sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                           sd_err *err) {
     const int32_t n_vocab = c->m->hp.n_vocab;
-    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && !tokens) || (n_tail > 0 && !logits))
-        return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_tail);
-    if (S > c->n_ctx - c->len)
-        return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->len, S, c->n_ctx);
-    for (int32_t s = 0; s < S; s++)
-        if (tokens[s] < 0 || tokens[s] >= n_vocab)
-            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], n_vocab);
+    sd_status st = check_batch(c, tokens, S, n_tail, logits, err);
+    if (st != SD_OK) return st;
     const int32_t first = S - n_tail; /* first row with logits */
     for (int32_t done = 0; done < S;) {
         int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
         int32_t r0 = first > done ? (first - done < n ? first - done : n) : 0;
         float *out = r0 < n ? logits + (int64_t)(done + r0 - first) * n_vocab : NULL;
-        forward_batch(c, tokens + done, n, r0, out);
+        forward_batch(c, tokens + done, n, r0, n, out);
         done += n;
     }
+    c->head_S = 0;
+    return SD_OK;
+}
+
+sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_head, float *logits,
+                          sd_err *err) {
+    if (S < 1 || S > c->n_batch || n_head < 0 || n_head > S)
+        return sd_err_set(err, SD_ERR_ARG, "forward_head: bad batch (S = %d of at most %d, %d logits rows)", S,
+                          c->n_batch, n_head);
+    sd_status st = check_batch(c, tokens, S, n_head, logits, err);
+    if (st != SD_OK) return st;
+    forward_batch(c, tokens, S, 0, n_head, logits);
+    c->head_S = S;
+    c->head_n = n_head;
+    c->head_len = c->len;
+    return SD_OK;
+}
+
+int32_t sd_model_head_pass_rows(const sd_model *m) { return sd_matmul_pass_rows(&m->output); }
+
+sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err) {
+    if (c->head_S == 0 || c->len != c->head_len || c->head_n >= c->head_S || !logits)
+        return sd_err_set(err, SD_ERR_ARG, "forward_more: no logits rows are pending");
+    output_head(c, c->head_n, c->head_S, logits);
+    c->head_n = c->head_S;
     return SD_OK;
 }

@@ -102,6 +102,10 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
 void sd_context_free(sd_context *c);
 
 int32_t sd_context_n_ctx(const sd_context *c);
+/* Rows per forward batch (larger forwards are split). */
+int32_t sd_context_n_batch(const sd_context *c);
+/* The model c was made for (borrowed). */
+const sd_model *sd_context_model(const sd_context *c);
 /* Number of positions in the KV cache (the committed + speculative length). */
 int32_t sd_context_len(const sd_context *c);
 /* Rolls the KV cache back to n positions (n <= len; a larger n is ignored, a
@@ -126,5 +130,23 @@ sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *log
  * instead of S times. Errors as sd_forward (SD_ERR_ARG also for a bad n_tail). */
 sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                           sd_err *err);
+
+/* A verify forward with the output head in two passes. sd_forward_head runs
+ * tokens[S] (1 <= S <= n_batch) like sd_forward but writes only the logits of
+ * the FIRST n_head rows (logits[n_head][n_vocab]); sd_forward_more then writes
+ * the rest, rows n_head..S-1, to logits[S - n_head][n_vocab], if no other
+ * forward or truncate came between. Every row is bitwise sd_forward's row. Why:
+ * the head (n_vocab x n_embd) is the largest matrix, and a greedy verify reads
+ * row t only if drafts 1..t were all accepted; up to sd_model_head_pass_rows
+ * rows cost about one pass over its weights, more rows cost compute.
+ * Errors: as sd_forward, and SD_ERR_ARG for S > n_batch or a bad n_head;
+ * sd_forward_more: SD_ERR_ARG when no rows are pending. */
+sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_head, float *logits,
+                          sd_err *err);
+sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err);
+
+/* How many logits rows the output head serves in one streaming pass over its
+ * weights (sd_matmul_pass_rows of the output matrix). */
+int32_t sd_model_head_pass_rows(const sd_model *m);
 
 #endif

@@ -59,6 +59,10 @@ void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out) {
     sd_dequantize_row(m->type, row, out, m->n_in);
 }
 
+int sd_matmul_pass_rows(const sd_matrix *m) {
+    return sd_cpu_avx2() ? sd_matmul_avx2_pass_rows(m->type) : 8;
+}
+
 const char *sd_matmul_backend(void) { return sd_cpu_avx2() ? "avx2" : "scalar"; }
 
 static void fill_nan(float *y, size_t n) {

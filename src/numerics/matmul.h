@@ -52,6 +52,14 @@ void sd_matmul(const sd_matrix *m, const float *x, int S, float *y, int n_thread
  * the ys must not alias; on allocation failure every y is filled with NaN. */
 void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, float *const *ys, int n_threads);
 
+/* The most activation rows S for which the kernel of m reads its weights in
+ * one streaming pass (the row group of the AVX2 tile kernels: 5 for Q8_0, 6
+ * for Q4_K, 8 for the other quantized types, 4 for float weights; 8 on the
+ * scalar path). Up to it t(S) stays near t(1) on a memory-bound machine;
+ * beyond it the cost grows with S. A planning hint only: results never
+ * depend on how rows are grouped. */
+int sd_matmul_pass_rows(const sd_matrix *m);
+
 /* Dequantizes row r of m into out[n_in] (embedding lookup). */
 void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out);
 

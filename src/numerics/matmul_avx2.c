@@ -495,6 +495,13 @@ static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
 }
 
 
+int sd_matmul_avx2_pass_rows(uint32_t type) {
+    const sd_wtype *wt = sd_wtype_get(type);
+    if (type == GGML_TYPE_Q8_0) return Q8_GRP;
+    if (type == GGML_TYPE_Q4_K) return K4_GRP;
+    return wt && wt->block == 1 ? 4 : SD_GRP; /* float_grp rows; block_rows groups */
+}
+
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t) {
     const uint8_t *tile = (const uint8_t *)m->packed + (size_t)t * (size_t)a->nb * (size_t)wt->packed_bytes;
     int64_t o0 = t * SD_TILE;

@@ -68,6 +68,8 @@ void sd_matmul_ref_float(const sd_matrix *m, const float *x, int S, float *y, in
  * packed_bytes at packed + (t * nb + b) * packed_bytes. See matmul_pack.c.
  * sd_matmul_pack fills m->packed (32-byte aligned) from m->data. */
 void sd_matmul_pack(const sd_matrix *m, void *packed);
+/* AVX2: the rows of one streaming pass for a weight type (sd_matmul_pass_rows). */
+int sd_matmul_avx2_pass_rows(uint32_t type);
 /* AVX2: tile t of y for all S rows; wt = sd_wtype_get(m->type). */
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t);
 void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);

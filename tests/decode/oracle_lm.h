@@ -9,6 +9,8 @@
 #ifndef SD_TESTS_ORACLE_LM_H
 #define SD_TESTS_ORACLE_LM_H
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,9 @@ typedef struct oracle {
     int32_t len;
     int misuse;
     int64_t forwards;
+    bool two_pass;           /* offer forward_first / logits_rest */
+    int32_t pend_S, pend_n;  /* the pending second pass: batch size, rows done (pend_S = 0: none) */
+    int32_t pend_len;        /* len right after that batch */
 } oracle;
 
 static inline uint64_t oracle_mix(uint64_t h) {
@@ -60,6 +65,7 @@ static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S
                                        sd_err *err) {
     oracle *o = self;
     o->forwards++;
+    o->pend_S = 0;
     if (S < 1 || o->len + S > o->n_ctx) {
         o->misuse++;
         return sd_err_set(err, SD_ERR_CONTEXT, "oracle: forward past n_ctx");
@@ -72,6 +78,34 @@ static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S
         o->state[o->len++] = tok[i];
         oracle_row(o, o->state, o->len, logits + (size_t)i * (size_t)o->V);
     }
+    return SD_OK;
+}
+
+/* The two-pass head: the first pass computes a varying number of rows and
+ * poisons the others with NaN (a loop that read them would see argmax 0 and
+ * lose losslessness); the second pass fills them. */
+static inline sd_status oracle_forward_first(void *self, const int32_t *tok, int32_t S, float *logits,
+                                             int32_t *n_first, sd_err *err) {
+    oracle *o = self;
+    sd_status st = oracle_forward(self, tok, S, logits, err);
+    if (st != SD_OK) return st;
+    *n_first = 1 + (int32_t)(oracle_mix((uint64_t)o->forwards ^ o->salt) % (uint64_t)S);
+    for (size_t i = (size_t)*n_first * (size_t)o->V; i < (size_t)S * (size_t)o->V; i++) logits[i] = NAN;
+    o->pend_S = S;
+    o->pend_n = *n_first;
+    o->pend_len = o->len;
+    return SD_OK;
+}
+
+static inline sd_status oracle_logits_rest(void *self, float *logits, sd_err *err) {
+    oracle *o = self;
+    if (o->pend_S == 0 || o->pend_n >= o->pend_S || o->len != o->pend_len) {
+        o->misuse++;
+        return sd_err_set(err, SD_ERR_ARG, "oracle: no rows pending");
+    }
+    for (int32_t r = o->pend_n; r < o->pend_S; r++)
+        oracle_row(o, o->state, o->len - o->pend_S + r + 1, logits + (size_t)(r - o->pend_n) * (size_t)o->V);
+    o->pend_n = o->pend_S;
     return SD_OK;
 }
 
@@ -95,8 +129,13 @@ static inline void oracle_free(oracle *o) {
 }
 
 static inline sd_lm oracle_lm(oracle *o) {
-    return (sd_lm){.self = o, .n_vocab = o->V, .n_ctx = oracle_n_ctx, .len = oracle_len,
-                   .forward = oracle_forward, .truncate = oracle_truncate};
+    sd_lm lm = {.self = o, .n_vocab = o->V, .n_ctx = oracle_n_ctx, .len = oracle_len,
+                .forward = oracle_forward, .truncate = oracle_truncate};
+    if (o->two_pass) {
+        lm.forward_first = oracle_forward_first;
+        lm.logits_rest = oracle_logits_rest;
+    }
+    return lm;
 }
 
 #endif

@@ -158,6 +158,7 @@ static void run_case(uint64_t seed, tally *tl) {
     int32_t *got = malloc((size_t)(n_predict + 1) * sizeof *got);
     int32_t *plain = malloc((size_t)(n_predict + 1) * sizeof *plain);
     int32_t n_want = reference(&target, prompt, n_prompt, n_predict, want), n_got = -1, n_plain = -1;
+    target.two_pass = pick(&R, 0, 1); /* half the cases verify with the two-pass head */
     sd_lm lm = oracle_lm(&target);
     sd_spec_stats st;
     sd_status rc = sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err);

@@ -58,6 +58,42 @@ static void assert_logits_meaningful(const float *l, int rows, int n_vocab) {
     assert_true(hi - lo > 0.1f);
 }
 
+/* sd_forward_head + sd_forward_more: the verify's two-pass output head gives
+ * sd_forward's rows bitwise, after a prefix already in the cache; the second
+ * pass is refused when nothing is pending (after it ran, after a truncate,
+ * after another forward). */
+static void check_two_pass_head(const sd_model *m, const int32_t *tokens, const float *ref, float *got) {
+    const int V = m->hp.n_vocab, pre = 2, S = N_TOK - pre;
+    sd_context *c = NULL;
+    sd_err err = {0};
+    for (int n_head = 0; n_head <= S; n_head++) {
+        assert_int_equal(sd_context_init(m, 32, 16, 2, &c, &err), SD_OK);
+        assert_int_equal(sd_forward_tail(c, tokens, pre, 0, NULL, &err), SD_OK);
+        memset(got, 0, (size_t)S * V * sizeof *got);
+        assert_int_equal(sd_forward_head(c, tokens + pre, S, n_head, got, &err), SD_OK);
+        assert_rows_equal(ref + (size_t)pre * V, got, n_head, V, "sd_forward_head rows");
+        if (n_head < S) {
+            assert_int_equal(sd_forward_more(c, got + (size_t)n_head * V, &err), SD_OK);
+            assert_rows_equal(ref + (size_t)(pre + n_head) * V, got + (size_t)n_head * V, S - n_head, V,
+                              "sd_forward_more rows");
+        }
+        assert_int_equal(sd_forward_more(c, got, &err), SD_ERR_ARG); /* nothing left */
+        assert_int_equal(sd_context_len(c), N_TOK);
+        sd_context_free(c);
+    }
+    assert_int_equal(sd_context_init(m, 32, 4, 2, &c, &err), SD_OK);
+    assert_int_equal(sd_forward_head(c, tokens, 5, 1, got, &err), SD_ERR_ARG); /* S > n_batch */
+    assert_int_equal(sd_forward_head(c, tokens, 3, 4, got, &err), SD_ERR_ARG); /* n_head > S */
+    assert_int_equal(sd_context_len(c), 0);
+    assert_int_equal(sd_forward_head(c, tokens, 3, 1, got, &err), SD_OK);
+    sd_context_truncate(c, 2);
+    assert_int_equal(sd_forward_more(c, got, &err), SD_ERR_ARG); /* rolled back */
+    assert_int_equal(sd_forward_head(c, tokens + 2, 1, 0, got, &err), SD_OK);
+    assert_int_equal(sd_forward(c, tokens + 3, 1, got, &err), SD_OK);
+    assert_int_equal(sd_forward_more(c, got, &err), SD_ERR_ARG); /* another forward came between */
+    sd_context_free(c);
+}
+
 /* All the batchings above, on model m, against single steps on one thread. */
 static void check_invariance(const sd_model *m, uint32_t seed) {
     const int V = m->hp.n_vocab;
@@ -120,6 +156,7 @@ static void check_invariance(const sd_model *m, uint32_t seed) {
         assert_rows_equal(ref + (size_t)(N_TOK - 1) * V, got, 1, V, "step after sd_forward_tail");
         sd_context_free(c);
     }
+    check_two_pass_head(m, tokens, ref, got);
     free(ref);
     free(got);
 }
