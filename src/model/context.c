@@ -45,7 +45,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->att_out = alloc_f32(nb, q_dim, 1, &ok);
     c->hb = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     c->hb2 = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
-    c->att = alloc_f32((size_t)n_threads, (size_t)n_ctx, 1, &ok);
+    c->att = alloc_f32((size_t)n_threads, (size_t)n_ctx, SD_ATT_QUERIES, &ok);
     if (!ok) {
         sd_context_free(c);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory for a context of %d positions (KV cache %.1f MiB)",

@@ -24,12 +24,16 @@ struct sd_context {
     float *k, *v;   /* [n_batch][kv_dim] */
     float *att_out; /* [n_batch][n_head * head_dim] */
     float *hb, *hb2;/* [n_batch][n_ff] */
-    float *att;     /* [n_threads][n_ctx] attention scores, one row per thread */
+    float *att;     /* [n_threads][SD_ATT_QUERIES][n_ctx] attention scores, one block per thread */
     /* The last forward when it was one batch (S <= n_batch): x still holds its
      * S final residual rows, so sd_forward_more can run the output head on rows
      * it skipped. head_S = 0 when there is nothing to resume. */
     int32_t head_S, head_n, head_len; /* its S, rows with logits so far, len right after it */
 };
+
+/* Queries (query head x position pairs of one KV head) that attention()
+ * scores together: each key and value row is read once for all of them. */
+#define SD_ATT_QUERIES 16
 
 /* The K (or V) cache of layer il, KV head h: [n_ctx][head_dim]. */
 static inline float *sd_kv_head(const struct sd_context *c, float *cache, int il, int h) {

@@ -10,7 +10,8 @@
  * Batch invariance (DESIGN.md §5): every step computes each row (position)
  * with a reduction order that does not depend on S or on the thread count —
  * sd_matmul by contract, rmsnorm/rope/softmax per row, and attention per
- * (position, head) over keys 0..pos in position order. So the logits of a
+ * (position, head) over keys 0..pos in position order (several queries share
+ * each key load, but each one's arithmetic is that of a lone query). So the logits of a
  * position are bitwise the same whether it ran alone or inside a verify batch. */
 #include <math.h>
 #include <omp.h>
@@ -49,33 +50,65 @@ static void norm_rope_heads(const sd_model *m, float *x, const float *norm_w, in
     }
 }
 
+/* Attention of the queries j0..j1-1 of KV head kvh, numbered position-major
+ * (j = s * group + g: position pos0 + s, query head kvh * group + g), so the
+ * queries that see a given new key row are a suffix j >= s * group. Each key
+ * and value row is read once for all of them (sd_*_rows_mq); each query still
+ * gets exactly the operations of a lone query: scores over keys 0..pos0+s,
+ * softmax, then the value rows in position order. att: SD_ATT_QUERIES x n_ctx. */
+static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0, int j1, const float *q,
+                           float *out, float *att) {
+    const sd_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv, nq = j1 - j0;
+    const int64_t q_dim = (int64_t)hp->n_head * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int s_first = j0 / group, s_last = (j1 - 1) / group;
+    float *sc[SD_ATT_QUERIES], *oh[SD_ATT_QUERIES];
+    const float *qh[SD_ATT_QUERIES], *w[SD_ATT_QUERIES];
+    for (int k = 0; k < nq; k++) {
+        const int s = (j0 + k) / group, h = kvh * group + (j0 + k) % group;
+        qh[k] = q + s * q_dim + (int64_t)h * hd;
+        oh[k] = out + s * q_dim + (int64_t)h * hd;
+        sc[k] = att + (int64_t)k * c->n_ctx;
+    }
+    /* Scores of every query over the keys of the last one: the few past a
+     * query's own position are computed but never read. */
+    const float *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
+    sd_dot_f32_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
+    for (int k = 0; k < nq; k++) {
+        const int32_t n_kv = pos0 + (j0 + k) / group + 1;
+        for (int32_t t = 0; t < n_kv; t++) sc[k][t] *= scale;
+        sd_softmax(sc[k], n_kv);
+        memset(oh[k], 0, (size_t)hd * sizeof *oh[k]);
+    }
+    /* Values: the rows every query sees, then the causal tail row by row,
+     * each to the queries at or after its position. */
+    sd_axpy_f32_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);
+    for (int t = s_first + 1; t <= s_last; t++) {
+        const int k0 = t * group - j0;
+        for (int k = k0; k < nq; k++) w[k] = sc[k] + pos0 + t;
+        sd_axpy_f32_rows_mq(oh + k0, w + k0, nq - k0, vals + (int64_t)(pos0 + t) * hd, hd, 1, hd);
+    }
+}
+
 /* Causal attention of S query rows at positions pos0..pos0+S-1 against the
- * KV cache of layer il (which already holds those positions). One
- * (position, head) pair is computed start to finish by one thread, in the
- * same order whatever S is: scores over keys 0..pos, softmax, then the sum
- * of value rows in position order. GQA: query head h reads KV head
- * h / (n_head / n_head_kv). */
+ * KV cache of layer il (which already holds those positions). Work items are
+ * a KV head x a run of at most SD_ATT_QUERIES of its group's S * group
+ * queries (split evenly); one thread computes an item start to finish, and
+ * no query's result depends on which item or thread it falls in, so the
+ * output is the same for every S and thread count. GQA: query head h reads
+ * KV head h / (n_head / n_head_kv). */
 static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q, float *out) {
     const sd_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, n_head = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const int64_t q_dim = (int64_t)n_head * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    /* Head-major: consecutive pairs (all S queries of a head, then the next
-     * head of the same KV group) reuse that KV head's keys and values while
-     * they are in cache; for S = 9 the query-major order re-read them from
-     * L3 for every query. The order does not change any result. */
+    const int nq_kv = S * (hp->n_head / hp->n_head_kv); /* queries per KV head */
+    const int n_items = (nq_kv + SD_ATT_QUERIES - 1) / SD_ATT_QUERIES;
+    const int per_item = (nq_kv + n_items - 1) / n_items;
 #pragma omp parallel for num_threads(c->n_threads) schedule(static)
-    for (int hs = 0; hs < S * n_head; hs++) {
-        const int h = hs / S, s = hs % S, kvh = h / group;
-        const int32_t n_kv = pos0 + s + 1;
-        const float *qh = q + s * q_dim + (int64_t)h * hd;
-        float *att = c->att + (int64_t)omp_get_thread_num() * c->n_ctx;
-        sd_dot_f32_rows(att, qh, sd_kv_head(c, c->k_cache, il, kvh), hd, n_kv, hd);
-        for (int32_t t = 0; t < n_kv; t++) att[t] *= scale;
-        sd_softmax(att, n_kv);
-        float *oh = out + s * q_dim + (int64_t)h * hd;
-        memset(oh, 0, (size_t)hd * sizeof *oh);
-        sd_axpy_f32_rows(oh, att, sd_kv_head(c, c->v_cache, il, kvh), hd, n_kv, hd);
+    for (int it = 0; it < hp->n_head_kv * n_items; it++) {
+        const int kvh = it / n_items, j0 = (it % n_items) * per_item;
+        const int j1 = j0 + per_item < nq_kv ? j0 + per_item : nq_kv;
+        float *att = c->att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
+        if (j0 < j1) attend_queries(c, il, pos0, kvh, j0, j1, q, out, att);
     }
 }
 

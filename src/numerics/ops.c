@@ -51,6 +51,27 @@ void sd_axpy_f32_rows(float *y, const float *w, const float *x, int64_t ld, int6
         for (int64_t i = 0; i < n; i++) y[i] = fmaf(w[r], x[r * ld + i], y[i]);
 }
 
+void sd_dot_f32_rows_mq(float *const *out, const float *const *q, int nq, const float *b, int64_t ld, int64_t rows,
+                        int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_dot_f32_rows_mq_avx2(out, q, nq, b, ld, rows, n);
+        return;
+    }
+    for (int j = 0; j < nq; j++)
+        for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar(q[j], b + r * ld, n);
+}
+
+void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const float *x, int64_t ld, int64_t rows,
+                         int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_axpy_f32_rows_mq_avx2(y, w, nq, x, ld, rows, n);
+        return;
+    }
+    for (int j = 0; j < nq; j++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], x[r * ld + i], y[j][i]);
+}
+
 void sd_add(float *x, const float *y, int64_t n) {
     if (sd_cpu_avx2()) {
         sd_add_avx2(x, y, n);

@@ -44,6 +44,22 @@ void sd_axpy_f32(float *y, float a, const float *x, int64_t n);
 void sd_dot_f32_rows(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n);
 void sd_axpy_f32_rows(float *y, const float *w, const float *x, int64_t ld, int64_t rows, int64_t n);
 
+/* Multi-query attention: nq queries (a GQA group x the positions of a verify
+ * window) against the same consecutive KV cache rows b[r * ld ..] (r < rows,
+ * n floats each). Each key / value row is loaded once for several queries held
+ * in registers, instead of once per query. Query j has its own vectors (arrays
+ * of nq pointers, borrowed), so any layout of queries and scores works.
+ * Bitwise contract, in the scalar and the AVX2 build alike:
+ * sd_dot_f32_rows_mq: out[j][r] = sd_dot_f32(q[j], b + r * ld, n) for j < nq, r < rows;
+ * sd_axpy_f32_rows_mq: for each j < nq, sd_axpy_f32_rows(y[j], w[j], x, ld, rows, n),
+ * i.e. every y[j][i] gets fmaf(w[j][r], x[r * ld + i], .) for r = 0, 1, ... in order.
+ * out[j] needs rows floats, y[j] n floats, w[j] rows floats; the outputs of
+ * different j must not overlap. nq <= 0 or rows <= 0: nothing happens. */
+void sd_dot_f32_rows_mq(float *const *out, const float *const *q, int nq, const float *b, int64_t ld, int64_t rows,
+                        int64_t n);
+void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const float *x, int64_t ld, int64_t rows,
+                         int64_t n);
+
 /* argmax lives in decode/sampler.h (sd_argmax), next to its only users. */
 
 #endif

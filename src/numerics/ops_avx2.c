@@ -88,6 +88,145 @@ void sd_axpy_f32_rows_avx2(float *y, const float *w, const float *x, int64_t ld,
         for (int64_t r = 0; r < rows; r++) sd_axpy_f32_avx2(y + i, w[r], x + r * ld + i, n - i);
 }
 
+/* Multi-query kernels. A tile is J queries x R key rows (scores) or J queries
+ * x C vectors of 8 output columns (values); J, R, C are constants once
+ * inlined, so the accumulators stay in registers (at most 12 of the 16 ymm,
+ * the rest hold the shared key / value vectors and the broadcast weights).
+ * Every accumulator gets exactly the fma sequence of its single-query twin
+ * above, so only the number of loads changes: a key or value vector is read
+ * once per tile instead of once per query. */
+#define MQ_INLINE static inline __attribute__((always_inline))
+enum { DOT_J = 4, DOT_R = 3, AXPY_J = 3, AXPY_C = 4, AXPY_ROWS = 32 };
+
+/* out[j][r + k] = sd_dot_f32_avx2(q[j], b + (r + k) * ld, n), j < J, k < R. */
+MQ_INLINE void dot_tile(float *const *out, const float *const *q, const float *b, int64_t ld, int64_t r, int64_t n,
+                        const int J, const int R) {
+    const float *br[DOT_R], *qj[DOT_J];
+    __m256 acc[DOT_J][DOT_R];
+#pragma GCC unroll 4
+    for (int k = 0; k < R; k++) br[k] = b + (r + k) * ld;
+#pragma GCC unroll 4
+    for (int j = 0; j < J; j++) {
+        qj[j] = q[j];
+#pragma GCC unroll 4
+        for (int k = 0; k < R; k++) acc[j][k] = _mm256_setzero_ps();
+    }
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 vb[DOT_R];
+#pragma GCC unroll 4
+        for (int k = 0; k < R; k++) vb[k] = _mm256_loadu_ps(br[k] + i);
+#pragma GCC unroll 4
+        for (int j = 0; j < J; j++) {
+            __m256 vq = _mm256_loadu_ps(qj[j] + i);
+#pragma GCC unroll 4
+            for (int k = 0; k < R; k++) acc[j][k] = _mm256_fmadd_ps(vq, vb[k], acc[j][k]);
+        }
+    }
+    if (i < n) { /* the zero-padded last chunk, as sd_dot_f32_avx2 */
+        __m256i m = tail_mask(n - i);
+        __m256 vb[DOT_R];
+#pragma GCC unroll 4
+        for (int k = 0; k < R; k++) vb[k] = _mm256_maskload_ps(br[k] + i, m);
+#pragma GCC unroll 4
+        for (int j = 0; j < J; j++) {
+            __m256 vq = _mm256_maskload_ps(qj[j] + i, m);
+#pragma GCC unroll 4
+            for (int k = 0; k < R; k++) acc[j][k] = _mm256_fmadd_ps(vq, vb[k], acc[j][k]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < J; j++)
+#pragma GCC unroll 4
+        for (int k = 0; k < R; k++) out[j][r + k] = hsum_tree(acc[j][k]);
+}
+
+#define DOT_CASE(J, R)                                                                                                \
+    case (J) * 4 + (R): dot_tile(out, q, b, ld, r, n, J, R); return;
+static void dot_tile_any(float *const *out, const float *const *q, const float *b, int64_t ld, int64_t r, int64_t n,
+                         int J, int R) {
+    switch (J * 4 + R) {
+        DOT_CASE(1, 1) DOT_CASE(1, 2) DOT_CASE(1, 3)
+        DOT_CASE(2, 1) DOT_CASE(2, 2) DOT_CASE(2, 3)
+        DOT_CASE(3, 1) DOT_CASE(3, 2) DOT_CASE(3, 3)
+        DOT_CASE(4, 1) DOT_CASE(4, 2) DOT_CASE(4, 3)
+    }
+}
+
+/* Rows outer, queries inner: the DOT_R key rows of a tile stay in L1 while
+ * every query block passes over them, so the keys stream in once. */
+void sd_dot_f32_rows_mq_avx2(float *const *out, const float *const *q, int nq, const float *b, int64_t ld,
+                             int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r += DOT_R) {
+        const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;
+        for (int j = 0; j < nq; j += DOT_J) dot_tile_any(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
+    }
+}
+
+/* y[j][i + 8c ..] += w[j][r] * x[r][i + 8c ..] (fma) for rows r0..r1-1 in
+ * order, j < J, c < C; masked (C = 1 only): the lanes of m, the tail of a row. */
+MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const float *x, int64_t ld, int64_t r0, int64_t r1,
+                         int64_t i, const int J, const int C, const int masked, __m256i m) {
+    float *yj[AXPY_J];
+    const float *wj[AXPY_J];
+    __m256 acc[AXPY_J][AXPY_C];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; j++) {
+        yj[j] = y[j] + i;
+        wj[j] = w[j];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) acc[j][c] = masked ? _mm256_maskload_ps(yj[j], m) : _mm256_loadu_ps(yj[j] + 8 * c);
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = x + r * ld + i;
+        __m256 vw[AXPY_J];
+#pragma GCC unroll 4
+        for (int j = 0; j < J; j++) vw[j] = _mm256_set1_ps(wj[j][r]);
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            __m256 vx = masked ? _mm256_maskload_ps(xr, m) : _mm256_loadu_ps(xr + 8 * c);
+#pragma GCC unroll 4
+            for (int j = 0; j < J; j++) acc[j][c] = _mm256_fmadd_ps(vw[j], vx, acc[j][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < J; j++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            if (masked)
+                _mm256_maskstore_ps(yj[j], m, acc[j][c]);
+            else
+                _mm256_storeu_ps(yj[j] + 8 * c, acc[j][c]);
+        }
+}
+
+#define AXPY_CASE(J)                                                                                                  \
+    case J:                                                                                                           \
+        for (; i + 8 * AXPY_C <= n; i += 8 * AXPY_C) axpy_tile(y, w, x, ld, r0, r1, i, J, AXPY_C, 0, m);              \
+        for (; i + 8 <= n; i += 8) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 0, m);                                      \
+        if (i < n) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 1, tail_mask(n - i));                                       \
+        return;
+/* All n columns of J <= AXPY_J queries over rows r0..r1-1. */
+static void axpy_queries(float *const *y, const float *const *w, int J, const float *x, int64_t ld, int64_t r0,
+                         int64_t r1, int64_t n) {
+    const __m256i m = _mm256_setzero_si256();
+    int64_t i = 0;
+    switch (J) {
+        AXPY_CASE(1) AXPY_CASE(2) AXPY_CASE(3)
+    }
+}
+
+/* Blocks of AXPY_ROWS value rows (16 KiB at head_dim 128) stay in L1 while
+ * every query block passes over them; the outputs are reloaded per block,
+ * which is exact (a store and a load round nothing). */
+void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
+                              int64_t rows, int64_t n) {
+    for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
+        const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
+        for (int j = 0; j < nq; j += AXPY_J) axpy_queries(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+    }
+}
+
 void sd_add_avx2(float *x, const float *y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));

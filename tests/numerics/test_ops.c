@@ -184,6 +184,50 @@ static void test_rows_helpers(void **state) {
     sd_cpu_force_scalar(false);
 }
 
+/* The multi-query kernels equal the single-query ones bitwise for nq = 1..8
+ * (tile remainders of the query blocks), rows around the row tiles (odd
+ * counts included), n with and without a partial last vector and past one
+ * column block, in the build this CPU runs and in the scalar one. Queries sit
+ * at their own odd stride so no kernel can assume a layout. */
+static void test_rows_mq(void **state) {
+    (void)state;
+    enum { LD = 300, ROWS = 37, NQ = 8, QS = 301 };
+    static float q[NQ * QS], b[ROWS * LD], w[NQ * ROWS], y1[NQ * LD], y2[NQ * LD], d1[NQ * ROWS], d2[NQ * ROWS];
+    fill(q, NQ * QS);
+    fill(b, ROWS * LD);
+    fill(w, NQ * ROWS);
+    float *out[NQ], *yp[NQ];
+    const float *qp[NQ], *wp[NQ];
+    for (int j = 0; j < NQ; j++) {
+        qp[j] = q + j * QS;
+        wp[j] = w + j * ROWS;
+        out[j] = d2 + j * ROWS;
+        yp[j] = y2 + j * LD;
+    }
+    static const int64_t ns[] = {1, 7, 8, 33, 77, 128, 129, 291};
+    static const int64_t rowss[] = {0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 37};
+    for (int scalar = 0; scalar < 2; scalar++) {
+        sd_cpu_force_scalar(scalar);
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            for (size_t kr = 0; kr < sizeof rowss / sizeof rowss[0]; kr++)
+                for (int nq = 1; nq <= NQ; nq++) {
+                    const int64_t n = ns[k], rows = rowss[kr];
+                    memset(d1, 0, sizeof d1);
+                    memset(d2, 0, sizeof d2);
+                    for (int j = 0; j < nq; j++)
+                        for (int64_t r = 0; r < rows; r++) d1[j * ROWS + r] = sd_dot_f32(qp[j], b + r * LD, n);
+                    sd_dot_f32_rows_mq(out, qp, nq, b, LD, rows, n);
+                    assert_memory_equal(d1, d2, sizeof d1);
+                    fill(y1, NQ * LD);
+                    memcpy(y2, y1, sizeof y1);
+                    for (int j = 0; j < nq; j++) sd_axpy_f32_rows(y1 + j * LD, wp[j], b, LD, rows, n);
+                    sd_axpy_f32_rows_mq(yp, wp, nq, b, LD, rows, n);
+                    assert_memory_equal(y1, y2, sizeof y1); /* also: nothing past n or nq written */
+                }
+    }
+    sd_cpu_force_scalar(false);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot),
@@ -191,6 +235,7 @@ int main(void) {
         cmocka_unit_test(test_softmax_swiglu),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_rows_helpers),
+        cmocka_unit_test(test_rows_mq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
