@@ -75,12 +75,12 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
      * query's own position are computed but never read. */
     const float *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
     sd_dot_f32_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
+    int64_t n_kv[SD_ATT_QUERIES];
     for (int k = 0; k < nq; k++) {
-        const int32_t n_kv = pos0 + (j0 + k) / group + 1;
-        for (int32_t t = 0; t < n_kv; t++) sc[k][t] *= scale;
-        sd_softmax(sc[k], n_kv);
+        n_kv[k] = pos0 + (j0 + k) / group + 1;
         memset(oh[k], 0, (size_t)hd * sizeof *oh[k]);
     }
+    sd_softmax_mq(sc, n_kv, nq, scale);
     /* Values: the rows every query sees, then the causal tail row by row,
      * each to the queries at or after its position. */
     sd_axpy_f32_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);

@@ -1,11 +1,13 @@
 /* Transformer ops, scalar reference and dispatch. Every reduction runs in one
  * fixed order per row (DESIGN.md §5); the AVX2 versions (ops_avx2.c) reproduce
- * the scalar rounding exactly. exp-based ops (softmax, swiglu) stay scalar:
- * libm's expf is the definition, and they are a small share of a forward. */
+ * the scalar rounding exactly. exp-based ops (softmax, swiglu) use sd_expf,
+ * glibc's expf reproduced op for op, so that the AVX2 build can run it 8
+ * lanes at a time with the same results. */
 #include "numerics/ops.h"
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "numerics/cpu.h"
 #include "numerics/ops_kernels.h"
@@ -95,25 +97,85 @@ void sd_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps
     }
 }
 
-void sd_softmax(float *x, int64_t n) {
+const uint64_t sd_expf_tab[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51, 0x3fef72b83c7d517b,
+    0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1, 0x3fef06fe0a31b715, 0x3feef1a7373aa9cb,
+    0x3feedea64c123422, 0x3feece086061892d, 0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429,
+    0x3feea47eb03a5585, 0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d, 0x3feee89f995ad3ad,
+    0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
+    0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+
+/* e_expf.c: k = round(x * 32/ln2) (by the shift trick), r = x * 32/ln2 - k,
+ * exp(x) = 2^(k/32) * (C0 r^3 + C1 r^2 + C2 r + 1), all in double, rounded
+ * once to float. fma() where __expf_fma has a fused multiply-add (its
+ * disassembly), so the roundings are glibc's; |x| >= 88 takes glibc's
+ * special cases (inf/nan, overflow, underflow to 0 or to the least subnormal). */
+float sd_expf(float x) {
+    uint32_t ux;
+    memcpy(&ux, &x, sizeof ux);
+    const uint32_t abstop = (ux >> 20) & 0x7ff;
+    if (abstop >= 0x42b) { /* |x| >= 88 or nan */
+        if (ux == 0xff800000u) return 0.0f;
+        if (abstop >= 0x7f8) return x + x;
+        if (x > SD_EXPF_OFLOW) return INFINITY;
+        if (x < SD_EXPF_UFLOW) return 0.0f;
+        if (x < SD_EXPF_MAY_UFLOW) return 0x1p-149f;
+    }
+    const double xd = x, kds = fma(SD_EXPF_INVLN2N, xd, SD_EXPF_SHIFT), kd = kds - SD_EXPF_SHIFT;
+    const double r = fma(SD_EXPF_INVLN2N, xd, -kd);
+    uint64_t ki, t;
+    memcpy(&ki, &kds, sizeof ki);
+    t = sd_expf_tab[ki % 32] + (ki << 47);
+    double s;
+    memcpy(&s, &t, sizeof s);
+    const double z = fma(SD_EXPF_C0, r, SD_EXPF_C1), r2 = r * r, y = fma(SD_EXPF_C2, r, 1.0);
+    return (float)(fma(z, r2, y) * s);
+}
+
+static void softmax_scalar(float *x, int64_t n) {
     if (n <= 0) return;
     float max = x[0];
     for (int64_t i = 1; i < n; i++)
         if (x[i] > max) max = x[i];
     float sum = 0.0f;
     for (int64_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
+        x[i] = sd_expf(x[i] - max);
         sum += x[i];
     }
     float inv = 1.0f / sum;
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
 
+void sd_softmax(float *x, int64_t n) {
+    if (sd_cpu_avx2()) { /* scale 1 changes no value */
+        sd_softmax_mq_avx2(&x, &n, 1, 1.0f);
+        return;
+    }
+    softmax_scalar(x, n);
+}
+
+void sd_softmax_mq(float *const *x, const int64_t *n, int nq, float scale) {
+    if (sd_cpu_avx2()) {
+        sd_softmax_mq_avx2(x, n, nq, scale);
+        return;
+    }
+    for (int j = 0; j < nq; j++) {
+        for (int64_t t = 0; t < n[j]; t++) x[j][t] *= scale;
+        softmax_scalar(x[j], n[j]);
+    }
+}
+
 /* silu(g) = g / (1 + exp(-g)) (llama.cpp ggml_silu_f32). */
 void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_swiglu_avx2(out, gate, up, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
-        out[i] = g / (1.0f + expf(-g)) * up[i];
+        out[i] = g / (1.0f + sd_expf(-g)) * up[i];
     }
 }
 

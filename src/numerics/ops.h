@@ -7,9 +7,20 @@
 
 /* out[n] = x[n] / sqrt(mean(x^2) + eps) * w[n]  (w may be NULL: no scale). out may alias x. */
 void sd_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
-/* In-place softmax over x[n]. */
+/* exp(x) as glibc 2.28+ expf computes it on x86-64 with FMA (__expf_fma:
+ * sysdeps/ieee754/flt-32/e_expf.c with its fused multiply-adds), op for op,
+ * without errno; bitwise equal to that libm expf for every float (checked
+ * exhaustively on glibc 2.36), and the same on every machine whatever its libm. */
+float sd_expf(float x);
+/* In-place softmax over x[n]: max = first largest x, e_i = sd_expf(x_i - max),
+ * sum = e_0 + e_1 + ... left to right, x_i = e_i * (1 / sum). */
 void sd_softmax(float *x, int64_t n);
-/* out[i] = silu(gate[i]) * up[i]. out may alias gate. */
+/* nq rows at once (attention: the queries of a work item): for each j < nq,
+ * x[j][t] *= scale for t < n[j], then sd_softmax(x[j], n[j]), bitwise. The
+ * left-to-right sums of several rows run interleaved, the exponentials 8 at a
+ * time. x[j] borrowed, rows must not overlap. */
+void sd_softmax_mq(float *const *x, const int64_t *n, int nq, float scale);
+/* out[i] = gate[i] / (1 + sd_expf(-gate[i])) * up[i] (silu(gate) * up). out may alias gate. */
 void sd_swiglu(float *out, const float *gate, const float *up, int64_t n);
 /* x[i] += y[i]. */
 void sd_add(float *x, const float *y, int64_t n);

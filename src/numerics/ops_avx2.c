@@ -1,6 +1,9 @@
 /* AVX2 builds of the row ops; each matches its scalar twin in ops.c bit for bit
  * (same lanes, same fused multiply-adds, same final tree). */
 #include <immintrin.h>
+#include <math.h>
+
+#include "numerics/ops.h"
 
 #include "numerics/ops_kernels.h"
 
@@ -224,6 +227,114 @@ void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, co
     for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
         const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
         for (int j = 0; j < nq; j += AXPY_J) axpy_queries(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+    }
+}
+
+/* sd_expf on 4 lanes: the same double ops (cvtps_pd is exact), the table
+ * entry by a gather, one rounding to float at the end. */
+static inline __m128 expf4(__m128 x) {
+    const __m256d invln2n = _mm256_set1_pd(SD_EXPF_INVLN2N), shift = _mm256_set1_pd(SD_EXPF_SHIFT);
+    const __m256d xd = _mm256_cvtps_pd(x);
+    const __m256d kds = _mm256_fmadd_pd(invln2n, xd, shift), kd = _mm256_sub_pd(kds, shift);
+    const __m256d r = _mm256_fmsub_pd(invln2n, xd, kd);
+    const __m256i ki = _mm256_castpd_si256(kds);
+    const __m256i tab = _mm256_i64gather_epi64((const long long *)sd_expf_tab,
+                                               _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+    const __m256d s = _mm256_castsi256_pd(_mm256_add_epi64(tab, _mm256_slli_epi64(ki, 47)));
+    const __m256d z = _mm256_fmadd_pd(_mm256_set1_pd(SD_EXPF_C0), r, _mm256_set1_pd(SD_EXPF_C1));
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    const __m256d y = _mm256_fmadd_pd(_mm256_set1_pd(SD_EXPF_C2), r, _mm256_set1_pd(1.0));
+    return _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_fmadd_pd(z, r2, y), s));
+}
+
+/* sd_expf on 8 lanes; lanes with |x| >= 88 or nan get sd_expf's special
+ * values by blends (the thresholds lie beyond 88, so testing them on every
+ * lane changes no other lane). */
+static inline __m256 expf8(__m256 x) {
+    __m256 e = _mm256_set_m128(expf4(_mm256_extractf128_ps(x, 1)), expf4(_mm256_castps256_ps128(x)));
+    e = _mm256_blendv_ps(e, _mm256_set1_ps(0x1p-149f), _mm256_cmp_ps(x, _mm256_set1_ps(SD_EXPF_MAY_UFLOW), _CMP_LT_OQ));
+    e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(SD_EXPF_UFLOW), _CMP_LT_OQ));
+    e = _mm256_blendv_ps(e, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(SD_EXPF_OFLOW), _CMP_GT_OQ));
+    return _mm256_blendv_ps(e, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* x[t] *= scale, then e_t = sd_expf(x[t] - max) stored in place; n >= 1.
+ * max: the scalar rule (x > max ? x : max from x[0]) per lane, then over the
+ * lanes. It can differ from the scalar max only in the sign of a zero, which
+ * changes x - max only where x is a zero, and sd_expf(+-0) = 1. */
+static void scale_exp_row(float *x, int64_t n, float scale) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    float max = x[0] * scale;
+    __m256 vm = _mm256_set1_ps(max);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+        _mm256_storeu_ps(x + i, v);
+        vm = _mm256_max_ps(v, vm); /* v > vm ? v : vm, nan v keeps vm */
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, vm);
+    for (int l = 0; l < 8; l++)
+        if (lanes[l] > max) max = lanes[l];
+    for (int64_t t = i; t < n; t++) {
+        x[t] *= scale;
+        if (x[t] > max) max = x[t];
+    }
+    const __m256 vmax = _mm256_set1_ps(max);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, expf8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax)));
+    for (; i < n; i++) x[i] = sd_expf(x[i] - max);
+}
+
+static void scale_row(float *x, int64_t n, float s) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+    for (; i < n; i++) x[i] *= s;
+}
+
+/* The sums are left to right per row (sd_softmax's order), so a row's sum is
+ * a chain of dependent adds; four rows' chains run side by side. */
+void sd_softmax_mq_avx2(float *const *x, const int64_t *n, int nq, float scale) {
+    for (int j0 = 0; j0 < nq; j0 += 4) {
+        const int J = nq - j0 < 4 ? nq - j0 : 4;
+        float *const *xr = x + j0;
+        float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        int64_t common = INT64_MAX;
+        for (int j = 0; j < J; j++) {
+            if (n[j0 + j] > 0) scale_exp_row(xr[j], n[j0 + j], scale);
+            if (n[j0 + j] < common) common = n[j0 + j];
+        }
+        int64_t t = 0;
+        if (J == 4) {
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            for (; t < common; t++) {
+                s0 += xr[0][t];
+                s1 += xr[1][t];
+                s2 += xr[2][t];
+                s3 += xr[3][t];
+            }
+            sum[0] = s0, sum[1] = s1, sum[2] = s2, sum[3] = s3;
+        }
+        for (int j = 0; j < J; j++) {
+            if (n[j0 + j] <= 0) continue;
+            float s = sum[j];
+            for (int64_t u = t; u < n[j0 + j]; u++) s += xr[j][u];
+            scale_row(xr[j], n[j0 + j], 1.0f / s);
+        }
+    }
+}
+
+void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 d = _mm256_add_ps(one, expf8(_mm256_xor_ps(g, sign)));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, d), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        float g = gate[i];
+        out[i] = g / (1.0f + sd_expf(-g)) * up[i];
     }
 }
 

@@ -5,6 +5,21 @@
 
 #include <stdint.h>
 
+/* glibc's expf (sysdeps/ieee754/flt-32/e_expf.c, ARM optimized-routines):
+ * exp(x) = 2^(k/32) * 2^(r/32), 2^(k/32) from a 32-entry table of doubles,
+ * 2^(r/32) a cubic in r. The constants are glibc's __exp2f_data, bit for bit;
+ * the AVX2 build runs the same double ops four lanes at a time. */
+#define SD_EXPF_INVLN2N 0x1.71547652b82fep+5 /* 32 / ln 2 */
+#define SD_EXPF_SHIFT 0x1.8p+52              /* rounds to an integer in the low mantissa bits */
+#define SD_EXPF_C0 0x1.c6af84b912394p-20
+#define SD_EXPF_C1 0x1.ebfce50fac4f3p-13
+#define SD_EXPF_C2 0x1.62e42ff0c52d6p-6
+#define SD_EXPF_OFLOW 0x1.62e42ep6f          /* x > this: +inf */
+#define SD_EXPF_UFLOW (-0x1.9fe368p6f)       /* x < this: 0 */
+#define SD_EXPF_MAY_UFLOW (-0x1.9d1d9ep6f)   /* x < this: 0x1p-149 */
+/* bits of 2^(i/32), minus i << 47 so that adding k << 47 scales by 2^(k/32) */
+extern const uint64_t sd_expf_tab[32];
+
 float sd_dot_f32_avx2(const float *a, const float *b, int64_t n);
 void sd_axpy_f32_avx2(float *y, float a, const float *x, int64_t n);
 void sd_dot_f32_rows_avx2(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n);
@@ -13,6 +28,9 @@ void sd_dot_f32_rows_mq_avx2(float *const *out, const float *const *q, int nq, c
                              int64_t rows, int64_t n);
 void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
                               int64_t rows, int64_t n);
+/* sd_softmax_mq and sd_swiglu (ops.h), the exponentials 8 lanes at a time. */
+void sd_softmax_mq_avx2(float *const *x, const int64_t *n, int nq, float scale);
+void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n);
 void sd_add_avx2(float *x, const float *y, int64_t n);
 /* out[i] = (x[i] * scale) * w[i] (w may be NULL: out[i] = x[i] * scale). */
 void sd_scale_mul_avx2(float *out, const float *x, float scale, const float *w, int64_t n);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,95 @@ static void test_softmax_swiglu(void **state) {
     fill(u, 1000);
     sd_swiglu(o, g, u, 1000);
     for (int i = 0; i < 1000; i++) assert_true(fabs(o[i] - g[i] / (1 + exp(-(double)g[i])) * u[i]) <= 1e-6 * 4);
+}
+
+/* Inputs that reach every branch of sd_expf: zeros, tiny, the |x| >= 88
+ * special cases around each threshold, infinities, nan. */
+static const float k_exp_special[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 1e-30f, -1e-30f, 87.99f, 88.0f, -88.0f,
+                                      88.72f, 0x1.62e42ep6f, 0x1.62e430p6f, 89.0f, -103.0f, -0x1.9d1d9ep6f,
+                                      -0x1.9d1da0p6f, -103.5f, -0x1.9fe368p6f, -0x1.9fe36ap6f, -104.0f, -1e30f,
+                                      1e30f, INFINITY, -INFINITY, NAN};
+#define N_EXP_SPECIAL (sizeof k_exp_special / sizeof k_exp_special[0])
+
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* sd_expf is glibc's expf op for op (ops.h). Where libm is glibc >= 2.28 on
+ * an FMA machine (its __expf_fma variant), equal bitwise on a spread of bit
+ * patterns over every exponent (every float was checked once, off the suite);
+ * elsewhere within glibc's bound (< 1 ulp) of exp in double. */
+static void test_expf(void **state) {
+    (void)state;
+    bool exact = false;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 28))
+    exact = sd_cpu_avx2();
+#endif
+    for (uint64_t u = 0; u < (1ull << 32); u += 65521) {
+        uint32_t b = (uint32_t)u;
+        float x;
+        memcpy(&x, &b, sizeof x);
+        float got = sd_expf(x), ref = expf(x);
+        if (exact && !same_bits(got, ref)) fail_msg("sd_expf(%a) = %a, libm expf %a", x, got, ref);
+        if (!exact && isfinite(ref) && ref > 0x1p-126f)
+            assert_true(fabs((double)got - exp((double)x)) <= 0x1p-23 * fabs((double)ref));
+    }
+    for (size_t k = 0; k < N_EXP_SPECIAL; k++) {
+        float x = k_exp_special[k], got = sd_expf(x);
+        if (exact && !same_bits(got, expf(x))) fail_msg("sd_expf(%a) = %a, libm expf %a", x, got, expf(x));
+        assert_true(isnan(x) ? isnan(got) : (got == expf(x) || fabs((double)got - exp((double)x)) <= 0x1p-23 * exp((double)x)));
+    }
+}
+
+/* softmax, softmax_mq and swiglu: the AVX2 build (8-lane sd_expf, vector
+ * max, interleaved sums) equals the scalar one bitwise, on random rows with
+ * every special exponent input mixed in, and sd_softmax_mq equals scale-then-
+ * sd_softmax row by row for nq = 1..9 ragged rows. */
+static void test_softmax_mq_swiglu_bitwise(void **state) {
+    (void)state;
+    enum { NQ = 9, N = 203 };
+    static float base[NQ * N], a[NQ * N], b[NQ * N], avx[NQ * N], g[N], u[N], o1[N], o2[N];
+    fill(base, NQ * N);
+    for (int i = 0; i < NQ * N; i++) base[i] *= i % 3 ? 40.0f : 1500.0f; /* some x - max below -88 and -104 */
+    for (size_t k = 0; k < N_EXP_SPECIAL; k++) {
+        if (isnan(k_exp_special[k]) || isinf(k_exp_special[k])) continue; /* rows stay finite (all-nan otherwise) */
+        base[(k * 37) % (NQ * N)] = k_exp_special[k] * 0.5f;
+    }
+    float *rows_a[NQ], *rows_b[NQ];
+    int64_t n[NQ];
+    for (int nq = 1; nq <= NQ; nq++) {
+        for (int j = 0; j < nq; j++) {
+            rows_a[j] = a + j * N;
+            rows_b[j] = b + j * N;
+            n[j] = (int64_t)N - 7 * j - (nq % 3); /* ragged, odd and even lengths */
+        }
+        for (int scalar = 0; scalar < 2; scalar++) {
+            sd_cpu_force_scalar(scalar);
+            memcpy(a, base, sizeof a);
+            memcpy(b, base, sizeof b);
+            sd_softmax_mq(rows_a, n, nq, 0.0883883f);
+            for (int j = 0; j < nq; j++) {
+                for (int64_t t = 0; t < n[j]; t++) rows_b[j][t] *= 0.0883883f;
+                sd_softmax(rows_b[j], n[j]);
+            }
+            assert_memory_equal(a, b, sizeof a);
+            if (scalar == 0) memcpy(avx, a, sizeof a); /* the AVX2 result, for the scalar pass */
+            else assert_memory_equal(avx, a, sizeof a);
+        }
+    }
+    fill(g, N);
+    fill(u, N);
+    for (int i = 0; i < N; i++) g[i] *= 60.0f;
+    for (size_t k = 0; k < N_EXP_SPECIAL; k++) {
+        g[k * 7] = k_exp_special[k];
+        g[k * 7 + 3] = -k_exp_special[k]; /* swiglu takes sd_expf(-g) */
+    }
+    for (int64_t n1 = 0; n1 <= N; n1 += 29) {
+        sd_cpu_force_scalar(false);
+        sd_swiglu(o1, g, u, n1);
+        sd_cpu_force_scalar(true);
+        sd_swiglu(o2, g, u, n1);
+        assert_memory_equal(o1, o2, (size_t)n1 * sizeof(float));
+    }
+    sd_cpu_force_scalar(false);
 }
 
 static void test_rope(void **state) {
@@ -233,6 +323,8 @@ int main(void) {
         cmocka_unit_test(test_dot),
         cmocka_unit_test(test_axpy_add_rmsnorm),
         cmocka_unit_test(test_softmax_swiglu),
+        cmocka_unit_test(test_expf),
+        cmocka_unit_test(test_softmax_mq_swiglu_bitwise),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_rows_helpers),
         cmocka_unit_test(test_rows_mq),
