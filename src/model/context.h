@@ -33,7 +33,7 @@ struct sd_context {
 
 /* Queries (query head x position pairs of one KV head) that attention()
  * scores together: each key and value row is read once for all of them. */
-#define SD_ATT_QUERIES 16
+#define SD_ATT_QUERIES 32
 
 /* The K (or V) cache of layer il, KV head h: [n_ctx][head_dim]. */
 static inline float *sd_kv_head(const struct sd_context *c, float *cache, int il, int h) {
