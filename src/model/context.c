@@ -6,16 +6,19 @@
 #include "model/context.h"
 #include "numerics/pool.h"
 
-static float *alloc_f32(size_t a, size_t b, size_t c, bool *ok) {
+/* a * b * c elements of elem bytes, every product checked; clears *ok on failure. */
+static void *alloc_array(size_t a, size_t b, size_t c, size_t elem, bool *ok) {
     size_t n;
     if (!*ok || !sd_mul_size(a, b, &n) || !sd_mul_size(n, c, &n)) {
         *ok = false;
         return NULL;
     }
-    float *p = sd_malloc_array(n, sizeof(float));
+    void *p = sd_malloc_array(n, elem);
     if (!p) *ok = false;
     return p;
 }
+
+static float *alloc_f32(size_t a, size_t b, size_t c, bool *ok) { return alloc_array(a, b, c, sizeof(float), ok); }
 
 sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads,
                           sd_context **out, sd_err *err) {
@@ -35,8 +38,8 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     const size_t q_dim = (size_t)hp->n_head * (size_t)hp->head_dim, kv = (size_t)c->kv_dim;
     const size_t nb = (size_t)n_batch;
     bool ok = true;
-    c->k_cache = alloc_f32((size_t)hp->n_layer, (size_t)n_ctx, kv, &ok);
-    c->v_cache = alloc_f32((size_t)hp->n_layer, (size_t)n_ctx, kv, &ok);
+    c->k_cache = alloc_array((size_t)hp->n_layer, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
+    c->v_cache = alloc_array((size_t)hp->n_layer, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
     c->x = alloc_f32(nb, (size_t)hp->n_embd, 1, &ok);
     c->xb = alloc_f32(nb, (size_t)hp->n_embd, 1, &ok);
     c->q = alloc_f32(nb, q_dim, 1, &ok);
@@ -49,7 +52,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     if (!ok) {
         sd_context_free(c);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory for a context of %d positions (KV cache %.1f MiB)",
-                          n_ctx, 2.0 * hp->n_layer * (double)n_ctx * (double)kv * 4 / (1 << 20));
+                          n_ctx, 2.0 * hp->n_layer * (double)n_ctx * (double)kv * sizeof(uint16_t) / (1 << 20));
     }
     *out = c;
     return SD_OK;
@@ -57,7 +60,9 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
 
 void sd_context_free(sd_context *c) {
     if (!c) return;
-    float *bufs[] = {c->k_cache, c->v_cache, c->x, c->xb, c->q, c->k, c->v, c->att_out, c->hb, c->hb2, c->att};
+    free(c->k_cache);
+    free(c->v_cache);
+    float *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att_out, c->hb, c->hb2, c->att};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

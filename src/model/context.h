@@ -1,5 +1,7 @@
 /* Internal to src/model: the inference state behind the opaque sd_context.
- * KV cache layout (f32): k[layer][kv_head][pos][head_dim], same for v, so
+ * KV cache layout (f16, IEEE binary16 bits in uint16_t, as llama.cpp's default
+ * cache type; half the bytes decode streams per token, which is memory-bound):
+ * k[layer][kv_head][pos][head_dim], same for v, so
  * the keys one attention head reads are contiguous (position-major rows
  * n_head_kv * head_dim apart put every row of a head in the same few cache
  * sets, and the S queries of a verify re-read them from L3). A forward
@@ -16,7 +18,7 @@ struct sd_context {
     int32_t n_ctx, n_batch, len;
     int n_threads;
     int64_t kv_dim;        /* n_head_kv * head_dim */
-    float *k_cache, *v_cache;  /* [n_layer][n_head_kv][n_ctx][head_dim] */
+    uint16_t *k_cache, *v_cache; /* f16 [n_layer][n_head_kv][n_ctx][head_dim] */
     /* scratch for one batch of up to n_batch rows */
     float *x;       /* [n_batch][n_embd] residual stream */
     float *xb;      /* [n_batch][n_embd] normed input / block output */
@@ -35,8 +37,8 @@ struct sd_context {
  * scores together: each key and value row is read once for all of them. */
 #define SD_ATT_QUERIES 32
 
-/* The K (or V) cache of layer il, KV head h: [n_ctx][head_dim]. */
-static inline float *sd_kv_head(const struct sd_context *c, float *cache, int il, int h) {
+/* The K (or V) cache of layer il, KV head h: f16 [n_ctx][head_dim]. */
+static inline uint16_t *sd_kv_head(const struct sd_context *c, uint16_t *cache, int il, int h) {
     const int64_t hd = c->m->hp.head_dim;
     return cache + (int64_t)il * c->n_ctx * c->kv_dim + (int64_t)h * c->n_ctx * hd;
 }

@@ -73,8 +73,8 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     }
     /* Scores of every query over the keys of the last one: the few past a
      * query's own position are computed but never read. */
-    const float *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
-    sd_dot_f32_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
+    const uint16_t *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
+    sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
     int64_t n_kv[SD_ATT_QUERIES];
     for (int k = 0; k < nq; k++) {
         n_kv[k] = pos0 + (j0 + k) / group + 1;
@@ -83,11 +83,11 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     sd_softmax_mq(sc, n_kv, nq, scale);
     /* Values: the rows every query sees, then the causal tail row by row,
      * each to the queries at or after its position. */
-    sd_axpy_f32_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);
+    sd_axpy_f16_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);
     for (int t = s_first + 1; t <= s_last; t++) {
         const int k0 = t * group - j0;
         for (int k = k0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_axpy_f32_rows_mq(oh + k0, w + k0, nq - k0, vals + (int64_t)(pos0 + t) * hd, hd, 1, hd);
+        sd_axpy_f16_rows_mq(oh + k0, w + k0, nq - k0, vals + (int64_t)(pos0 + t) * hd, hd, 1, hd);
     }
 }
 
@@ -152,10 +152,10 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
         norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
         for (int h = 0; h < hp->n_head_kv; h++) {
             const int64_t hd = hp->head_dim, row = (int64_t)pos0 * hd;
-            float *kc = sd_kv_head(c, c->k_cache, il, h) + row, *vc = sd_kv_head(c, c->v_cache, il, h) + row;
-            for (int s = 0; s < S; s++) {
-                memcpy(kc + s * hd, c->k + s * kv_dim + h * hd, (size_t)hd * sizeof(float));
-                memcpy(vc + s * hd, c->v + s * kv_dim + h * hd, (size_t)hd * sizeof(float));
+            uint16_t *kc = sd_kv_head(c, c->k_cache, il, h) + row, *vc = sd_kv_head(c, c->v_cache, il, h) + row;
+            for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
+                sd_fp32_to_fp16_row(kc + s * hd, c->k + s * kv_dim + h * hd, hd);
+                sd_fp32_to_fp16_row(vc + s * hd, c->v + s * kv_dim + h * hd, hd);
             }
         }
         attention(c, il, pos0, S, c->q, c->att_out);

@@ -91,8 +91,10 @@ uint64_t sd_model_n_params(const sd_model *m);
 /* ---- inference state: KV cache + scratch ---- */
 typedef struct sd_context sd_context;
 
-/* KV cache of n_ctx positions (f32: 2 * n_layer * n_ctx * n_head_kv *
- * head_dim * 4 bytes), scratch sized for batches up to n_batch. n_ctx <= 0
+/* KV cache of n_ctx positions (f16, IEEE binary16: 2 * n_layer * n_ctx *
+ * n_head_kv * head_dim * 2 bytes, e.g. 448 MiB for Qwen3-0.6B at n_ctx 4096;
+ * keys and values are rounded to nearest even once when written and every
+ * query reads them from there), scratch sized for batches up to n_batch. n_ctx <= 0
  * means min(n_ctx_train, 4096); n_batch <= 0 means 64; n_threads <= 0 means
  * sd_default_threads(). n_threads is passed to every sd_matmul and used for
  * attention (one (position, head) pair per thread at a time); results do not

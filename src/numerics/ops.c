@@ -11,6 +11,7 @@
 
 #include "numerics/cpu.h"
 #include "numerics/ops_kernels.h"
+#include "numerics/quant.h"
 
 static float dot_scalar(const float *a, const float *b, int64_t n) {
     float acc[8] = {0};
@@ -72,6 +73,55 @@ void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const f
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], x[r * ld + i], y[j][i]);
+}
+
+/* dot_scalar with b widened from f16 half by half: the same fmas in the same order. */
+static float dot_scalar_f16(const float *a, const uint16_t *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(a[i + l], sd_fp16_to_fp32(b[i + l]), acc[l]);
+    if (i < n)
+        for (int l = 0; l < 8; l++)
+            acc[l] = i + l < n ? fmaf(a[i + l], sd_fp16_to_fp32(b[i + l]), acc[l]) : fmaf(0.0f, 0.0f, acc[l]);
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+void sd_dot_f16_rows_mq(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
+                        int64_t rows, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_dot_f16_rows_mq_avx2(out, q, nq, b, ld, rows, n);
+        return;
+    }
+    for (int j = 0; j < nq; j++)
+        for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar_f16(q[j], b + r * ld, n);
+}
+
+void sd_axpy_f16_rows_mq(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
+                         int64_t rows, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_axpy_f16_rows_mq_avx2(y, w, nq, x, ld, rows, n);
+        return;
+    }
+    for (int j = 0; j < nq; j++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], sd_fp16_to_fp32(x[r * ld + i]), y[j][i]);
+}
+
+void sd_fp32_to_fp16_row(uint16_t *out, const float *x, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_fp32_to_fp16_row_avx2(out, x, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = sd_fp32_to_fp16(x[i]);
+}
+
+void sd_fp16_to_fp32_row(float *out, const uint16_t *h, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_fp16_to_fp32_row_avx2(out, h, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = sd_fp16_to_fp32(h[i]);
 }
 
 void sd_add(float *x, const float *y, int64_t n) {

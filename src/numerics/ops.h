@@ -71,6 +71,25 @@ void sd_dot_f32_rows_mq(float *const *out, const float *const *q, int nq, const 
 void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const float *x, int64_t ld, int64_t rows,
                          int64_t n);
 
+/* The same two kernels over an f16 KV cache: rows of IEEE binary16 (uint16_t
+ * bits, b[r * ld ..], n halves each). Each half is widened to float exactly
+ * (sd_fp16_to_fp32; F16C VCVTPH2PS in the AVX2 build) and that float enters
+ * the fma, so the contract is the f32 one on the widened rows:
+ * sd_dot_f16_rows_mq: out[j][r] = sd_dot_f32(q[j], widen(b + r * ld), n);
+ * sd_axpy_f16_rows_mq: y[j][i] gets fmaf(w[j][r], widen(x[r * ld + i]), .) for
+ * r = 0, 1, ... in order. Same shapes, ownership and nq / rows rules as above. */
+void sd_dot_f16_rows_mq(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
+                        int64_t rows, int64_t n);
+void sd_axpy_f16_rows_mq(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
+                         int64_t rows, int64_t n);
+
+/* out[i] = sd_fp32_to_fp16(x[i]) for i < n (round to nearest even, overflow to
+ * inf, subnormals kept, NaN quieted; numerics/quant.h), bitwise the F16C
+ * VCVTPS2PH with imm 0 that the AVX2 build runs. The KV cache write. */
+void sd_fp32_to_fp16_row(uint16_t *out, const float *x, int64_t n);
+/* out[i] = sd_fp16_to_fp32(h[i]) for i < n (exact). */
+void sd_fp16_to_fp32_row(float *out, const uint16_t *h, int64_t n);
+
 /* argmax lives in decode/sampler.h (sd_argmax), next to its only users. */
 
 #endif

@@ -97,17 +97,35 @@ void sd_axpy_f32_rows_avx2(float *y, const float *w, const float *x, int64_t ld,
  * the rest hold the shared key / value vectors and the broadcast weights).
  * Every accumulator gets exactly the fma sequence of its single-query twin
  * above, so only the number of loads changes: a key or value vector is read
- * once per tile instead of once per query. */
+ * once per tile instead of once per query. The KV rows are f32 or f16
+ * (f16 = 1: uint16_t halves widened by VCVTPH2PS, exact, before the fma). */
 #define MQ_INLINE static inline __attribute__((always_inline))
 enum { DOT_J = 4, DOT_R = 3, AXPY_J = 3, AXPY_C = 4, AXPY_ROWS = 32 };
 
-/* out[j][r + k] = sd_dot_f32_avx2(q[j], b + (r + k) * ld, n), j < J, k < R. */
-MQ_INLINE void dot_tile(float *const *out, const float *const *q, const float *b, int64_t ld, int64_t r, int64_t n,
-                        const int J, const int R) {
-    const float *br[DOT_R], *qj[DOT_J];
+/* 8 KV elements from element index e of rows p, as floats. */
+MQ_INLINE __m256 kv_load8(const void *p, int64_t e, const int f16) {
+    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + e)));
+    return _mm256_loadu_ps((const float *)p + e);
+}
+
+/* The lanes of m (the first rem) from element index e, zeros elsewhere. */
+MQ_INLINE __m256 kv_load8_tail(const void *p, int64_t e, int64_t rem, __m256i m, const int f16) {
+    if (f16) {
+        uint16_t h[8] = {0};
+        for (int64_t l = 0; l < rem; l++) h[l] = ((const uint16_t *)p)[e + l];
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    }
+    return _mm256_maskload_ps((const float *)p + e, m);
+}
+
+/* out[j][r + k] = sd_dot_f32_avx2(q[j], widen(b + (r + k) * ld), n), j < J, k < R. */
+MQ_INLINE void dot_tile(float *const *out, const float *const *q, const void *b, int64_t ld, int64_t r, int64_t n,
+                        const int J, const int R, const int f16) {
+    int64_t br[DOT_R];
+    const float *qj[DOT_J];
     __m256 acc[DOT_J][DOT_R];
 #pragma GCC unroll 4
-    for (int k = 0; k < R; k++) br[k] = b + (r + k) * ld;
+    for (int k = 0; k < R; k++) br[k] = (r + k) * ld;
 #pragma GCC unroll 4
     for (int j = 0; j < J; j++) {
         qj[j] = q[j];
@@ -118,7 +136,7 @@ MQ_INLINE void dot_tile(float *const *out, const float *const *q, const float *b
     for (; i + 8 <= n; i += 8) {
         __m256 vb[DOT_R];
 #pragma GCC unroll 4
-        for (int k = 0; k < R; k++) vb[k] = _mm256_loadu_ps(br[k] + i);
+        for (int k = 0; k < R; k++) vb[k] = kv_load8(b, br[k] + i, f16);
 #pragma GCC unroll 4
         for (int j = 0; j < J; j++) {
             __m256 vq = _mm256_loadu_ps(qj[j] + i);
@@ -130,7 +148,7 @@ MQ_INLINE void dot_tile(float *const *out, const float *const *q, const float *b
         __m256i m = tail_mask(n - i);
         __m256 vb[DOT_R];
 #pragma GCC unroll 4
-        for (int k = 0; k < R; k++) vb[k] = _mm256_maskload_ps(br[k] + i, m);
+        for (int k = 0; k < R; k++) vb[k] = kv_load8_tail(b, br[k] + i, n - i, m, f16);
 #pragma GCC unroll 4
         for (int j = 0; j < J; j++) {
             __m256 vq = _mm256_maskload_ps(qj[j] + i, m);
@@ -145,8 +163,9 @@ MQ_INLINE void dot_tile(float *const *out, const float *const *q, const float *b
 }
 
 #define DOT_CASE(J, R)                                                                                                \
-    case (J) * 4 + (R): dot_tile(out, q, b, ld, r, n, J, R); return;
-static void dot_tile_any(float *const *out, const float *const *q, const float *b, int64_t ld, int64_t r, int64_t n,
+    case (J) * 4 + (R): dot_tile(out, q, b, ld, r, n, J, R, F16); return;
+#define F16 0
+static void dot_tile_f32(float *const *out, const float *const *q, const void *b, int64_t ld, int64_t r, int64_t n,
                          int J, int R) {
     switch (J * 4 + R) {
         DOT_CASE(1, 1) DOT_CASE(1, 2) DOT_CASE(1, 3)
@@ -155,6 +174,18 @@ static void dot_tile_any(float *const *out, const float *const *q, const float *
         DOT_CASE(4, 1) DOT_CASE(4, 2) DOT_CASE(4, 3)
     }
 }
+#undef F16
+#define F16 1
+static void dot_tile_f16(float *const *out, const float *const *q, const void *b, int64_t ld, int64_t r, int64_t n,
+                         int J, int R) {
+    switch (J * 4 + R) {
+        DOT_CASE(1, 1) DOT_CASE(1, 2) DOT_CASE(1, 3)
+        DOT_CASE(2, 1) DOT_CASE(2, 2) DOT_CASE(2, 3)
+        DOT_CASE(3, 1) DOT_CASE(3, 2) DOT_CASE(3, 3)
+        DOT_CASE(4, 1) DOT_CASE(4, 2) DOT_CASE(4, 3)
+    }
+}
+#undef F16
 
 /* Rows outer, queries inner: the DOT_R key rows of a tile stay in L1 while
  * every query block passes over them, so the keys stream in once. */
@@ -162,14 +193,26 @@ void sd_dot_f32_rows_mq_avx2(float *const *out, const float *const *q, int nq, c
                              int64_t rows, int64_t n) {
     for (int64_t r = 0; r < rows; r += DOT_R) {
         const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;
-        for (int j = 0; j < nq; j += DOT_J) dot_tile_any(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
+        for (int j = 0; j < nq; j += DOT_J)
+            dot_tile_f32(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
     }
 }
 
-/* y[j][i + 8c ..] += w[j][r] * x[r][i + 8c ..] (fma) for rows r0..r1-1 in
- * order, j < J, c < C; masked (C = 1 only): the lanes of m, the tail of a row. */
-MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const float *x, int64_t ld, int64_t r0, int64_t r1,
-                         int64_t i, const int J, const int C, const int masked, __m256i m) {
+void sd_dot_f16_rows_mq_avx2(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
+                             int64_t rows, int64_t n) {
+    for (int64_t r = 0; r < rows; r += DOT_R) {
+        const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;
+        for (int j = 0; j < nq; j += DOT_J)
+            dot_tile_f16(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
+    }
+}
+
+/* y[j][i + 8c ..] += w[j][r] * widen(x[r][i + 8c ..]) (fma) for rows r0..r1-1
+ * in order, j < J, c < C; masked (C = 1 only): the first rem lanes (mask m),
+ * the tail of a row. */
+MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const void *x, int64_t ld, int64_t r0, int64_t r1,
+                         int64_t i, const int J, const int C, const int masked, __m256i m, int64_t rem,
+                         const int f16) {
     float *yj[AXPY_J];
     const float *wj[AXPY_J];
     __m256 acc[AXPY_J][AXPY_C];
@@ -181,13 +224,13 @@ MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const float *x,
         for (int c = 0; c < C; c++) acc[j][c] = masked ? _mm256_maskload_ps(yj[j], m) : _mm256_loadu_ps(yj[j] + 8 * c);
     }
     for (int64_t r = r0; r < r1; r++) {
-        const float *xr = x + r * ld + i;
+        const int64_t xr = r * ld + i;
         __m256 vw[AXPY_J];
 #pragma GCC unroll 4
         for (int j = 0; j < J; j++) vw[j] = _mm256_set1_ps(wj[j][r]);
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++) {
-            __m256 vx = masked ? _mm256_maskload_ps(xr, m) : _mm256_loadu_ps(xr + 8 * c);
+            __m256 vx = masked ? kv_load8_tail(x, xr, rem, m, f16) : kv_load8(x, xr + 8 * c, f16);
 #pragma GCC unroll 4
             for (int j = 0; j < J; j++) acc[j][c] = _mm256_fmadd_ps(vw[j], vx, acc[j][c]);
         }
@@ -205,28 +248,75 @@ MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const float *x,
 
 #define AXPY_CASE(J)                                                                                                  \
     case J:                                                                                                           \
-        for (; i + 8 * AXPY_C <= n; i += 8 * AXPY_C) axpy_tile(y, w, x, ld, r0, r1, i, J, AXPY_C, 0, m);              \
-        for (; i + 8 <= n; i += 8) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 0, m);                                      \
-        if (i < n) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 1, tail_mask(n - i));                                       \
+        for (; i + 8 * AXPY_C <= n; i += 8 * AXPY_C) axpy_tile(y, w, x, ld, r0, r1, i, J, AXPY_C, 0, m, 0, F16);      \
+        for (; i + 8 <= n; i += 8) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 0, m, 0, F16);                              \
+        if (i < n) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 1, tail_mask(n - i), n - i, F16);                           \
         return;
 /* All n columns of J <= AXPY_J queries over rows r0..r1-1. */
-static void axpy_queries(float *const *y, const float *const *w, int J, const float *x, int64_t ld, int64_t r0,
-                         int64_t r1, int64_t n) {
+#define F16 0
+static void axpy_queries_f32(float *const *y, const float *const *w, int J, const void *x, int64_t ld, int64_t r0,
+                             int64_t r1, int64_t n) {
     const __m256i m = _mm256_setzero_si256();
     int64_t i = 0;
     switch (J) {
         AXPY_CASE(1) AXPY_CASE(2) AXPY_CASE(3)
     }
 }
+#undef F16
+#define F16 1
+static void axpy_queries_f16(float *const *y, const float *const *w, int J, const void *x, int64_t ld, int64_t r0,
+                             int64_t r1, int64_t n) {
+    const __m256i m = _mm256_setzero_si256();
+    int64_t i = 0;
+    switch (J) {
+        AXPY_CASE(1) AXPY_CASE(2) AXPY_CASE(3)
+    }
+}
+#undef F16
 
-/* Blocks of AXPY_ROWS value rows (16 KiB at head_dim 128) stay in L1 while
- * every query block passes over them; the outputs are reloaded per block,
- * which is exact (a store and a load round nothing). */
+/* Blocks of AXPY_ROWS value rows (16 KiB at head_dim 128 in f32) stay in L1
+ * while every query block passes over them; the outputs are reloaded per
+ * block, which is exact (a store and a load round nothing). */
 void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
                               int64_t rows, int64_t n) {
     for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
         const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
-        for (int j = 0; j < nq; j += AXPY_J) axpy_queries(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+        for (int j = 0; j < nq; j += AXPY_J)
+            axpy_queries_f32(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+    }
+}
+
+void sd_axpy_f16_rows_mq_avx2(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
+                              int64_t rows, int64_t n) {
+    for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
+        const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
+        for (int j = 0; j < nq; j += AXPY_J)
+            axpy_queries_f16(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+    }
+}
+
+/* VCVTPS2PH with imm 0: round to nearest even (MXCSR not consulted), the
+ * rounding sd_fp32_to_fp16 implements; the tail goes through a padded buffer. */
+void sd_fp32_to_fp16_row_avx2(uint16_t *out, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    if (i < n) {
+        float f[8] = {0};
+        uint16_t h[8];
+        for (int64_t l = 0; l < n - i; l++) f[l] = x[i + l];
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(_mm256_loadu_ps(f), _MM_FROUND_TO_NEAREST_INT));
+        for (int64_t l = 0; l < n - i; l++) out[i + l] = h[l];
+    }
+}
+
+void sd_fp16_to_fp32_row_avx2(float *out, const uint16_t *h, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, kv_load8(h, i, 1));
+    if (i < n) {
+        float f[8];
+        _mm256_storeu_ps(f, kv_load8_tail(h, i, n - i, _mm256_setzero_si256(), 1));
+        for (int64_t l = 0; l < n - i; l++) out[i + l] = f[l];
     }
 }
 

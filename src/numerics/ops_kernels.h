@@ -28,6 +28,12 @@ void sd_dot_f32_rows_mq_avx2(float *const *out, const float *const *q, int nq, c
                              int64_t rows, int64_t n);
 void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
                               int64_t rows, int64_t n);
+void sd_dot_f16_rows_mq_avx2(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
+                             int64_t rows, int64_t n);
+void sd_axpy_f16_rows_mq_avx2(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
+                              int64_t rows, int64_t n);
+void sd_fp32_to_fp16_row_avx2(uint16_t *out, const float *x, int64_t n);
+void sd_fp16_to_fp32_row_avx2(float *out, const uint16_t *h, int64_t n);
 /* sd_softmax_mq and sd_swiglu (ops.h), the exponentials 8 lanes at a time. */
 void sd_softmax_mq_avx2(float *const *x, const int64_t *n, int nq, float scale);
 void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n);

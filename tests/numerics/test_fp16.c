@@ -162,6 +162,30 @@ static void test_fp16_matches_f16c(void **state) {
         float f = bits_f32(u);
         assert_int_equal(sd_fp32_to_fp16(f), hw_fp32_to_fp16(f));
     }
+    /* Every rounding boundary (the f16 KV cache rounds with both): each half
+     * with either sign, the midpoints to its neighbour (ties to even, incl.
+     * subnormals and 65520 -> inf), one and two f32 ulps either side. */
+    for (uint32_t m = 0; m < 0x7C00; m++) {
+        float v = (float)half_value((uint16_t)m);
+        float mid = (float)((half_value((uint16_t)m) + half_value((uint16_t)(m + 1))) / 2);
+        if (m == 0x7BFF)
+            mid = 65520.0f;
+        for (int d = -2; d <= 2; d++)
+            for (int sg = 0; sg < 2; sg++) {
+                uint32_t sb = sg ? 0x80000000u : 0;
+                float a = bits_f32((f32_bits(v) + (uint32_t)d) ^ sb), b = bits_f32((f32_bits(mid) + (uint32_t)d) ^ sb);
+                if (f32_bits(v) != 0 || d >= 0)
+                    assert_int_equal(sd_fp32_to_fp16(a), hw_fp32_to_fp16(a));
+                assert_int_equal(sd_fp32_to_fp16(b), hw_fp32_to_fp16(b));
+            }
+    }
+    /* infinities, and NaNs with every top payload pattern, quiet and signalling */
+    for (uint32_t p = 0; p < (1u << 12); p++)
+        for (uint32_t sb = 0; sb < 2; sb++) {
+            uint32_t u = (sb << 31) | 0x7F800000u | (p << 11) | (p & 0x7FF);
+            float f = bits_f32(u);
+            assert_int_equal(sd_fp32_to_fp16(f), hw_fp32_to_fp16(f));
+        }
 #else
     skip();
 #endif

@@ -11,6 +11,7 @@
 
 #include "numerics/cpu.h"
 #include "numerics/ops.h"
+#include "numerics/quant.h"
 
 static uint64_t g_rng = 12345;
 static float frand(void) {
@@ -318,6 +319,107 @@ static void test_rows_mq(void **state) {
     sd_cpu_force_scalar(false);
 }
 
+/* The f16 KV kernels equal the f32 ones run on the widened rows, bitwise, in
+ * both builds: halves include subnormals, the largest finite half and both
+ * zeros, the shapes those of test_rows_mq. */
+static void test_rows_mq_f16(void **state) {
+    (void)state;
+    enum { LD = 300, ROWS = 37, NQ = 8, QS = 301 };
+    static float q[NQ * QS], b[ROWS * LD], w[NQ * ROWS], y1[NQ * LD], y2[NQ * LD], d1[NQ * ROWS], d2[NQ * ROWS];
+    static uint16_t h[ROWS * LD];
+    fill(q, NQ * QS);
+    fill(w, NQ * ROWS);
+    static const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x83FF, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00};
+    for (int i = 0; i < ROWS * LD; i++) {
+        float f = frand();
+        h[i] = i % 29 < 9 ? special[i % 29] : sd_fp32_to_fp16(i % 3 ? f : f * 1e-5f);
+        b[i] = sd_fp16_to_fp32(h[i]);
+    }
+    float *out[NQ], *yp[NQ], *y1p[NQ], *out1[NQ];
+    const float *qp[NQ], *wp[NQ];
+    for (int j = 0; j < NQ; j++) {
+        qp[j] = q + j * QS;
+        wp[j] = w + j * ROWS;
+        out[j] = d2 + j * ROWS;
+        out1[j] = d1 + j * ROWS;
+        yp[j] = y2 + j * LD;
+        y1p[j] = y1 + j * LD;
+    }
+    static const int64_t ns[] = {1, 7, 8, 33, 128, 129, 291};
+    static const int64_t rowss[] = {0, 1, 2, 3, 4, 5, 31, 32, 33, 37};
+    for (int scalar = 0; scalar < 2; scalar++) {
+        sd_cpu_force_scalar(scalar);
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            for (size_t kr = 0; kr < sizeof rowss / sizeof rowss[0]; kr++)
+                for (int nq = 1; nq <= NQ; nq++) {
+                    const int64_t n = ns[k], rows = rowss[kr];
+                    memset(d1, 0, sizeof d1);
+                    memset(d2, 0, sizeof d2);
+                    sd_dot_f32_rows_mq(out1, qp, nq, b, LD, rows, n);
+                    sd_dot_f16_rows_mq(out, qp, nq, h, LD, rows, n);
+                    assert_memory_equal(d1, d2, sizeof d1);
+                    fill(y1, NQ * LD);
+                    memcpy(y2, y1, sizeof y1);
+                    sd_axpy_f32_rows_mq(y1p, wp, nq, b, LD, rows, n);
+                    sd_axpy_f16_rows_mq(yp, wp, nq, h, LD, rows, n);
+                    assert_memory_equal(y1, y2, sizeof y1);
+                }
+    }
+    sd_cpu_force_scalar(false);
+}
+
+/* The row converters equal the element converters bit for bit in both builds
+ * (the AVX2 one is F16C): every half widened; narrowing over every half, the
+ * midpoints between neighbours and one f32 ulp either side (ties to even,
+ * subnormals, overflow to inf at 65520), infinities and NaNs, at lengths with
+ * and without a partial last vector. Nothing past n is written. */
+static void test_fp16_rows(void **state) {
+    (void)state;
+    enum { N = 65536, NS = 4 * 0x7C00 + 16 };
+    static uint16_t all[N], h1[NS];
+    static float f1[N + 8], src[NS];
+    for (int i = 0; i < N; i++) all[i] = (uint16_t)i;
+    int ns = 0;
+    for (uint32_t m = 0; m < 0x7C00; m++) {
+        float v = sd_fp16_to_fp32((uint16_t)m), next = sd_fp16_to_fp32((uint16_t)(m + 1));
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        float lo, hi, mid = (float)(((double)v + (double)next) / 2);
+        u -= m > 0;
+        memcpy(&lo, &u, sizeof lo);
+        u += 1 + (m > 0);
+        memcpy(&hi, &u, sizeof hi);
+        src[ns++] = m & 1 ? -mid : mid;
+        src[ns++] = lo;
+        src[ns++] = m & 2 ? -hi : hi;
+        src[ns++] = isinf(next) ? 65520.0f : next;
+    }
+    const float specials[] = {INFINITY, -INFINITY, NAN, -NAN, 1e30f, -1e30f, 65519.99f, 0x1p-25f, 0x1.8p-24f, -0.0f};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) src[ns++] = specials[i];
+    static const int64_t lens[] = {1, 7, 8, 13};
+    for (int scalar = 0; scalar < 2; scalar++) {
+        sd_cpu_force_scalar(scalar);
+        for (size_t k = 0; k < 4; k++) {
+            const int64_t n = ns - lens[k] + 1; /* a tail of 0..7 */
+            memset(h1, 0xAB, sizeof h1);
+            sd_fp32_to_fp16_row(h1, src, n);
+            for (int64_t i = 0; i < n; i++) assert_int_equal(h1[i], sd_fp32_to_fp16(src[i]));
+            assert_int_equal(h1[n], 0xABAB);
+            const int64_t nh = N - lens[k] + 1;
+            memset(f1, 0xAB, sizeof f1);
+            sd_fp16_to_fp32_row(f1, all, nh);
+            for (int64_t i = 0; i < nh; i++) {
+                float e = sd_fp16_to_fp32(all[i]);
+                assert_memory_equal(&f1[i], &e, sizeof e);
+            }
+            uint32_t pad;
+            memcpy(&pad, &f1[nh], sizeof pad);
+            assert_int_equal(pad, 0xABABABABu);
+        }
+    }
+    sd_cpu_force_scalar(false);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot),
@@ -328,6 +430,8 @@ int main(void) {
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_rows_helpers),
         cmocka_unit_test(test_rows_mq),
+        cmocka_unit_test(test_rows_mq_f16),
+        cmocka_unit_test(test_fp16_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

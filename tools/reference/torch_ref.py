@@ -155,7 +155,7 @@ def rope(x, pos, n_rot, base, neox, freq_factors=None):
     return out
 
 
-def forward(g, tokens):
+def forward(g, tokens, kv_f16=False):
     arch = g.kv.get("general.architecture")
     if arch not in ("llama", "qwen2", "qwen3"):
         raise ValueError(f"unsupported architecture {arch!r}")
@@ -195,6 +195,8 @@ def forward(g, tokens):
             q = rms_norm(q, t("attn_q_norm.weight"), eps)
             k = rms_norm(k, t("attn_k_norm.weight"), eps)
         q, k = rope(q, pos, n_rot, base, neox, ff), rope(k, pos, n_rot, base, neox, ff)
+        if kv_f16:  # an f16 KV cache (llama.cpp's default, specdec's): keys and values rounded once
+            k, v = k.to(torch.float16).to(torch.float64), v.to(torch.float16).to(torch.float64)
         k = k.repeat_interleave(group, dim=1)
         v = v.repeat_interleave(group, dim=1)
         att = torch.einsum("shd,thd->hst", q, k) / (head_dim ** 0.5)
@@ -215,6 +217,8 @@ def main(argv):
     ap.add_argument("--tokens", required=True, help="comma-separated token ids")
     ap.add_argument("--out", required=True, help="output file: S x n_vocab float32 LE")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--kv-f16", action="store_true",
+                    help="round keys (after RoPE) and values to IEEE half, as an f16 KV cache stores them")
     try:
         a = ap.parse_args(argv)
         tokens = [int(s) for s in a.tokens.split(",") if s.strip() != ""]
@@ -227,7 +231,7 @@ def main(argv):
         return 2
     torch.set_num_threads(max(1, a.threads))
     try:
-        logits = forward(GGUF(a.model), tokens)
+        logits = forward(GGUF(a.model), tokens, a.kv_f16)
         logits.numpy().astype("<f4").tofile(a.out)
     except (OSError, ValueError, KeyError, RuntimeError, IndexError) as e:
         print(f"torch_ref: {e}", file=sys.stderr)
