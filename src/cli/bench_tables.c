@@ -5,12 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/bench.h"
 #include "core/checked.h"
 #include "decode/drafter_oracle.h"
 
+/* Only on a terminal: redirected to a log, a \r line per step is clutter. */
 void bench_progress(const char *fmt, ...) {
+    if (!isatty(STDERR_FILENO)) return;
     char line[160];
     va_list ap;
     va_start(ap, fmt);

@@ -241,7 +241,7 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     if (!st && o->t_ksweep) st = bench_ksweep(e, r, err);
     if (!st && o->t_oracle) st = bench_oracle(e, r, err);
     bench_progress("done");
-    fprintf(stderr, "\n");
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
 }
 

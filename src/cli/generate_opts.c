@@ -14,32 +14,32 @@ static void usage(FILE *f) {
             "Generates text; with a drafter, by lossless speculative decoding (the output is\n"
             "exactly plain greedy decoding's, or plain sampling's in distribution at --temp > 0).\n"
             "\n"
-            "  -m FILE          target model (default " CLI_DEFAULT_TARGET ")\n"
-            "  -p TEXT          prompt text\n"
-            "  -f FILE          read the prompt from FILE ('-' = stdin), bytes as they are\n"
-            "  -n N             tokens to generate (default 128)\n"
-            "  -c N             context size in tokens (default: the model's, at most 4096); more\n"
-            "                   than the model's trained context is allowed, with a warning\n"
-            "  -t N             threads (default: online cores)\n"
-            "  --temp T         temperature; 0 = greedy (default 0)\n"
-            "  --top-k K        keep the K most likely tokens (0 = off)\n"
-            "  --top-p P        keep the smallest set of mass >= P (1 = off)\n"
-            "  --min-p P        drop tokens below P x the top probability (0 = off)\n"
-            "  --seed S         sampling seed (default 42)\n"
-            "  --spec MODE      none | ngram | draft | auto (default auto: n-gram lookup, plus the\n"
-            "                   draft model when one is given, or " CLI_DEFAULT_DRAFT "\n"
-            "                   when -m is the default and that file exists)\n"
-            "  -md FILE         draft model (same vocabulary as the target)\n"
-            "  --draft-max K    most draft tokens per verify round (default 8)\n"
-            "  --ngram-min N    shortest n-gram looked up (default 1)\n"
-            "  --ngram-max N    longest n-gram looked up (default 3)\n"
-            "  --gate G         zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
-            "  --check-lossless also run plain greedy and compare token by token, report the\n"
-            "                   speedup (default on for --spec other than none at --temp 0)\n"
-            "  --no-check       skip that\n"
-            "  --json           print one JSON object instead of streaming the text\n"
-            "  --chat           wrap the prompt in the ChatML template (Qwen)\n"
-            "  -h, --help       this help\n"
+            "  -m, --model FILE         target model (default " CLI_DEFAULT_TARGET ")\n"
+            "  -p, --prompt TEXT        prompt text\n"
+            "  -f, --file FILE          read the prompt from FILE ('-' = stdin), bytes as they are\n"
+            "  -n, --n-predict N        tokens to generate (default 128)\n"
+            "  -c, --ctx-size N         context size in tokens (default: the model's, at most 4096); more\n"
+            "                           than the model's trained context is allowed, with a warning\n"
+            "  -t, --threads N          threads (default: online cores; more is slower)\n"
+            "  --temp T                 temperature; 0 = greedy (default 0)\n"
+            "  --top-k K                keep the K most likely tokens (0 = off)\n"
+            "  --top-p P                keep the smallest set of mass >= P (1 = off)\n"
+            "  --min-p P                drop tokens below P x the top probability (0 = off)\n"
+            "  --seed S                 sampling seed (default 42)\n"
+            "  --spec MODE              none | ngram | draft | auto (default auto: n-gram lookup, plus the\n"
+            "                           draft model when one is given, or " CLI_DEFAULT_DRAFT "\n"
+            "                           when -m is the default and that file exists)\n"
+            "  -md, --model-draft FILE  draft model (same vocabulary as the target)\n"
+            "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
+            "  --ngram-min N            shortest n-gram looked up (default 1)\n"
+            "  --ngram-max N            longest n-gram looked up (default 3)\n"
+            "  --gate G                 zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
+            "  --check-lossless         also run plain greedy and compare token by token, report the\n"
+            "                           speedup (default on for --spec other than none at --temp 0)\n"
+            "  --no-check               skip that\n"
+            "  --json                   print one JSON object instead of streaming the text\n"
+            "  --chat                   wrap the prompt in the ChatML template (Qwen)\n"
+            "  -h, --help               this help\n"
             "\n"
             "At the end one line of statistics goes to stderr: prefill and decode tok/s, rounds,\n"
             "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n"
@@ -110,7 +110,11 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
     for (size_t i = 0; i < sizeof INT_FLAGS / sizeof *INT_FLAGS; i++) {
         if (strcmp(flag, INT_FLAGS[i].flag) != 0) continue;
         long x;
-        if (!parse_long(v, INT_FLAGS[i].lo, INT_FLAGS[i].hi, &x)) return bad("bad value for %s", flag);
+        if (!parse_long(v, INT_FLAGS[i].lo, INT_FLAGS[i].hi, &x)) {
+            fprintf(stderr, "specdec: %s needs an integer in [%ld, %ld], not '%s' (see specdec generate --help)\n",
+                    flag, INT_FLAGS[i].lo, INT_FLAGS[i].hi, v);
+            return 2;
+        }
         *(int32_t *)((char *)o + INT_FLAGS[i].offset) = (int32_t)x;
         return -1;
     }
@@ -154,6 +158,7 @@ static bool takes_value(const char *flag) {
 
 static int check_combination(const gen_opts *o) {
     if (!o->prompt == !o->prompt_file) return bad("%s", "give the prompt with exactly one of -p TEXT or -f FILE");
+    if (o->prompt && !*o->prompt) return bad("%s", "the prompt (-p) is empty");
     if (o->ngram_min > o->ngram_max) return bad("%s", "--ngram-min must not exceed --ngram-max");
     if (o->spec == GEN_SPEC_DRAFT && !o->draft && !o->model_is_default)
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
@@ -162,10 +167,20 @@ static int check_combination(const gen_opts *o) {
     return -1;
 }
 
+/* llama.cpp's long spellings of the same flags, for users coming from it. */
+static const char *canonical(const char *flag) {
+    static const char *alias[][2] = {{"--model", "-m"},    {"--model-draft", "-md"}, {"--prompt", "-p"},
+                                     {"--file", "-f"},     {"--n-predict", "-n"},    {"--ctx-size", "-c"},
+                                     {"--threads", "-t"}};
+    for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+        if (!strcmp(flag, alias[i][0])) return alias[i][1];
+    return flag;
+}
+
 int gen_parse(int argc, char **argv, gen_opts *o) {
     defaults(o);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = canonical(argv[i]);
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;

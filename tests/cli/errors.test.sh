@@ -89,4 +89,16 @@ n_gen=$("$bin" generate -f "$tmp/bad.txt" -n 2 -t 1 --spec none --json 2>/dev/nu
   python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])') || fail "generate on invalid UTF-8 failed"
 [ "$n_tok" = "$n_gen" ] || fail "generate saw $n_gen prompt tokens, tokenize $n_tok"
 
+# Usage errors name the allowed range, and an empty -p is one, before any model loads.
+expect 2 "--draft-max needs an integer in \[1, 64\], not '100'" generate -p hi --draft-max 100
+expect 2 "the prompt (-p) is empty" generate -p ''
+
+# llama.cpp's long spellings are aliases; piped stdout holds exactly the
+# generated text (the --json "text" of the same greedy run), no added newline.
+"$bin" generate --model "$T" --prompt 'def f():' --n-predict 6 --threads 1 --ctx-size 64 --spec none \
+  >"$tmp/text" 2>/dev/null || fail "long option spellings were refused"
+"$bin" generate -m "$T" -p 'def f():' -n 6 -t 1 -c 64 --spec none --json 2>/dev/null |
+  python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin)["text"])' >"$tmp/json_text"
+cmp -s "$tmp/text" "$tmp/json_text" || fail "piped stdout differs from the generated text: $(od -c "$tmp/text" | tail -2)"
+
 finish
