@@ -11,16 +11,26 @@
 #include "core/checked.h"
 #include "decode/drafter_oracle.h"
 
-/* Only on a terminal: redirected to a log, a \r line per step is clutter. */
+/* On a terminal, one line rewritten in place; redirected to a log, one line
+ * per stage (the words before the first ':' or digit change), not per rep. */
 void bench_progress(const char *fmt, ...) {
-    if (!isatty(STDERR_FILENO)) return;
+    static char stage[32];
     char line[160];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\rbench: %-72s", line);
-    fflush(stderr);
+    if (isatty(STDERR_FILENO)) {
+        fprintf(stderr, "\rbench: %-72s", line);
+        fflush(stderr);
+        return;
+    }
+    size_t n = strcspn(line, ":0123456789");
+    if (n >= sizeof stage) n = sizeof stage - 1;
+    if (strlen(stage) == n && !strncmp(stage, line, n)) return;
+    memcpy(stage, line, n);
+    stage[n] = '\0';
+    fprintf(stderr, "bench: %s\n", line);
 }
 
 /* Sums over the repetitions of one drafter on one prompt. */
