@@ -38,12 +38,18 @@ static void usage(FILE *f) {
  * workers take the time slices the working threads need. Measured on a loaded
  * 2-core machine, fixture target, -t 2, decode tok/s: libgomp default 12.7,
  * OMP_WAIT_POLICY=active 5.0, GOMP_SPINCOUNT=1000 85, =100 441 (as fast as
- * -t 1). libgomp reads its settings from the environment when it is loaded,
- * before main, so unless the user chose a policy (OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT) we set a short spin and re-execute ourselves once. */
+ * -t 1). Too short a spin costs on a quiet machine instead: every barrier then
+ * sleeps and wakes through the kernel (~7% of a Qwen3-0.6B decode profile).
+ * 2026-12-01, Qwen3-0.6B shape, -t 2, decode tok/s, medians of 3 alternated:
+ * Q4_K quiet 100: 38.2, 1000: 42.8, 20000: 44.6; Q8_0 with both cores taken
+ * by two `yes` loops 100: 11.3-19.8, 1000: 16.7-17.1, 3000: 11.4, 20000: 3.3.
+ * 1000 keeps most of the quiet gain without the collapse under load.
+ * libgomp reads its settings from the environment when it is loaded, before
+ * main, so unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT)
+ * we set that spin and re-execute ourselves once. */
 static void bound_openmp_spinning(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("GOMP_SPINCOUNT", "100", 1) != 0) return;
+    if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc): carry on with libgomp's defaults */
 }
