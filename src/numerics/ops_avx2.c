@@ -162,50 +162,32 @@ MQ_INLINE void dot_tile(float *const *out, const float *const *q, const void *b,
         for (int k = 0; k < R; k++) out[j][r + k] = hsum_tree(acc[j][k]);
 }
 
-#define DOT_CASE(J, R)                                                                                                \
-    case (J) * 4 + (R): dot_tile(out, q, b, ld, r, n, J, R, F16); return;
-#define F16 0
-static void dot_tile_f32(float *const *out, const float *const *q, const void *b, int64_t ld, int64_t r, int64_t n,
-                         int J, int R) {
-    switch (J * 4 + R) {
-        DOT_CASE(1, 1) DOT_CASE(1, 2) DOT_CASE(1, 3)
-        DOT_CASE(2, 1) DOT_CASE(2, 2) DOT_CASE(2, 3)
-        DOT_CASE(3, 1) DOT_CASE(3, 2) DOT_CASE(3, 3)
-        DOT_CASE(4, 1) DOT_CASE(4, 2) DOT_CASE(4, 3)
+#define DOT_CASE(J, R, F16)                                                                                           \
+    case (J) * 4 + (R): dot_tile(out, q, b, ld, r, n, J, R, F16); break;
+/* The key rows of a tile stay in L1 while every query block passes over
+ * them (rows outer, queries inner), so the keys stream in once. One driver
+ * per KV type: J and R become constants in each case of the switch. */
+#define DOT_ROWS_MQ(name, KV, F16)                                                                                    \
+    void name(float *const *out_all, const float *const *q_all, int nq, const KV *b, int64_t ld, int64_t rows,      \
+              int64_t n) {                                                                                            \
+        for (int64_t r = 0; r < rows; r += DOT_R) {                                                                  \
+            const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;                                                 \
+            for (int j0 = 0; j0 < nq; j0 += DOT_J) {                                                                  \
+                float *const *out = out_all + j0;                                                                     \
+                const float *const *q = q_all + j0;                                                                   \
+                switch ((nq - j0 < DOT_J ? nq - j0 : DOT_J) * 4 + R) {                                                \
+                    DOT_CASE(1, 1, F16) DOT_CASE(1, 2, F16) DOT_CASE(1, 3, F16)                                       \
+                    DOT_CASE(2, 1, F16) DOT_CASE(2, 2, F16) DOT_CASE(2, 3, F16)                                       \
+                    DOT_CASE(3, 1, F16) DOT_CASE(3, 2, F16) DOT_CASE(3, 3, F16)                                       \
+                    DOT_CASE(4, 1, F16) DOT_CASE(4, 2, F16) DOT_CASE(4, 3, F16)                                       \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
     }
-}
-#undef F16
-#define F16 1
-static void dot_tile_f16(float *const *out, const float *const *q, const void *b, int64_t ld, int64_t r, int64_t n,
-                         int J, int R) {
-    switch (J * 4 + R) {
-        DOT_CASE(1, 1) DOT_CASE(1, 2) DOT_CASE(1, 3)
-        DOT_CASE(2, 1) DOT_CASE(2, 2) DOT_CASE(2, 3)
-        DOT_CASE(3, 1) DOT_CASE(3, 2) DOT_CASE(3, 3)
-        DOT_CASE(4, 1) DOT_CASE(4, 2) DOT_CASE(4, 3)
-    }
-}
-#undef F16
-
-/* Rows outer, queries inner: the DOT_R key rows of a tile stay in L1 while
- * every query block passes over them, so the keys stream in once. */
-void sd_dot_f32_rows_mq_avx2(float *const *out, const float *const *q, int nq, const float *b, int64_t ld,
-                             int64_t rows, int64_t n) {
-    for (int64_t r = 0; r < rows; r += DOT_R) {
-        const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;
-        for (int j = 0; j < nq; j += DOT_J)
-            dot_tile_f32(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
-    }
-}
-
-void sd_dot_f16_rows_mq_avx2(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
-                             int64_t rows, int64_t n) {
-    for (int64_t r = 0; r < rows; r += DOT_R) {
-        const int R = rows - r < DOT_R ? (int)(rows - r) : DOT_R;
-        for (int j = 0; j < nq; j += DOT_J)
-            dot_tile_f16(out + j, q + j, b, ld, r, n, nq - j < DOT_J ? nq - j : DOT_J, R);
-    }
-}
+DOT_ROWS_MQ(sd_dot_f32_rows_mq_avx2, float, 0)
+DOT_ROWS_MQ(sd_dot_f16_rows_mq_avx2, uint16_t, 1)
+#undef DOT_ROWS_MQ
+#undef DOT_CASE
 
 /* y[j][i + 8c ..] += w[j][r] * widen(x[r][i + 8c ..]) (fma) for rows r0..r1-1
  * in order, j < J, c < C; masked (C = 1 only): the first rem lanes (mask m),
@@ -246,54 +228,36 @@ MQ_INLINE void axpy_tile(float *const *y, const float *const *w, const void *x, 
         }
 }
 
-#define AXPY_CASE(J)                                                                                                  \
+#define AXPY_CASE(J, F16)                                                                                             \
     case J:                                                                                                           \
         for (; i + 8 * AXPY_C <= n; i += 8 * AXPY_C) axpy_tile(y, w, x, ld, r0, r1, i, J, AXPY_C, 0, m, 0, F16);      \
         for (; i + 8 <= n; i += 8) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 0, m, 0, F16);                              \
         if (i < n) axpy_tile(y, w, x, ld, r0, r1, i, J, 1, 1, tail_mask(n - i), n - i, F16);                           \
-        return;
-/* All n columns of J <= AXPY_J queries over rows r0..r1-1. */
-#define F16 0
-static void axpy_queries_f32(float *const *y, const float *const *w, int J, const void *x, int64_t ld, int64_t r0,
-                             int64_t r1, int64_t n) {
-    const __m256i m = _mm256_setzero_si256();
-    int64_t i = 0;
-    switch (J) {
-        AXPY_CASE(1) AXPY_CASE(2) AXPY_CASE(3)
-    }
-}
-#undef F16
-#define F16 1
-static void axpy_queries_f16(float *const *y, const float *const *w, int J, const void *x, int64_t ld, int64_t r0,
-                             int64_t r1, int64_t n) {
-    const __m256i m = _mm256_setzero_si256();
-    int64_t i = 0;
-    switch (J) {
-        AXPY_CASE(1) AXPY_CASE(2) AXPY_CASE(3)
-    }
-}
-#undef F16
-
+        break;
 /* Blocks of AXPY_ROWS value rows (16 KiB at head_dim 128 in f32) stay in L1
- * while every query block passes over them; the outputs are reloaded per
- * block, which is exact (a store and a load round nothing). */
-void sd_axpy_f32_rows_mq_avx2(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
-                              int64_t rows, int64_t n) {
-    for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
-        const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
-        for (int j = 0; j < nq; j += AXPY_J)
-            axpy_queries_f32(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
+ * while every query block (J <= AXPY_J queries, all n columns) passes over
+ * them; the outputs are reloaded per block, which is exact (a store and a
+ * load round nothing). One driver per KV type. */
+#define AXPY_ROWS_MQ(name, KV, F16)                                                                                   \
+    void name(float *const *y_all, const float *const *w_all, int nq, const KV *x, int64_t ld, int64_t rows,        \
+              int64_t n) {                                                                                            \
+        const __m256i m = _mm256_setzero_si256();                                                                     \
+        for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {                                                            \
+            const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;                                         \
+            for (int j0 = 0; j0 < nq; j0 += AXPY_J) {                                                                 \
+                float *const *y = y_all + j0;                                                                         \
+                const float *const *w = w_all + j0;                                                                   \
+                int64_t i = 0;                                                                                        \
+                switch (nq - j0 < AXPY_J ? nq - j0 : AXPY_J) {                                                        \
+                    AXPY_CASE(1, F16) AXPY_CASE(2, F16) AXPY_CASE(3, F16)                                             \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
     }
-}
-
-void sd_axpy_f16_rows_mq_avx2(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
-                              int64_t rows, int64_t n) {
-    for (int64_t r0 = 0; r0 < rows; r0 += AXPY_ROWS) {
-        const int64_t r1 = rows - r0 < AXPY_ROWS ? rows : r0 + AXPY_ROWS;
-        for (int j = 0; j < nq; j += AXPY_J)
-            axpy_queries_f16(y + j, w + j, nq - j < AXPY_J ? nq - j : AXPY_J, x, ld, r0, r1, n);
-    }
-}
+AXPY_ROWS_MQ(sd_axpy_f32_rows_mq_avx2, float, 0)
+AXPY_ROWS_MQ(sd_axpy_f16_rows_mq_avx2, uint16_t, 1)
+#undef AXPY_ROWS_MQ
+#undef AXPY_CASE
 
 /* VCVTPS2PH with imm 0: round to nearest even (MXCSR not consulted), the
  * rounding sd_fp32_to_fp16 implements; the tail goes through a padded buffer. */
