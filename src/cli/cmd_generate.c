@@ -108,10 +108,10 @@ static sd_status load_models(const gen_opts *o, engine *e, sd_err *err) {
 }
 
 static sd_status build_drafter(const gen_opts *o, engine *e, int32_t n_batch, sd_err *err) {
-    int threads = o->threads ? o->threads : sd_default_threads();
-    if (threads > sd_default_threads()) /* oversubscribed: each barrier waits for a descheduled thread */
-        fprintf(stderr, "specdec: warning: %d threads on %d online cores is slower than -t %d\n", threads,
-                sd_default_threads(), sd_default_threads());
+    const int cores = sd_default_threads(), threads = o->threads ? o->threads : cores;
+    if (threads > cores) /* oversubscribed: each barrier waits for a descheduled thread */
+        fprintf(stderr, "specdec: warning: %d threads on %d online cores is slower than -t %d\n", threads, cores,
+                cores);
     sd_status st = sd_context_init(e->target, o->n_ctx, n_batch, threads, &e->tctx, err);
     if (st != SD_OK) return st;
     sd_lm_from_context(&e->tlm, e->tctx, e->target);

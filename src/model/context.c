@@ -74,5 +74,5 @@ int32_t sd_context_len(const sd_context *c) { return c->len; }
 
 void sd_context_truncate(sd_context *c, int32_t n) {
     if (n < 0) n = 0;
-    if (n < c->len) c->len = n;
+    if (n < c->len) c->len = n, c->head_S = 0; /* the rows sd_forward_more would resume are gone */
 }

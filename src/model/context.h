@@ -29,8 +29,9 @@ struct sd_context {
     float *att;     /* [n_threads][SD_ATT_QUERIES][n_ctx] attention scores, one block per thread */
     /* The last forward when it was one batch (S <= n_batch): x still holds its
      * S final residual rows, so sd_forward_more can run the output head on rows
-     * it skipped. head_S = 0 when there is nothing to resume. */
-    int32_t head_S, head_n, head_len; /* its S, rows with logits so far, len right after it */
+     * it skipped. head_S = 0 when there is nothing to resume (any other
+     * forward, and a truncate that drops positions, clear it). */
+    int32_t head_S, head_n; /* its S, and the rows with logits so far */
 };
 
 /* Queries (query head x position pairs of one KV head) that attention()

@@ -214,22 +214,20 @@ sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32
 
 sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_head, float *logits,
                           sd_err *err) {
-    if (S < 1 || S > c->n_batch || n_head < 0 || n_head > S)
-        return sd_err_set(err, SD_ERR_ARG, "forward_head: bad batch (S = %d of at most %d, %d logits rows)", S,
-                          c->n_batch, n_head);
+    if (S < 1 || S > c->n_batch)
+        return sd_err_set(err, SD_ERR_ARG, "forward_head: S = %d is not in 1..n_batch (%d)", S, c->n_batch);
     sd_status st = check_batch(c, tokens, S, n_head, logits, err);
     if (st != SD_OK) return st;
     forward_batch(c, tokens, S, 0, n_head, logits);
     c->head_S = S;
     c->head_n = n_head;
-    c->head_len = c->len;
     return SD_OK;
 }
 
 int32_t sd_model_head_pass_rows(const sd_model *m) { return sd_matmul_pass_rows(&m->output); }
 
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err) {
-    if (c->head_S == 0 || c->len != c->head_len || c->head_n >= c->head_S || !logits)
+    if (c->head_S == 0 || c->head_n >= c->head_S || !logits)
         return sd_err_set(err, SD_ERR_ARG, "forward_more: no logits rows are pending");
     output_head(c, c->head_n, c->head_S, logits);
     c->head_n = c->head_S;
