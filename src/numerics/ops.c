@@ -13,16 +13,25 @@
 #include "numerics/ops_kernels.h"
 #include "numerics/quant.h"
 
-static float dot_scalar(const float *a, const float *b, int64_t n) {
+/* Element i of a KV row of floats or of f16 halves, as a float (exact). */
+static inline float kv_at(const void *b, int64_t i, int f16) {
+    return f16 ? sd_fp16_to_fp32(((const uint16_t *)b)[i]) : ((const float *)b)[i];
+}
+
+/* 8 lane accumulators and the AVX2 build's reduction tree; b widened element
+ * by element when f16 (the same fmas in the same order). */
+static inline float dot_scalar_kv(const float *a, const void *b, int64_t n, int f16) {
     float acc[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(a[i + l], b[i + l], acc[l]);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(a[i + l], kv_at(b, i + l, f16), acc[l]);
     if (i < n) /* zero padding, as the AVX2 build loads the tail */
         for (int l = 0; l < 8; l++)
-            acc[l] = i + l < n ? fmaf(a[i + l], b[i + l], acc[l]) : fmaf(0.0f, 0.0f, acc[l]);
+            acc[l] = i + l < n ? fmaf(a[i + l], kv_at(b, i + l, f16), acc[l]) : fmaf(0.0f, 0.0f, acc[l]);
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
+
+static float dot_scalar(const float *a, const float *b, int64_t n) { return dot_scalar_kv(a, b, n, 0); }
 
 float sd_dot_f32(const float *a, const float *b, int64_t n) {
     if (sd_cpu_avx2()) return sd_dot_f32_avx2(a, b, n);
@@ -75,18 +84,6 @@ void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const f
             for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], x[r * ld + i], y[j][i]);
 }
 
-/* dot_scalar with b widened from f16 half by half: the same fmas in the same order. */
-static float dot_scalar_f16(const float *a, const uint16_t *b, int64_t n) {
-    float acc[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) acc[l] = fmaf(a[i + l], sd_fp16_to_fp32(b[i + l]), acc[l]);
-    if (i < n)
-        for (int l = 0; l < 8; l++)
-            acc[l] = i + l < n ? fmaf(a[i + l], sd_fp16_to_fp32(b[i + l]), acc[l]) : fmaf(0.0f, 0.0f, acc[l]);
-    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-}
-
 void sd_dot_f16_rows_mq(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
                         int64_t rows, int64_t n) {
     if (sd_cpu_avx2()) {
@@ -94,7 +91,7 @@ void sd_dot_f16_rows_mq(float *const *out, const float *const *q, int nq, const 
         return;
     }
     for (int j = 0; j < nq; j++)
-        for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar_f16(q[j], b + r * ld, n);
+        for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar_kv(q[j], b + r * ld, n, 1);
 }
 
 void sd_axpy_f16_rows_mq(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
@@ -105,7 +102,7 @@ void sd_axpy_f16_rows_mq(float *const *y, const float *const *w, int nq, const u
     }
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], sd_fp16_to_fp32(x[r * ld + i]), y[j][i]);
+            for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], kv_at(x, r * ld + i, 1), y[j][i]);
 }
 
 void sd_fp32_to_fp16_row(uint16_t *out, const float *x, int64_t n) {
