@@ -62,6 +62,7 @@ void sd_context_free(sd_context *c) {
     if (!c) return;
     free(c->k_cache);
     free(c->v_cache);
+    free(c->hid);
     float *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att_out, c->hb, c->hb2, c->att};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
@@ -75,4 +76,32 @@ int32_t sd_context_len(const sd_context *c) { return c->len; }
 void sd_context_truncate(sd_context *c, int32_t n) {
     if (n < 0) n = 0;
     if (n < c->len) c->len = n, c->head_S = 0; /* the rows sd_forward_more would resume are gone */
+}
+
+sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int n_ids, sd_err *err) {
+    const sd_hparams *hp = &c->m->hp;
+    if (n_ids < 0 || n_ids > SD_HIDDEN_MAX_IDS || (n_ids > 0 && !layer_ids))
+        return sd_err_set(err, SD_ERR_ARG, "hidden states: %d layer ids (1..%d allowed)", n_ids, SD_HIDDEN_MAX_IDS);
+    for (int i = 0; i < n_ids; i++)
+        if (layer_ids[i] < 0 || layer_ids[i] > hp->n_layer)
+            return sd_err_set(err, SD_ERR_ARG, "hidden states: layer id %d out of range 0..%d (n_layer)",
+                              layer_ids[i], hp->n_layer);
+    free(c->hid);
+    c->hid = NULL;
+    c->hid_n = 0;
+    if (n_ids == 0) return SD_OK;
+    bool ok = true;
+    float *hid = alloc_f32((size_t)c->n_ctx, (size_t)n_ids, (size_t)hp->n_embd, &ok);
+    if (!ok)
+        return sd_err_set(err, SD_ERR_NOMEM, "hidden states: out of memory for %d x %d x %d floats", c->n_ctx,
+                          n_ids, hp->n_embd);
+    c->hid = hid;
+    c->hid_n = n_ids;
+    for (int i = 0; i < n_ids; i++) c->hid_ids[i] = layer_ids[i];
+    return SD_OK;
+}
+
+const float *sd_context_hidden(const sd_context *c, int32_t pos) {
+    if (!c->hid || pos < 0 || pos >= c->len) return NULL;
+    return c->hid + (size_t)pos * (size_t)c->hid_n * (size_t)c->m->hp.n_embd;
 }

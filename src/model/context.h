@@ -32,6 +32,10 @@ struct sd_context {
      * it skipped. head_S = 0 when there is nothing to resume (any other
      * forward, and a truncate that drops positions, clear it). */
     int32_t head_S, head_n; /* its S, and the rows with logits so far */
+    /* Hidden-state hook (model.h sd_context_request_hidden): hid = NULL when off. */
+    int hid_n;                           /* number of layer ids */
+    int32_t hid_ids[SD_HIDDEN_MAX_IDS];
+    float *hid;                          /* [n_ctx][hid_n * n_embd] */
 };
 
 /* Queries (query head x position pairs of one KV head) that attention()

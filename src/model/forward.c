@@ -112,6 +112,26 @@ static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q
     }
 }
 
+/* The hidden-state hook (model.h sd_context_request_hidden): the S rows
+ * entering layer il (il == n_layer: after output_norm, the same per-row norm
+ * output_head applies) go to the rows of positions pos0..pos0+S-1, in the
+ * slot of every requested id equal to il. Copies only: the forward's own
+ * arithmetic is untouched. */
+static void hidden_store(sd_context *c, int il, int S, int32_t pos0) {
+    const sd_model *m = c->m;
+    const int64_t n_embd = m->hp.n_embd, stride = (int64_t)c->hid_n * n_embd;
+    for (int i = 0; i < c->hid_n; i++) {
+        if (c->hid_ids[i] != il) continue;
+        for (int s = 0; s < S; s++) {
+            float *dst = c->hid + (pos0 + s) * stride + i * n_embd;
+            if (il < m->hp.n_layer)
+                memcpy(dst, c->x + s * n_embd, (size_t)n_embd * sizeof *dst);
+            else
+                sd_rmsnorm(dst, c->x + s * n_embd, m->output_norm, n_embd, m->hp.rms_eps);
+        }
+    }
+}
+
 /* The output head on rows [r0, r1) of the batch whose final residual rows
  * are in c->x: logits[r1 - r0][n_vocab]. Row-wise norm and matmul, so the
  * bits do not depend on which rows run together. */
@@ -137,6 +157,7 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
 
     for (int il = 0; il < hp->n_layer; il++) {
         const sd_layer *L = &m->layers[il];
+        if (c->hid) hidden_store(c, il, S, pos0);
 
         /* attention block */
         rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
@@ -172,6 +193,7 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
         sd_add(c->x, c->xb, S * n_embd);
     }
 
+    if (c->hid) hidden_store(c, hp->n_layer, S, pos0);
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
     output_head(c, r0, r1, logits);
     c->len += S;

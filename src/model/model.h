@@ -147,6 +147,33 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
                           sd_err *err);
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err);
 
+/* ---- hidden-state hook for draft heads (EAGLE-3, MTP) ----
+ * A head that reads the target (llama.cpp common/speculative.cpp, EAGLE-3's
+ * `target_layers`) asks the target's context once for the hidden states it
+ * needs; from then on every forward (prefill, verify, plain step, any split)
+ * also stores, for each position it runs, one row of n_ids * n_embd floats:
+ * [h(layer_ids[0]) | h(layer_ids[1]) | ...], where h(id) for id < n_layer is
+ * the residual stream entering layer id (llama.cpp's t_layer_inp) and h(id)
+ * for id == n_layer is the final hidden after output_norm (the input of the
+ * output head). Storage is per absolute position ([n_ctx] rows, f32; e.g.
+ * 48 MiB for three Qwen3-0.6B layers at n_ctx 4096), so a rollback needs
+ * nothing: rows at positions >= len are stale until a forward rewrites them.
+ * The logits do not change by a bit (the rows are copies, and the id ==
+ * n_layer row is computed by the same per-row norm the head uses); rows are
+ * batch-invariant like the logits. Without a request a forward only tests a
+ * NULL pointer per layer.
+ * layer_ids[n_ids]: 1 <= n_ids <= SD_HIDDEN_MAX_IDS, each in 0..n_layer.
+ * A new request replaces the old one (rows of earlier positions are then not
+ * filled until re-run: the caller asks before the prefill). n_ids == 0 turns
+ * the hook off. Errors: SD_ERR_ARG (bad ids, naming the id and n_layer),
+ * SD_ERR_NOMEM. */
+#define SD_HIDDEN_MAX_IDS 4
+sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int n_ids, sd_err *err);
+/* The hidden row of position pos (n_ids * n_embd floats, borrowed until the
+ * next request or free), or NULL when no hook is set or pos is not in
+ * 0..len-1. */
+const float *sd_context_hidden(const sd_context *c, int32_t pos);
+
 /* How many logits rows the output head serves in one streaming pass over its
  * weights (sd_matmul_pass_rows of the output matrix). */
 int32_t sd_model_head_pass_rows(const sd_model *m);
