@@ -26,6 +26,7 @@
 #include "core/checked.h"
 #include "core/status.h"
 #include "format/gguf.h"
+#include "grow/grow.h"
 #include "numerics/quant.h"
 
 typedef struct shape {
@@ -236,13 +237,17 @@ static void usage(FILE *f) {
             "  --type    q8_0 | q4_k | f16 | f32 (norm weights are always f32)\n"
             "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied\n"
             "            (default tests/data/tokenizer/ggml-vocab-qwen2.gguf)\n"
-            "  --seed    random seed (default 1)\n");
+            "  --seed    random seed (default 1)\n"
+            "   or: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE]\n"
+            "  a trained small qwen3 model grown to a realistic shape (sd-genmodel --grow x --help)\n");
 }
 
 int main(int argc, char **argv) {
     const char *shape_name = NULL, *type_name = "q8_0", *out = NULL;
     const char *vocab = "tests/data/tokenizer/ggml-vocab-qwen2.gguf";
     uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) /* a trained model inside a realistic shape: tools/grow/grow.c */
+        if (!strcmp(argv[i], "--grow")) return grow_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 0;

@@ -24,4 +24,12 @@ set -e
 # usage errors exit 2
 set +e; "$gen" --shape nope --type q8_0 -o "$tmp/e.gguf" 2>/dev/null; rc=$?; set -e
 [ "$rc" -eq 2 ] || { echo "bad shape: expected exit 2, got $rc"; exit 1; }
+# --grow: a non-qwen3 file is refused with one line, exit 1; an unknown shape is a usage error
+set +e
+"$gen" --grow tests/data/tokenizer/ggml-vocab-qwen2.gguf --shape tiny -o "$tmp/g.gguf" 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "qwen3 models only" "$tmp/err" ||
+  { echo "grow non-qwen3: expected one line and exit 1, got $rc: $(cat "$tmp/err")"; exit 1; }
+set +e; "$gen" --grow models/fixture-draft.gguf --shape nope -o "$tmp/h.gguf" 2>/dev/null; rc=$?; set -e
+[ "$rc" -eq 2 ] || { echo "grow bad shape: expected exit 2, got $rc"; exit 1; }
 echo "genmodel ok"

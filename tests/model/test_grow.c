@@ -1,0 +1,179 @@
+/* sd-genmodel --grow (tools/grow/grow.c): a grown model computes the small
+ * model's function. On the 64 tokens of bench/prompts/code-py.txt's start,
+ * every logit of the grown model is within 1e-3 of the small model's (it is
+ * exact in real arithmetic; what remains is f32 rounding of sums over wider
+ * rows) and the argmax is the same at every position:
+ *   - the target fixture grown to the "tiny" shape in f32 vs the fixture
+ *     converted to f32 (the same dequantized weights);
+ *   - the same in q8_0 vs the committed q8_0 fixture; there the grown file
+ *     also holds the fixture's q8_0 blocks bit for bit (re-quantizing a
+ *     dequantized q8_0 block that stays aligned gives it back);
+ *   - the draft fixture (untied head, GQA group 3, Q/K rows scaled by a c
+ *     that is not a power of two) grown to "tiny" in f32.
+ * Needs build/sd-genmodel and the specdec binary (SD_BUILD_DIR, SD_SPECDEC_BIN
+ * from ctest). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/ggml_type.h"
+#include "model_test_util.h"
+
+#define N_TOK 64
+#define MAX_ABS 1e-3
+
+static void run(const char *cmd) {
+    if (system(cmd) != 0) fail_msg("failed: %s", cmd);
+}
+
+/* The grown file of small at shape/type, in a temp path. */
+static void grow(const char *small, const char *type, char *out, size_t cap) {
+    const char *dir = getenv("SD_BUILD_DIR");
+    assert_non_null(dir);
+    tiny_model_temp_path(out, cap, "grown");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/sd-genmodel' --grow '%s' --shape tiny --type %s -o '%s' 2>/dev/null", dir, small,
+             type, out);
+    run(cmd);
+}
+
+static void to_f32(const char *in, char *out, size_t cap) {
+    const char *bin = getenv("SD_SPECDEC_BIN");
+    assert_non_null(bin);
+    tiny_model_temp_path(out, cap, "small-f32");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, in, out);
+    run(cmd);
+}
+
+static sd_model *load(const char *path) {
+    sd_model *m = NULL;
+    sd_err err = {0};
+    if (sd_model_load(path, &m, &err) != SD_OK) fail_msg("%s", err.msg);
+    return m;
+}
+
+/* [N_TOK][n_vocab] logits of the prompt's first N_TOK tokens. */
+static float *logits_of(const sd_model *m, const int32_t *tokens) {
+    float *out = malloc((size_t)N_TOK * m->hp.n_vocab * sizeof *out);
+    assert_non_null(out);
+    sd_context *c = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_context_init(m, N_TOK, N_TOK, 2, &c, &err), SD_OK);
+    assert_int_equal(sd_forward(c, tokens, N_TOK, out, &err), SD_OK);
+    sd_context_free(c);
+    return out;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static void prompt_tokens(const sd_model *m, int32_t *tokens) {
+    FILE *f = fopen("bench/prompts/code-py.txt", "rb");
+    assert_non_null(f);
+    char text[4096];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    sd_err err = {0};
+    assert_int_equal(sd_tokenize(m->tok, text, len, false, false, &ids, &n, &err), SD_OK);
+    assert_true(n >= N_TOK);
+    memcpy(tokens, ids, N_TOK * sizeof *tokens);
+    free(ids);
+}
+
+/* Loads both files, compares the logits of the prompt. */
+static void compare(const char *small_path, const char *grown_path, const char *label) {
+    sd_model *s = load(small_path), *g = load(grown_path);
+    assert_int_equal(s->hp.n_vocab, g->hp.n_vocab);
+    assert_true(g->hp.n_embd > s->hp.n_embd && g->hp.n_layer > s->hp.n_layer);
+    int32_t tokens[N_TOK];
+    prompt_tokens(s, tokens);
+    float *ls = logits_of(s, tokens), *lg = logits_of(g, tokens);
+    int V = s->hp.n_vocab;
+    double worst = 0;
+    for (int p = 0; p < N_TOK; p++) {
+        const float *a = ls + (size_t)p * V, *b = lg + (size_t)p * V;
+        for (int v = 0; v < V; v++) worst = fmax(worst, fabs((double)a[v] - b[v]));
+        assert_int_equal(argmax(a, V), argmax(b, V));
+    }
+    printf("%-34s max |logit diff| %.3e over %d positions x %d logits\n", label, worst, N_TOK, V);
+    assert_true(worst < MAX_ABS);
+    free(ls), free(lg);
+    sd_model_free(s), sd_model_free(g);
+}
+
+static void test_target_f32(void **state) {
+    (void)state;
+    char small[256], grown[256];
+    to_f32("models/fixture-target.gguf", small, sizeof small);
+    grow("models/fixture-target.gguf", "f32", grown, sizeof grown);
+    compare(small, grown, "target -> tiny, f32");
+    remove(small), remove(grown);
+}
+
+static void test_draft_f32(void **state) {
+    (void)state;
+    char small[256], grown[256];
+    to_f32("models/fixture-draft.gguf", small, sizeof small);
+    grow("models/fixture-draft.gguf", "f32", grown, sizeof grown);
+    compare(small, grown, "draft -> tiny, f32");
+    remove(small), remove(grown);
+}
+
+/* Grown row r of a q8_0 matrix starts with small row r's blocks. */
+static void check_same_blocks(const gguf_ctx *s, const gguf_ctx *g, const char *name) {
+    const gguf_tensor_info *a = gguf_find_tensor(s, name), *b = gguf_find_tensor(g, name);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(a->type, GGML_TYPE_Q8_0);
+    assert_int_equal(b->type, GGML_TYPE_Q8_0);
+    uint64_t ra, rb;
+    assert_true(ggml_row_bytes(a->type, (uint64_t)a->ne[0], &ra) && ggml_row_bytes(b->type, (uint64_t)b->ne[0], &rb));
+    for (int64_t r = 0; r < a->ne[1]; r++)
+        if (memcmp((const uint8_t *)a->data + r * ra, (const uint8_t *)b->data + r * rb, ra))
+            fail_msg("%s row %lld: grown q8_0 blocks differ from the small file's", name, (long long)r);
+}
+
+/* The draft at 4x width and head_dim: every scale is a power of 4 or 1, so
+ * the norms round alike and the q8_0 blocks are the same. */
+static void test_draft_q8_0(void **state) {
+    (void)state;
+    char grown[256];
+    grow("models/fixture-draft.gguf", "q8_0", grown, sizeof grown);
+    gguf_ctx *s = NULL, *g = NULL;
+    sd_err err = {0};
+    assert_int_equal(gguf_open("models/fixture-draft.gguf", &s, &err), SD_OK);
+    assert_int_equal(gguf_open(grown, &g, &err), SD_OK);
+    /* rows and columns in place: embedding, FFN, untied head */
+    check_same_blocks(s, g, "token_embd.weight");
+    check_same_blocks(s, g, "blk.0.ffn_gate.weight");
+    check_same_blocks(s, g, "blk.1.ffn_down.weight");
+    check_same_blocks(s, g, "output.weight");
+    gguf_close(s), gguf_close(g);
+    compare("models/fixture-draft.gguf", grown, "draft -> tiny, q8_0 vs q8_0");
+    remove(grown);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    test_passive_omp(argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_target_f32),
+        cmocka_unit_test(test_draft_f32),
+        cmocka_unit_test(test_draft_q8_0),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
