@@ -4,6 +4,7 @@
 # llama.cpp (node-llama-cpp, greedy_ids.mjs), plus specdec vs llama.cpp on
 # GROWN. One line per prompt: "same" or the first differing position.
 #   bench/grown_parity.sh SMALL.gguf GROWN.gguf [N]      (N = 64 tokens)
+# (A "class: NAME" first line is dropped, as specdec bench does.)
 # Environment: PROMPTS=bench/prompts, SPECDEC=build/specdec, T=2,
 #   ENGINES="specdec llama" (drop one to skip it).
 set -uo pipefail
@@ -22,10 +23,10 @@ first_diff() { # ids-a ids-b -> "same" or "differ at i"
   echo "differ (length)"
 }
 bad=0
-printf '| prompt | %s |\n|---|%s\n' "$(for e in $ENGINES; do printf 'small vs grown, %s | ' "$e"; done; echo 'grown: specdec vs llama.cpp')" \
-  "$(for e in $ENGINES; do printf -- '---|'; done; echo -- '---|')"
+printf '| prompt | %s |\n|---|%s\n' "$(for e in $ENGINES; do printf 'small vs grown, %s | ' "$e"; done; printf 'grown: specdec vs llama.cpp')" \
+  "$(for e in $ENGINES; do printf '%s' '---|'; done; printf '%s' '---|')"
 for f in "$PROMPTS"/*.txt; do
-  text=$(cat "$f"); row="| $(basename "$f" .txt) |"; declare -A g=()
+  text=$(sed "1{/^class:/d}" "$f"); row="| $(basename "$f" .txt) |"; declare -A g=()
   for e in $ENGINES; do
     s=$(ids "$e" "$small" "$text"); g[$e]=$(ids "$e" "$grown" "$text")
     r=$(first_diff "$s" "${g[$e]}"); [ "$r" = same ] || bad=1; row+=" $r |"
