@@ -1,29 +1,9 @@
 /* specdec quantize IN.gguf OUT.gguf TYPE: rewrites a GGUF model with its
- * weight matrices in another tensor type.
- *
- * What gets converted (llama.cpp src/llama-quant.cpp rules, simplified):
- * tensors whose name ends in "weight" with 2 or more dimensions, except norms
- * ("_norm.weight"), ssm_conv1d, ffn_gate_inp (MoE router), pos_embd and
- * token_types. Everything else keeps its type, except that a non-F32 tensor
- * of a type we can read is widened to F32 (norms and biases are F32 for the
- * engine). A tensor already in its target type is copied byte for byte.
- *
- * Types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k put every
- * converted matrix in that type (like llama-quantize --pure; general.file_type
- * still names the nearest llama.cpp preset, e.g. Q4_K_S for q4_k, whose own
- * mix would differ). q4_k_m is llama.cpp's Q4_K_M mix: Q4_K everywhere except
- * output.weight -> Q6_K (token_embd.weight instead when there is no
- * output.weight, i.e. tied embeddings), attn_v.weight and ffn_down.weight ->
- * Q6_K on the layers llama.cpp's use_more_bits picks (first and last eighth,
- * every third in between), fused attn_qkv.weight -> Q5_K. Not reproduced:
- * llama.cpp's special cases for 70B, 8-expert and Falcon models.
- * Fallbacks when the row length does not fit the block (as llama.cpp):
- * q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0; then f16 when the row is not a
- * multiple of 32 either.
- * Checked against llama.cpp's llama_model_quantize (pure for the plain types)
- * with tests/data/quant/compare_llamacpp.py: identical tensors, bytes included.
- * One deliberate difference: llama.cpp keeps unconverted tensors in their
- * type, we widen readable non-F32 ones (e.g. F16 norms) to F32.
+ * weight matrices in another tensor type. Which tensor gets which type (the
+ * TYPE names, llama.cpp's mixes, the row-length fallbacks, what a qwen35
+ * hybrid keeps in higher precision) is cli/quantize_mix.c.
+ * Checked against llama.cpp's llama_model_quantize with
+ * tests/data/quant/compare_llamacpp.py: identical tensors, bytes included.
  *
  * Metadata is copied in order; general.file_type is set to llama.cpp's
  * LLAMA_FTYPE for TYPE (include/llama.h) and general.quantization_version
@@ -44,102 +24,8 @@
 #include "core/checked.h"
 #include "core/status.h"
 #include "format/gguf.h"
+#include "cli/quantize_mix.h"
 #include "numerics/quant.h"
-
-/* ---- the conversion plan ---- */
-
-typedef struct quant_plan {
-    const char *name;
-    uint32_t type;   /* default type of converted weights */
-    uint32_t ftype;  /* LLAMA_FTYPE_* for general.file_type */
-    bool q4_k_m;     /* apply the Q4_K_M per-tensor mix */
-} quant_plan;
-
-static const quant_plan PLANS[] = {
-    {"f32", GGML_TYPE_F32, 0, false},    {"f16", GGML_TYPE_F16, 1, false},
-    {"bf16", GGML_TYPE_BF16, 32, false}, {"q8_0", GGML_TYPE_Q8_0, 7, false},
-    {"q4_0", GGML_TYPE_Q4_0, 2, false},  {"q4_1", GGML_TYPE_Q4_1, 3, false},
-    {"q5_0", GGML_TYPE_Q5_0, 8, false},  {"q5_1", GGML_TYPE_Q5_1, 9, false},
-    {"q4_k", GGML_TYPE_Q4_K, 14, false}, /* LLAMA_FTYPE_MOSTLY_Q4_K_S */
-    {"q5_k", GGML_TYPE_Q5_K, 16, false}, /* LLAMA_FTYPE_MOSTLY_Q5_K_S */
-    {"q6_k", GGML_TYPE_Q6_K, 18, false}, {"q4_k_m", GGML_TYPE_Q4_K, 15, true},
-};
-#define N_PLANS (sizeof PLANS / sizeof PLANS[0])
-
-static const quant_plan *find_plan(const char *name) {
-    for (size_t i = 0; i < N_PLANS; i++)
-        if (!strcasecmp(PLANS[i].name, name))
-            return &PLANS[i];
-    return NULL;
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
-/* Whether llama.cpp's quantizer would touch this tensor at all. */
-static bool is_weight_matrix(const gguf_tensor_info *t) {
-    return t->n_dims >= 2 && ends_with(t->name, "weight") && !strstr(t->name, "_norm.weight") &&
-           !strstr(t->name, "ssm_conv1d") && !strstr(t->name, "ffn_gate_inp") &&
-           !strstr(t->name, "pos_embd") && !strstr(t->name, "token_types");
-}
-
-/* llama.cpp use_more_bits: the first and last eighth of the layers, and
- * every third one in between, get the bigger type in the _M mixes. */
-static bool use_more_bits(int i, int n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
-
-/* Counters for the Q4_K_M mix, in file order as llama.cpp counts them. */
-typedef struct mix_state {
-    int n_attn_v, i_attn_v, n_ffn_down, i_ffn_down;
-    bool has_output;
-} mix_state;
-
-static uint32_t mix_type(const quant_plan *plan, const char *name, mix_state *ms) {
-    if (!plan->q4_k_m)
-        return plan->type;
-    if (!strcmp(name, "output.weight") || (!ms->has_output && !strcmp(name, "token_embd.weight")))
-        return GGML_TYPE_Q6_K;
-    if (ends_with(name, "attn_v.weight"))
-        return use_more_bits(ms->i_attn_v++, ms->n_attn_v) ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
-    if (ends_with(name, "ffn_down.weight"))
-        return use_more_bits(ms->i_ffn_down++, ms->n_ffn_down) ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
-    if (ends_with(name, "attn_qkv.weight"))
-        return GGML_TYPE_Q5_K;
-    return GGML_TYPE_Q4_K;
-}
-
-/* The type the row length allows: llama.cpp's fallbacks, then f16. */
-static uint32_t fit_row(uint32_t type, int64_t n_per_row) {
-    if (n_per_row % ggml_type_get(type)->block_size == 0)
-        return type;
-    if (type == GGML_TYPE_Q4_K)
-        type = GGML_TYPE_Q5_0;
-    else if (type == GGML_TYPE_Q5_K)
-        type = GGML_TYPE_Q5_1;
-    else if (type == GGML_TYPE_Q6_K)
-        type = GGML_TYPE_Q8_0;
-    return n_per_row % ggml_type_get(type)->block_size == 0 ? type : GGML_TYPE_F16;
-}
-
-/* Output type of tensor t under the plan. */
-static uint32_t target_type(const quant_plan *plan, const gguf_tensor_info *t, mix_state *ms) {
-    if (!is_weight_matrix(t))
-        return sd_type_supported(t->type) ? GGML_TYPE_F32 : t->type;
-    return fit_row(mix_type(plan, t->name, ms), t->ne[0]);
-}
-
-static void init_mix_state(const gguf_ctx *in, mix_state *ms) {
-    memset(ms, 0, sizeof *ms);
-    for (int64_t i = 0; i < gguf_n_tensors(in); i++) {
-        const char *name = gguf_tensor(in, i)->name;
-        ms->n_attn_v += ends_with(name, "attn_v.weight");
-        ms->n_ffn_down += ends_with(name, "ffn_down.weight");
-        ms->has_output |= !strcmp(name, "output.weight");
-    }
-}
 
 /* ---- converting one tensor ---- */
 
@@ -233,15 +119,13 @@ typedef struct quantize_totals {
 
 /* Converts every tensor and adds it to w; buffers go to owned[] (one slot per
  * tensor) and stay alive until the file is written. */
-static sd_status convert_all(gguf_writer *w, const gguf_ctx *in, const quant_plan *plan,
+static sd_status convert_all(gguf_writer *w, const gguf_ctx *in, const uint32_t *types,
                              int n_threads, void **owned, quantize_totals *tot, sd_err *err) {
-    mix_state ms;
-    init_mix_state(in, &ms);
     bool progress = isatty(STDERR_FILENO);
     int64_t n = gguf_n_tensors(in);
     for (int64_t i = 0; i < n; i++) {
         const gguf_tensor_info *t = gguf_tensor(in, i);
-        uint32_t to = target_type(plan, t, &ms);
+        uint32_t to = types[i];
         if (progress)
             fprintf(stderr, "\rquantize: [%" PRId64 "/%" PRId64 "] %-40.40s %-5s -> %-5s", i + 1, n,
                     t->name, ggml_type_get(t->type)->name, ggml_type_get(to)->name);
@@ -267,7 +151,7 @@ static sd_status convert_all(gguf_writer *w, const gguf_ctx *in, const quant_pla
 }
 
 static sd_status quantize_file(const char *in_path, const char *out_path,
-                               const quant_plan *plan, int n_threads, quantize_totals *tot,
+                               const quant_plan *plan, bool pure, int n_threads, quantize_totals *tot,
                                sd_err *err) {
     gguf_ctx *in = NULL;
     sd_status st = gguf_open(in_path, &in, err);
@@ -276,17 +160,21 @@ static sd_status quantize_file(const char *in_path, const char *out_path,
     int64_t n = gguf_n_tensors(in);
     gguf_writer *w = gguf_writer_init();
     void **owned = sd_calloc((size_t)n, sizeof(void *));
-    if (!w || !owned)
+    uint32_t *types = sd_calloc(n ? (size_t)n : 1, sizeof(uint32_t));
+    if (!w || !owned || !types)
         st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    if (st == SD_OK)
+        st = quant_choose_types(in, plan, pure, types, err);
     if (st == SD_OK)
         st = copy_metadata(w, in, plan, err);
     if (st == SD_OK)
-        st = convert_all(w, in, plan, n_threads, owned, tot, err);
+        st = convert_all(w, in, types, n_threads, owned, tot, err);
     if (st == SD_OK)
         st = gguf_writer_write(w, out_path, err);
     for (int64_t i = 0; owned && i < n; i++)
         free(owned[i]);
     free(owned);
+    free(types);
     gguf_writer_free(w);
     gguf_close(in);
     return st;
@@ -296,27 +184,36 @@ static sd_status quantize_file(const char *in_path, const char *out_path,
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: specdec quantize [--threads N] IN.gguf OUT.gguf TYPE\n"
+            "usage: specdec quantize [--threads N] [--pure] IN.gguf OUT.gguf TYPE\n"
             "\n"
             "Rewrites IN with its weight matrices in TYPE (metadata copied, general.file_type\n"
             "set, 1-D tensors kept F32). Input tensors may be any supported type.\n"
             "\n"
-            "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k  (every matrix in TYPE)\n"
-            "      q4_k_m  Q4_K with Q6_K for output.weight (token_embd.weight when tied) and\n"
-            "              for attn_v / ffn_down on llama.cpp's use_more_bits layers\n"
-            "Rows that a 256-block K-quant does not divide fall back as llama.cpp does\n"
-            "(q4_k->q5_0, q5_k->q5_1, q6_k->q8_0), then to f16 if 32 does not divide them.\n"
+            "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k\n"
+            "          every matrix in TYPE\n"
+            "      q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs\n"
+            "          llama.cpp's mixed file types of those names (no importance matrix):\n"
+            "          output.weight Q6_K, bigger types for attn_v / ffn_down / attn_output\n"
+            "          as llama-quantize picks them\n"
+            "Norms, ssm_conv1d, ssm_a, ssm_dt and other 1-D tensors are never quantized.\n"
+            "Rows that a 256-block type does not divide fall back as llama.cpp does\n"
+            "(q2_k/q3_k->q4_0, q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, iq4_xs->iq4_nl), then to\n"
+            "f16 if 32 does not divide them.\n"
             "\n"
-            "  --threads N   conversion threads (default: all cores)\n");
+            "  --threads N   conversion threads (default: all cores)\n"
+            "  --pure        a mixed TYPE puts every matrix in its base type (as llama-quantize --pure)\n");
 }
 
 int cmd_quantize(int argc, char **argv) {
     const char *pos[3];
     int n_pos = 0, n_threads = 0;
+    bool pure = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--pure")) {
+            pure = true;
         } else if (!strcmp(argv[i], "--threads")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "specdec: quantize: --threads needs a value (see specdec quantize --help)\n");
@@ -344,7 +241,7 @@ int cmd_quantize(int argc, char **argv) {
                 " (see specdec quantize --help)\n", n_pos, n_pos == 1 ? "" : "s");
         return 2;
     }
-    const quant_plan *plan = find_plan(pos[2]);
+    const quant_plan *plan = quant_find_plan(pos[2]);
     if (!plan) {
         fprintf(stderr, "specdec: quantize: unknown type '%s' (see specdec quantize --help)\n", pos[2]);
         return 2;
@@ -353,7 +250,7 @@ int cmd_quantize(int argc, char **argv) {
         n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
     quantize_totals tot = {0};
     sd_err err = {0};
-    if (quantize_file(pos[0], pos[1], plan, n_threads, &tot, &err) != SD_OK) {
+    if (quantize_file(pos[0], pos[1], plan, pure, n_threads, &tot, &err) != SD_OK) {
         fprintf(stderr, "specdec: %s\n", err.msg);
         return 1;
     }

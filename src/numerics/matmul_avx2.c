@@ -3,28 +3,10 @@
  * (matmul_ref.c), 8 output rows per vector, so a weight tile is read from
  * memory once per SD_SCHUNK activation rows. Q8_0 and Q4_K (the formats of
  * the target models) run span by span with the accumulators of a few rows in
- * registers (span_tile over q8_0_rows, q4_k_rows); the other types one weight block at a
- * time for groups of up to SD_GRP rows (block_rows). */
-#include <immintrin.h>
-#include <string.h>
-
-#include "numerics/matmul_impl.h"
-
-#define INLINE static inline __attribute__((always_inline))
-
-/* Pins a running integer accumulator to its register. Integer adds are
- * associative, so GCC 12 rewrites an unrolled chain acc += p0; acc += p1;
- * ... into a tree over all the products of a block, which needs more than
- * the 16 ymm registers: the products went to the stack (the Q8_0 span
- * loop stored and reloaded ~2 vectors per product). The empty asm makes
- * each partial sum opaque, so the chain stays a chain. */
-#define KEEP_ACC(v) __asm__("" : "+x"(v))
-
-INLINE __m256i bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
+ * registers (sd_avx2_span_tile over q8_0_rows, q4_k_rows; Q2_K, Q3_K, IQ4_NL
+ * and IQ4_XS likewise in matmul_lowbit_avx2.c); the other types one weight
+ * block at a time for groups of up to SD_GRP rows (block_rows). */
+#include "numerics/matmul_avx2.h"
 
 /* ---- activation quantization: the scalar quantize_block, 8 floats at a time ---- */
 
@@ -84,11 +66,6 @@ INLINE void grp_set(grp *g, const sd_act *a, int s, int64_t b, int N) {
         g->xs[n] = a->sum + sb * (size_t)a->nsum;
         g->dx[n] = a->d[sb];
     }
-}
-
-/* acc += cvt(isum) * (d_w * d_x): the reference's fmaf((float)isum, d * dx, acc). */
-INLINE __m256 fma_block(__m256i isum, __m256 dw, float dx, __m256 acc) {
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc);
 }
 
 /* Q4_0, Q4_1, Q5_0, Q5_1: unsigned values x signed activations. int16 sums of
@@ -376,15 +353,8 @@ static void q8_0_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
     }
 }
 
-/* Rows [s0, s0+ns) of one tile over blocks [b0, b1): the row groups of a span. */
-typedef void (*span_rows_fn)(const uint8_t *tile, const sd_act *a, int s0, int ns, int64_t b0, int64_t b1,
-                             __m256 *acc);
-
-/* A tile for ns activation rows: up to grp rows (one group) stream the whole
- * tile in one pass; more go span by span (span blocks, which stay in L1 while
- * every group passes over them). */
-static void span_tile(span_rows_fn rows, int grp, int64_t span, const uint8_t *tile, const sd_act *a, int s0,
-                      int ns, __m256 *acc) {
+void sd_avx2_span_tile(span_rows_fn rows, int grp, int64_t span, const uint8_t *tile, const sd_act *a, int s0,
+                       int ns, __m256 *acc) {
     if (ns <= grp) {
         rows(tile, a, s0, ns, 0, a->nb, acc);
         return;
@@ -499,6 +469,7 @@ int sd_matmul_avx2_pass_rows(uint32_t type) {
     const sd_wtype *wt = sd_wtype_get(type);
     if (type == GGML_TYPE_Q8_0) return Q8_GRP;
     if (type == GGML_TYPE_Q4_K) return K4_GRP;
+    if (sd_lowbit_avx2_pass_rows(type)) return sd_lowbit_avx2_pass_rows(type);
     return wt && wt->block == 1 ? 4 : SD_GRP; /* float_grp rows; block_rows groups */
 }
 
@@ -511,10 +482,10 @@ void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a
         int ns = a->S - s0 < SD_SCHUNK ? a->S - s0 : SD_SCHUNK;
         for (int s = 0; s < ns; s++) acc[s] = _mm256_setzero_ps();
         if (m->type == GGML_TYPE_Q8_0)
-            span_tile(q8_0_rows, Q8_GRP, Q8_SPAN, tile, a, s0, ns, acc);
+            sd_avx2_span_tile(q8_0_rows, Q8_GRP, Q8_SPAN, tile, a, s0, ns, acc);
         else if (m->type == GGML_TYPE_Q4_K)
-            span_tile(q4_k_rows, K4_GRP, K4_SPAN, tile, a, s0, ns, acc);
-        else
+            sd_avx2_span_tile(q4_k_rows, K4_GRP, K4_SPAN, tile, a, s0, ns, acc);
+        else if (!sd_lowbit_avx2_tile(m->type, tile, a, s0, ns, acc))
             for (int64_t b = 0; b < a->nb; b++)
                 block_rows(m->type, tile + (size_t)b * (size_t)wt->packed_bytes, a, s0, ns, b, acc);
         for (int s = 0; s < ns; s++) {

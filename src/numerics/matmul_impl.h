@@ -9,7 +9,7 @@
  *    types, blocks of 256 (Q8_K-like, plus sums per 16 and per 32) for K-quants.
  *  - per weight block, an exact integer dot; then float accumulation over the
  *    blocks in order b = 0, 1, ...:  acc = fmaf((float)isum, d_w * d_x, acc)
- *    (plus a second fmaf for the min term of Q4_1/Q5_1/Q4_K/Q5_K).
+ *    (plus a second fmaf for the min term of Q4_1/Q5_1/Q2_K/Q4_K/Q5_K).
  *  - float weights: 8 lane accumulators with fmaf and a fixed tree (as sd_dot_f32).
  * Nothing depends on S, on the other rows, on the thread count or the ISA. */
 #ifndef SD_NUMERICS_MATMUL_IMPL_H
@@ -77,14 +77,17 @@ void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float 
 /* Decoded weight block: unsigned (or, for Q8_0, signed) integer values plus
  * the scales, exactly as the GGUF block defines them (llama.cpp
  * ggml-quants.c dequantize_row_*): w[i] = d * sc[i/sub] * (q[i] - off) - dmin * mn[i/sub]
- * for K-quants, w[i] = d * (q[i] - off) + m for the 32-element types. */
+ * for K-quants, w[i] = d * (q[i] - off) + m for the 32-element types.
+ * Q2_K has 16 sub-blocks of 16 with a min each; Q3_K signed scales (sc - 32)
+ * and off 4; IQ4_NL / IQ4_XS carry the table value kvalues_iq4nl[index] in
+ * q (signed, off 0), IQ4_XS a signed scale (ls - 32) per 32. */
 typedef struct sd_wblock {
     int8_t q[SD_QK_K];
     float d, m;      /* m: min (Q4_1/Q5_1) or dmin (Q4_K/Q5_K) */
     int off;         /* 0, 8, 16 or 32 */
     int has_min;
     int sub;         /* K-quants: sub-block length 32 or 16 */
-    int sc[16], mn[8];
+    int sc[16], mn[16]; /* per sub-block: scale, min */
 } sd_wblock;
 
 void sd_wblock_decode(uint32_t type, const uint8_t *src, sd_wblock *wb);

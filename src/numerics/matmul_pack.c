@@ -23,14 +23,77 @@
  *   Q6_K (1696): [0,1024) 32 vectors, low nibble of value 4k+t | low nibble of 4(k+32)+t << 4;
  *                [1024,1536) 16 vectors, 2-bit highs of values 4(k+16p)+t at bits 2p;
  *                [1536,1664) scales i8 [sub j][row]; [1664,1696) d[8]
+ *   Q2_K (704):  [0,512) 16 vectors, 2-bit values: bits 2p of byte 4r+t of vector v =
+ *                value 4(v+16p)+t; [512,640) the GGUF scale byte (scale | min << 4)
+ *                [sub j][row]; [640,672) d[8]; [672,704) dmin[8]
+ *   Q3_K (928):  [0,512) the low 2 bits as Q2_K; [512,768) 8 vectors of third bits
+ *                (vector h, bit p = bit 2 of value 4(h+8p)+t); [768,896) scales - 32,
+ *                i8 [sub j][row]; [896,928) d[8]
+ *   IQ4_NL (160): [0,128) 4 vectors of table indices, low nibble = value 4k+t,
+ *                high = 16+4k+t; [128,160) d[8]
+ *   IQ4_XS (1120): [0,1024) 32 vectors of table indices, vector 4j+i: low nibble =
+ *                value 32j+4i+t, high = 32j+16+4i+t; [1024,1088) scales - 32,
+ *                i8 [sub j][row]; [1088,1120) d[8]
  * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
- * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K) of
+ * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
+ * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS) of
  * the GGUF bytes, held in addition to the mapping (which get_row still reads). */
 #include <string.h>
 
 #include "numerics/matmul_impl.h"
+#include "numerics/quant_blocks.h"
 
 static uint8_t *at(uint8_t *c, int k, int r, int t) { return c + 32 * k + 4 * r + t; }
+
+/* The table index (0..15) of an IQ4 value decoded by sd_wblock_decode. */
+static int iq4_index(int8_t v) {
+    int i = 0;
+    while (i < 15 && sd_kvalues_iq4nl[i] != v) i++;
+    return i;
+}
+
+/* Q2_K / Q3_K: bits 2p of vector v = bits `bit`, `bit` + 1 of value 4(v+16p)+t. */
+static void pack_2bit(const sd_wblock *wb, int r, uint8_t *c) {
+    for (int v = 0; v < 16; v++)
+        for (int t = 0; t < 4; t++) {
+            int bits = 0;
+            for (int p = 0; p < 4; p++) bits |= (wb->q[4 * (v + 16 * p) + t] & 3) << (2 * p);
+            *at(c, v, r, t) = (uint8_t)bits;
+        }
+}
+
+static void pack_row_k23(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
+    pack_2bit(wb, r, c);
+    if (type == GGML_TYPE_Q2_K) {
+        for (int j = 0; j < 16; j++) c[512 + 8 * j + r] = (uint8_t)(wb->sc[j] | wb->mn[j] << 4);
+        ((float *)(c + 640))[r] = wb->d;
+        ((float *)(c + 672))[r] = wb->m;
+        return;
+    }
+    for (int h = 0; h < 8; h++)
+        for (int t = 0; t < 4; t++) {
+            int bits = 0;
+            for (int p = 0; p < 8; p++) bits |= ((wb->q[4 * (h + 8 * p) + t] >> 2) & 1) << p;
+            *at(c + 512, h, r, t) = (uint8_t)bits;
+        }
+    for (int j = 0; j < 16; j++) c[768 + 8 * j + r] = (uint8_t)(int8_t)wb->sc[j];
+    ((float *)(c + 896))[r] = wb->d;
+}
+
+static void pack_row_iq4(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
+    int nsub = type == GGML_TYPE_IQ4_XS ? 8 : 1;
+    for (int j = 0; j < nsub; j++)
+        for (int i = 0; i < 4; i++)
+            for (int t = 0; t < 4; t++)
+                *at(c, 4 * j + i, r, t) =
+                    (uint8_t)(iq4_index(wb->q[32 * j + 4 * i + t]) | iq4_index(wb->q[32 * j + 16 + 4 * i + t]) << 4);
+    if (type == GGML_TYPE_IQ4_NL) {
+        ((float *)(c + 128))[r] = wb->d;
+        return;
+    }
+    for (int j = 0; j < 8; j++) c[1024 + 8 * j + r] = (uint8_t)(int8_t)wb->sc[j];
+    ((float *)(c + 1088))[r] = wb->d;
+}
 
 static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     float *fd;
@@ -97,6 +160,14 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
             }
         for (int j = 0; j < 16; j++) c[1536 + 8 * j + r] = (uint8_t)wb->sc[j];
         ((float *)(c + 1664))[r] = wb->d;
+        break;
+    case GGML_TYPE_Q2_K:
+    case GGML_TYPE_Q3_K:
+        pack_row_k23(type, wb, r, c);
+        break;
+    case GGML_TYPE_IQ4_NL:
+    case GGML_TYPE_IQ4_XS:
+        pack_row_iq4(type, wb, r, c);
         break;
     }
 }

@@ -23,6 +23,10 @@ static const sd_wtype k_types[] = {
     {GGML_TYPE_Q4_K, 256, 144, 1, 8 * 128 + 8 * 8 + 8 * 8 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q5_K, 256, 176, 1, 8 * 128 + 8 * 32 + 8 * 8 + 8 * 8 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q6_K, 256, 210, 1, 8 * 128 + 8 * 64 + 8 * 16 + 8 * 4},
+    {GGML_TYPE_Q2_K, 256, 84, 1, 8 * 64 + 8 * 16 + 8 * 4 + 8 * 4},
+    {GGML_TYPE_Q3_K, 256, 110, 1, 8 * 64 + 8 * 32 + 8 * 16 + 8 * 4},
+    {GGML_TYPE_IQ4_NL, 32, 18, 0, 8 * 16 + 8 * 4},
+    {GGML_TYPE_IQ4_XS, 256, 136, 1, 8 * 128 + 8 * 8 + 8 * 4},
 };
 
 const sd_wtype *sd_wtype_get(uint32_t type) {
@@ -79,6 +83,53 @@ static void decode_q6k(const uint8_t *b, sd_wblock *wb) {
     wb->d = f16(b + 208);
 }
 
+/* Q2_K / Q3_K low 2 bits: in half h, byte l of qs holds elements
+ * 128h + 32s + l at bits 2s (block_q2_K in ggml-common.h). */
+static void decode_2bit(const uint8_t *qs, int8_t *q) {
+    for (int h = 0; h < 2; h++)
+        for (int s = 0; s < 4; s++)
+            for (int l = 0; l < 32; l++) q[128 * h + 32 * s + l] = (int8_t)((qs[32 * h + l] >> (2 * s)) & 3);
+}
+
+static void decode_q2k(const uint8_t *b, sd_wblock *wb) {
+    decode_2bit(b + 16, wb->q);
+    for (int j = 0; j < 16; j++) {
+        wb->sc[j] = b[j] & 0xF;
+        wb->mn[j] = b[j] >> 4;
+    }
+    wb->d = f16(b + 80);
+    wb->m = f16(b + 82);
+}
+
+/* Q3_K: value = low 2 bits + 4 * (bit e / 32 of hmask[e % 32]), minus off 4;
+ * the 6-bit scales minus 32. */
+static void decode_q3k(const uint8_t *b, sd_wblock *wb) {
+    uint8_t sc[16];
+    decode_2bit(b + 32, wb->q);
+    for (int e = 0; e < SD_QK_K; e++) wb->q[e] = (int8_t)(wb->q[e] | ((b[e % 32] >> (e / 32)) & 1) << 2);
+    sd_q3_K_scales(b + 96, sc);
+    for (int j = 0; j < 16; j++) wb->sc[j] = sc[j] - 32;
+    wb->d = f16(b + 108);
+}
+
+/* IQ4_NL / IQ4_XS: 32 table values from 16 bytes (low nibble l, high l + 16). */
+static void decode_iq4(const uint8_t *qs, int8_t *q) {
+    for (int l = 0; l < 16; l++) {
+        q[l] = sd_kvalues_iq4nl[qs[l] & 0xF];
+        q[l + 16] = sd_kvalues_iq4nl[qs[l] >> 4];
+    }
+}
+
+static void decode_iq4xs(const uint8_t *b, sd_wblock *wb) {
+    block_iq4_xs blk;
+    memcpy(&blk, b, sizeof blk);
+    for (int j = 0; j < 8; j++) {
+        decode_iq4(blk.qs + 16 * j, wb->q + 32 * j);
+        wb->sc[j] = sd_iq4_xs_scale(&blk, j) - 32;
+    }
+    wb->d = sd_fp16_to_fp32(blk.d);
+}
+
 void sd_wblock_decode(uint32_t type, const uint8_t *b, sd_wblock *wb) {
     wb->m = 0.0f;
     wb->off = 0;
@@ -127,6 +178,23 @@ void sd_wblock_decode(uint32_t type, const uint8_t *b, sd_wblock *wb) {
         wb->off = 32;
         wb->sub = 16;
         decode_q6k(b, wb);
+        break;
+    case GGML_TYPE_Q2_K:
+        wb->has_min = 1;
+        wb->sub = 16;
+        decode_q2k(b, wb);
+        break;
+    case GGML_TYPE_Q3_K:
+        wb->off = 4;
+        wb->sub = 16;
+        decode_q3k(b, wb);
+        break;
+    case GGML_TYPE_IQ4_NL:
+        wb->d = f16(b);
+        decode_iq4(b + 2, wb->q);
+        break;
+    case GGML_TYPE_IQ4_XS:
+        decode_iq4xs(b, wb);
         break;
     default:
         memset(wb, 0, sizeof *wb);
@@ -230,7 +298,7 @@ static float block_fma(const sd_wblock *wb, const sd_act *a, int s, int64_t b, f
     acc = fmaf((float)sumi, wb->d * dx, acc);
     if (wb->has_min) {
         int32_t summ = 0;
-        for (int j = 0; j < 8; j++) summ += wb->mn[j] * xs[16 + j];
+        for (int j = 0; j < SD_QK_K / wb->sub; j++) summ += wb->mn[j] * (wb->sub == 16 ? xs[j] : xs[16 + j]);
         acc = fmaf((float)summ, -(wb->m * dx), acc);
     }
     return acc;

@@ -1,6 +1,6 @@
 /* Type dispatch for the block formats: which types exist here, their block
  * geometry, and the row converters (numerics/quant_legacy.c, quant_k.c,
- * fp16.c). */
+ * quant_iq4.c, fp16.c). */
 #include <string.h>
 
 #include "numerics/quant.h"
@@ -67,6 +67,8 @@ ADAPT_BOTH(q4_K, block_q4_K)
 ADAPT_BOTH(q5_K, block_q5_K)
 ADAPT_BOTH(q6_K, block_q6_K)
 ADAPT_BOTH(q8_K, block_q8_K)
+ADAPT_BOTH(iq4_nl, block_iq4_nl)
+ADAPT_BOTH(iq4_xs, block_iq4_xs)
 
 #define BLOCK_TYPE(T, QK, name, blk) {T, QK, sizeof(blk), deq_##name, q_##name}
 
@@ -86,6 +88,8 @@ static const quant_type TYPES[] = {
     BLOCK_TYPE(GGML_TYPE_Q5_K, QK_K, q5_K, block_q5_K),
     BLOCK_TYPE(GGML_TYPE_Q6_K, QK_K, q6_K, block_q6_K),
     BLOCK_TYPE(GGML_TYPE_Q8_K, QK_K, q8_K, block_q8_K),
+    BLOCK_TYPE(GGML_TYPE_IQ4_NL, QK4_NL, iq4_nl, block_iq4_nl),
+    BLOCK_TYPE(GGML_TYPE_IQ4_XS, QK_K, iq4_xs, block_iq4_xs),
 };
 
 static const quant_type *find_type(uint32_t t) {

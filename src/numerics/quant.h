@@ -4,13 +4,15 @@
  * reference every SIMD kernel is tested against.
  *
  * Row lengths n must be a multiple of the type's block size (ggml_type_get:
- * 32 for Q4_0..Q8_1, 256 for the K-quants, 1 for F32/F16/BF16). Block data
+ * 32 for Q4_0..Q8_1 and IQ4_NL, 256 for the K-quants and IQ4_XS, 1 for
+ * F32/F16/BF16). Block data
  * must be 2-byte aligned (4-byte for Q8_K), which GGUF's 32-byte tensor
  * alignment guarantees for every row start.
  *
  * Exactness: dequantization is bit-identical to llama.cpp's dequantize_row_*;
  * the quantizers reproduce llama.cpp's reference quantizers
- * (quantize_row_*_ref, no importance matrix) operation for operation, so
+ * (quantize_row_*_ref; for IQ4_NL / IQ4_XS quantize_iq4_*, which is what
+ * ggml_quantize_chunk runs; no importance matrix) operation for operation, so
  * their output is byte-identical to llama.cpp built without FMA contraction. */
 #ifndef SD_NUMERICS_QUANT_H
 #define SD_NUMERICS_QUANT_H
@@ -33,7 +35,7 @@ float sd_bf16_to_fp32(uint16_t h);
 uint16_t sd_fp32_to_bf16(float f);
 
 /* True if sd_dequantize_row handles type t: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K. (Whether a matmul
+ * Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS. (Whether a matmul
  * kernel exists for t is sd_matrix_init's business.) */
 bool sd_type_supported(uint32_t t);
 /* True if sd_quantize_row can produce type t: every supported type. */

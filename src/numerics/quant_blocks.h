@@ -30,6 +30,7 @@
 #define QK8_1 32
 #define QK_K 256          /* K-quant super-block */
 #define K_SCALE_SIZE 12   /* packed 6-bit scales+mins of Q4_K / Q5_K */
+#define QK4_NL 32         /* IQ4_NL block */
 
 /* Q4_0: x = d * (q - 8), q in 0..15. qs[j] low nibble = element j,
  * high nibble = element j + 16. */
@@ -136,6 +137,33 @@ typedef struct block_q8_K {
     int16_t bsums[QK_K / 16];
 } block_q8_K;
 
+/* IQ4_NL: x = d * kvalues_iq4nl[q], q in 0..15 an index into the fixed
+ * non-linear table (sd_kvalues_iq4nl); nibble order as Q4_0. */
+typedef struct block_iq4_nl {
+    uint16_t d;              /* fp16 delta */
+    uint8_t qs[QK4_NL / 2];
+} block_iq4_nl;
+
+/* IQ4_XS: 8 sub-blocks of 32, x = d * (ls - 32) * kvalues_iq4nl[q], ls a
+ * 6-bit scale: low 4 bits in scales_l[j / 2] (low nibble for even j), top 2
+ * bits at bit 2j of scales_h. qs: per sub-block 16 bytes, nibble order as
+ * Q4_0 (low = element l, high = element l + 16). */
+typedef struct block_iq4_xs {
+    uint16_t d;              /* fp16 super-scale */
+    uint16_t scales_h;
+    uint8_t scales_l[QK_K / 64];
+    uint8_t qs[QK_K / 2];
+} block_iq4_xs;
+
+/* The 16 levels of IQ4_NL / IQ4_XS (llama.cpp ggml-common.h kvalues_iq4nl),
+ * ascending; defined in numerics/quant_iq4.c. */
+extern const int8_t sd_kvalues_iq4nl[16];
+
+/* 6-bit scale (0..63; the dequantizer subtracts 32) of IQ4_XS sub-block j. */
+static inline int sd_iq4_xs_scale(const block_iq4_xs *b, int j) {
+    return ((b->scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | (((b->scales_h >> 2 * j) & 3) << 4);
+}
+
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 size");
 _Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 size");
 _Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 size");
@@ -148,6 +176,8 @@ _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K size");
 _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K size");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K size");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K size");
+_Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl size");
+_Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs size");
 
 /* Unpacks sub-block j (0..7) scale and min of a Q4_K / Q5_K block from the 12
  * packed bytes: sub-blocks 0..3 keep their 6 bits in the low bits of bytes

@@ -64,6 +64,8 @@ void sd_dequantize_row_q4_K(const block_q4_K *y, float *x, int64_t k);
 void sd_dequantize_row_q5_K(const block_q5_K *y, float *x, int64_t k);
 void sd_dequantize_row_q6_K(const block_q6_K *y, float *x, int64_t k);
 void sd_dequantize_row_q8_K(const block_q8_K *y, float *x, int64_t k);
+void sd_dequantize_row_iq4_nl(const block_iq4_nl *y, float *x, int64_t k);
+void sd_dequantize_row_iq4_xs(const block_iq4_xs *y, float *x, int64_t k);
 
 void sd_quantize_row_q4_0(const float *x, block_q4_0 *y, int64_t k);
 void sd_quantize_row_q4_1(const float *x, block_q4_1 *y, int64_t k);
@@ -77,5 +79,9 @@ void sd_quantize_row_q4_K(const float *x, block_q4_K *y, int64_t k);
 void sd_quantize_row_q5_K(const float *x, block_q5_K *y, int64_t k);
 void sd_quantize_row_q6_K(const float *x, block_q6_K *y, int64_t k);
 void sd_quantize_row_q8_K(const float *x, block_q8_K *y, int64_t k);
+/* IQ4_NL / IQ4_XS: llama.cpp's quantize_iq4_nl / quantize_iq4_xs without an
+ * importance matrix (what ggml_quantize_chunk runs), see quant_iq4.c. */
+void sd_quantize_row_iq4_nl(const float *x, block_iq4_nl *y, int64_t k);
+void sd_quantize_row_iq4_xs(const float *x, block_iq4_xs *y, int64_t k);
 
 #endif

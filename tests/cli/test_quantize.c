@@ -1,7 +1,7 @@
 /* `specdec quantize` end to end: builds a small llama-shaped GGUF (the
  * llama-spm vocabulary plus random tensors of awkward shapes and input types),
  * runs the binary for every TYPE, and reads the result back: same tensor
- * names and shapes, the types the documented rules give (Q4_K_M mix, K-quant
+ * names and shapes, the types the documented rules give (llama.cpp's mixes, K-quant
  * fallbacks, 1-D tensors F32), general.file_type, metadata intact, and values
  * equal to the library's own quantize -> dequantize of the originals (so the
  * command converts exactly as numerics/quant does) and close to them. A file
@@ -151,28 +151,50 @@ static const plan PLANS[] = {
     {"q5_0", GGML_TYPE_Q5_0, 8, 0.06f},    {"q5_1", GGML_TYPE_Q5_1, 9, 0.06f},
     {"q4_k", GGML_TYPE_Q4_K, 14, 0.12f},   {"q5_k", GGML_TYPE_Q5_K, 16, 0.06f},
     {"q6_k", GGML_TYPE_Q6_K, 18, 0.03f},   {"q4_k_m", GGML_TYPE_Q4_K, 15, 0.12f},
+    {"q3_k", GGML_TYPE_Q3_K, 11, 0.2f},    {"q2_k", GGML_TYPE_Q2_K, 10, 0.3f},
+    {"q3_k_s", GGML_TYPE_Q3_K, 11, 0.2f},  {"q3_k_m", GGML_TYPE_Q3_K, 12, 0.15f},
+    {"q3_k_l", GGML_TYPE_Q3_K, 13, 0.15f}, {"iq4_nl", GGML_TYPE_IQ4_NL, 25, 0.1f},
+    {"iq4_xs", GGML_TYPE_IQ4_XS, 30, 0.1f},
 };
 
 static bool more_bits(int i, int n) { /* llama.cpp use_more_bits */
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+/* The mixes on this model (no head_count key: n_gqa 0; N_LAYER 8, so the
+ * "first 1/16 of ffn_down" of Q3_K_M is empty and the first 1/8 is layer 0;
+ * attn_v counts 0..7 in layer order). */
+static uint32_t mix_type(const plan *p, const char *name, int layer, uint32_t t) {
+    bool v = strstr(name, "attn_v.weight"), down = strstr(name, "ffn_down.weight");
+    if (!strcmp(name, "output.weight")) /* token_embd keeps the base: output.weight exists */
+        return strcmp(p->name, "q3_k") ? GGML_TYPE_Q6_K : t;
+    if (!strcmp(p->name, "q4_k_m") && (v || down))
+        return more_bits(layer, N_LAYER) ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
+    if (!strcmp(p->name, "q2_k") && (v || down))
+        return GGML_TYPE_Q3_K;
+    if (!strcmp(p->name, "q3_k_m") && v)
+        return layer < 2 ? GGML_TYPE_Q5_K : GGML_TYPE_Q4_K;
+    if (!strcmp(p->name, "q3_k_m") && down)
+        return GGML_TYPE_Q4_K;
+    if (!strcmp(p->name, "q3_k_l") && (v || down))
+        return GGML_TYPE_Q5_K;
+    if ((!strcmp(p->name, "iq4_nl") || !strcmp(p->name, "iq4_xs")) && down && layer < N_LAYER / 8)
+        return GGML_TYPE_Q5_K;
+    return t;
+}
+
 static uint32_t expected_type(const plan *p, const tensor_spec *s) {
     if (s->n_dims == 1)
         return GGML_TYPE_F32;
-    uint32_t t = p->type;
     int layer = -1;
     sscanf(s->name, "blk.%d.", &layer);
-    if (!strcmp(p->name, "q4_k_m")) {
-        if (!strcmp(s->name, "output.weight"))
-            t = GGML_TYPE_Q6_K; /* token_embd stays Q4_K: output.weight exists */
-        else if (strstr(s->name, "attn_v.weight") || strstr(s->name, "ffn_down.weight"))
-            t = more_bits(layer, N_LAYER) ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
-    }
+    bool mix = strstr(p->name, "_k_") || !strcmp(p->name, "q2_k") || strstr(p->name, "iq4");
+    uint32_t t = mix ? mix_type(p, s->name, layer, p->type) : p->type;
     uint32_t bs = ggml_type_get(t)->block_size;
     if (s->ne[0] % bs) {
         t = t == GGML_TYPE_Q4_K ? GGML_TYPE_Q5_0 : t == GGML_TYPE_Q5_K ? GGML_TYPE_Q5_1
-          : t == GGML_TYPE_Q6_K ? GGML_TYPE_Q8_0 : t;
+          : t == GGML_TYPE_Q6_K ? GGML_TYPE_Q8_0 : t == GGML_TYPE_IQ4_XS ? GGML_TYPE_IQ4_NL
+          : t == GGML_TYPE_Q2_K || t == GGML_TYPE_Q3_K ? GGML_TYPE_Q4_0 : t;
         if (s->ne[0] % ggml_type_get(t)->block_size)
             t = GGML_TYPE_F16;
     }

@@ -166,7 +166,7 @@ static void test_invariance(void **state) {
     tiny_model_spec sp = tiny_model_default(tc->arch, tc->type);
     sp.tied = tc->tied;
     sp.seed = 11 + tc->type;
-    sp.n_ff = 256; /* smaller than the default: 33 models are quantized per run */
+    sp.n_ff = 256; /* smaller than the default: 45 models are quantized per run */
     sp.n_vocab = 300;
     char path[256];
     sd_model *m = tiny_load(&sp, path, sizeof path, ggml_type_get(tc->type)->name);
@@ -199,7 +199,8 @@ static void test_fixtures(void **state) {
     {arch, GGML_TYPE_F32, false}, {arch, GGML_TYPE_F16, true}, {arch, GGML_TYPE_BF16, false},        \
         {arch, GGML_TYPE_Q8_0, true}, {arch, GGML_TYPE_Q4_0, false}, {arch, GGML_TYPE_Q4_1, false},  \
         {arch, GGML_TYPE_Q5_0, false}, {arch, GGML_TYPE_Q5_1, true}, {arch, GGML_TYPE_Q4_K, false},  \
-        {arch, GGML_TYPE_Q5_K, false}, {arch, GGML_TYPE_Q6_K, true}
+        {arch, GGML_TYPE_Q5_K, false}, {arch, GGML_TYPE_Q6_K, true}, {arch, GGML_TYPE_Q2_K, false},  \
+        {arch, GGML_TYPE_Q3_K, true}, {arch, GGML_TYPE_IQ4_NL, false}, {arch, GGML_TYPE_IQ4_XS, true}
 
 static invariance_case cases[] = {CASES("llama"), CASES("qwen2"), CASES("qwen3")};
 

@@ -19,7 +19,8 @@
 
 static const uint32_t k_types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                    GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                                   GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+                                   GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q2_K,
+                                   GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 #define MAX_S 17
 
@@ -48,6 +49,13 @@ static void fix_scales(uint32_t t, uint8_t *b) {
         put_f16(b + 2, frand(-0.05f, 0.05f));
         break;
     case GGML_TYPE_Q6_K: put_f16(b + 208, d * 0.05f); break;
+    case GGML_TYPE_Q2_K:
+        put_f16(b + 80, d);
+        put_f16(b + 82, frand(-0.05f, 0.05f));
+        break;
+    case GGML_TYPE_Q3_K: put_f16(b + 108, d * 0.05f); break;
+    case GGML_TYPE_IQ4_NL: put_f16(b, d * 0.02f); break;
+    case GGML_TYPE_IQ4_XS: put_f16(b, d * 0.002f); break;
     }
 }
 
@@ -193,8 +201,9 @@ static void test_all_types(void **state) {
  * sd_matmul calls give, for several S and thread counts. */
 static void test_multi_matches_single(void **state) {
     (void)state;
-    static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_F16, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0};
-    static const int64_t outs[] = {20, 9, 7, 13, 1};
+    static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_F16,  GGML_TYPE_Q6_K,
+                                     GGML_TYPE_Q8_0, GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_Q2_K};
+    static const int64_t outs[] = {20, 9, 7, 13, 1, 11, 5, 17};
     enum { N = sizeof types / sizeof types[0] };
     const int64_t n_in = 512;
     sd_matrix m[N];
@@ -255,7 +264,7 @@ static void test_init_errors(void **state) {
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q8_0, 48, 4, buf, &err), SD_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "block"));
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q4_K, 128, 4, buf, &err), SD_ERR_FORMAT);
-    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q2_K, 256, 4, buf, &err), SD_ERR_UNSUPPORTED);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_IQ2_XXS, 256, 4, buf, &err), SD_ERR_UNSUPPORTED);
     assert_int_equal(sd_matrix_init(&m, 99, 32, 4, buf, &err), SD_ERR_UNSUPPORTED);
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 0, 4, buf, &err), SD_ERR_FORMAT);
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 8, -1, buf, &err), SD_ERR_FORMAT);

@@ -5,8 +5,10 @@ tensor: type, shape and data bytes. A development check, not part of ctest
 (it needs a llama.cpp build; node-llama-cpp ships one).
 
 usage: compare_llamacpp.py LIBLLAMA.so SPECDEC IN.gguf WORKDIR TYPE...
-TYPE: q4_k_m (llama.cpp's mix) or q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k /
-q5_k / q6_k (llama.cpp run with pure = true, as ours are pure).
+TYPE: a mix (q4_k_m q2_k q3_k_s q3_k_m q3_k_l iq4_nl iq4_xs: llama.cpp's
+per-tensor rules), a mix with "+pure" (both run pure, e.g. iq4_xs+pure), or
+q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q3_k / q4_k / q5_k / q6_k (llama.cpp run
+with pure = true, as ours are pure).
 
 Measured 2026-12-01 against node-llama-cpp's prebuilt libllama.v0.5.0.so, on
 sd-genmodel --shape draft --type f32 (90 tensors, tied embeddings) and
@@ -15,7 +17,9 @@ fallbacks): every tensor identical for all nine types."""
 import ctypes, os, struct, subprocess, sys
 
 FTYPE = {"q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9, "q4_k": 14, "q5_k": 16,
-         "q6_k": 18, "q4_k_m": 15}
+         "q6_k": 18, "q4_k_m": 15, "q3_k": 11, "q2_k": 10, "q3_k_s": 11, "q3_k_m": 12, "q3_k_l": 13,
+         "iq4_nl": 25, "iq4_xs": 30}
+MIXES = {"q4_k_m", "q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "iq4_nl", "iq4_xs"}
 
 
 class Params(ctypes.Structure):  # llama.h llama_model_quantize_params (this release)
@@ -75,13 +79,15 @@ def main():
     lib.llama_model_quantize_default_params.restype = Params
     lib.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Params)]
     bad = 0
-    for typ in sys.argv[5:]:
-        ref, ours = os.path.join(work, "llama-%s.gguf" % typ), os.path.join(work, "ours-%s.gguf" % typ)
+    for arg in sys.argv[5:]:
+        typ, pure = arg.split("+")[0], arg.endswith("+pure") or arg.split("+")[0] not in MIXES
+        ref, ours = os.path.join(work, "llama-%s.gguf" % arg), os.path.join(work, "ours-%s.gguf" % arg)
         p = lib.llama_model_quantize_default_params()
-        p.ftype, p.nthread, p.pure = FTYPE[typ], 2, typ != "q4_k_m"
+        p.ftype, p.nthread, p.pure = FTYPE[typ], 2, pure
         rc = lib.llama_model_quantize(inp.encode(), ref.encode(), ctypes.byref(p))
         assert rc == 0, "llama_model_quantize failed: %d" % rc
-        subprocess.run([specdec, "quantize", inp, ours, typ], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([specdec, "quantize"] + (["--pure"] if arg.endswith("+pure") else []) + [inp, ours, typ],
+                       check=True, stdout=subprocess.DEVNULL)
         a, b = tensors(ref), tensors(ours)
         assert a.keys() == b.keys(), "tensor names differ"
         n_same = 0
@@ -95,7 +101,7 @@ def main():
                 print("%s %s: llama.cpp type %d, ours %d, bytes %s" % (
                     typ, name, ta[0], tb[0], "equal" if ta[2][:n] == tb[2][:n] else "differ"))
             n_same += same
-        print("%s: %d/%d tensors identical (type, shape, bytes)" % (typ, n_same, len(a)))
+        print("%s: %d/%d tensors identical (type, shape, bytes)" % (arg, n_same, len(a)))
     sys.exit(1 if bad else 0)
 
 

@@ -10,7 +10,9 @@ The file records which library produced it in its provenance string.
 Layout (little-endian): "SDQG", u32 version 1, u32 provenance length, the
 provenance bytes, u32 n, f32 inputs[n], u32 n_records, then per record:
 u32 ggml type, u32 kind (0: blocks = llama.cpp quantize_row_<t>_ref(inputs);
-1: blocks = random bytes with finite fp16/f32 scales), u32 n_elems,
+1: blocks = random bytes with finite fp16/f32 scales; IQ4_NL / IQ4_XS
+blocks come from ggml_quantize_chunk, the quantizer llama-quantize runs),
+u32 n_elems,
 u32 n_bytes, blocks[n_bytes], f32 dequantize_row_<t>(blocks)[n_elems]."""
 import ctypes, hashlib, os, struct, sys
 import numpy as np
@@ -22,10 +24,14 @@ TYPES = [
     (10, "q2_K", 256, 84, [80, 82]), (11, "q3_K", 256, 110, [108]),
     (12, "q4_K", 256, 144, [0, 2]), (13, "q5_K", 256, 176, [0, 2]),
     (14, "q6_K", 256, 210, [208]), (15, "q8_K", 256, 292, "f32"),
+    (20, "iq4_nl", 32, 18, [0]), (23, "iq4_xs", 256, 136, [0]),
 ]
 QUANTIZED_BY_US = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K", "q5_K",
-                   "q6_K", "q8_K"}
+                   "q6_K", "q8_K", "iq4_nl", "iq4_xs"}
 NO_DEQUANT_SYMBOL = {"q8_1"}  # llama.cpp exports no dequantize_row_q8_1
+# Quantized with the function ggml_quantize_chunk calls (what llama-quantize
+# writes), not quantize_row_<t>_ref: for IQ4_NL the two differ (ntry 7 vs -1).
+QUANTIZED_BY_CHUNK = {"iq4_nl", "iq4_xs"}
 
 
 def inputs(rng):
@@ -52,8 +58,14 @@ def main():
         deq = None if name in NO_DEQUANT_SYMBOL else getattr(lib, "dequantize_row_" + name)
         if name in QUANTIZED_BY_US:
             buf = ctypes.create_string_buffer(n // qk * bsize)
-            getattr(lib, "quantize_row_%s_ref" % name)(
-                x.ctypes.data_as(ctypes.c_void_p), buf, ctypes.c_int64(n))
+            if name in QUANTIZED_BY_CHUNK:  # ggml_quantize_chunk(type, src, dst, 0, 1 row, n, no imatrix)
+                lib.ggml_quantize_chunk.restype = ctypes.c_size_t
+                lib.ggml_quantize_chunk(ctypes.c_int(tid), x.ctypes.data_as(ctypes.c_void_p), buf,
+                                        ctypes.c_int64(0), ctypes.c_int64(1), ctypes.c_int64(n),
+                                        ctypes.c_void_p(None))
+            else:
+                getattr(lib, "quantize_row_%s_ref" % name)(
+                    x.ctypes.data_as(ctypes.c_void_p), buf, ctypes.c_int64(n))
             records.append((tid, 0, n, bytes(buf), deq))
         nb = 8 if qk == 32 else 2
         raw = bytearray(rng.integers(0, 256, nb * bsize, dtype=np.uint8).tobytes())
