@@ -7,6 +7,7 @@
 #                      models/fixture-target.gguf; cache/models/grown-SHAPE-TYPE.gguf
 #   bench/models.sh                 # the default set below
 #   bench/models.sh qwen3-0.6b:q8_0 grown-draft:q8_0 ...
+#   bench/models.sh qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-2b:q8_0 qwen35-draft:q8_0   (Qwen3.5 hybrids)
 # Needs the sd-genmodel tool: cmake --build build --target sd-genmodel
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,8 @@ gen=${SD_BUILD_DIR:-build}/sd-genmodel
 mkdir -p cache/models
 specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=(qwen3-0.6b:q8_0 qwen3-0.6b:q4_k draft:q8_0 draft:q4_k
-  grown-qwen3-0.6b:q8_0 grown-draft:q8_0 grown-qwen3-0.6b:q4_k grown-draft:q4_k)
+  grown-qwen3-0.6b:q8_0 grown-draft:q8_0 grown-qwen3-0.6b:q4_k grown-draft:q4_k
+  qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-draft:q8_0 qwen35-draft:q4_k)
 for spec in "${specs[@]}"; do
   shape=${spec%%:*} type=${spec#*:}
   out=cache/models/$shape-$type.gguf

@@ -1,16 +1,35 @@
-/* sd-genmodel: writes a qwen3 GGUF with random weights at a realistic shape and
- * a real tokenizer, for speed measurements on a machine without a model hub
- * (DESIGN.md §9.3: timing does not depend on weight values).
+/* sd-genmodel: writes a qwen3 or qwen35 GGUF with random weights at a
+ * realistic shape and a real tokenizer, for speed measurements on a machine
+ * without a model hub (DESIGN.md §9.3: timing does not depend on weight values).
  *
  *   sd-genmodel --shape qwen3-0.6b --type q8_0 -o cache/models/qwen3-0.6b-q8_0.gguf
+ *   sd-genmodel --shape qwen35-0.8b --type q4_k -o cache/models/qwen35-0.8b-q4_k.gguf
  *
- * Shapes are the published Hugging Face configs (Qwen/Qwen3-0.6B, Qwen3-1.7B
- * config.json); "draft" is a ~10x smaller model with the same vocabulary and
- * "tiny" a test-sized one. Tensor and key names are llama.cpp's
+ * qwen3 shapes are the published Hugging Face configs (Qwen/Qwen3-0.6B,
+ * Qwen3-1.7B config.json); "draft" is a ~10x smaller model with the same
+ * vocabulary and "tiny" a test-sized one. Tensor and key names are llama.cpp's
  * (src/llama-arch.cpp LLM_ARCH_QWEN3), so llama.cpp loads the files too.
  * Weights ~ N(0, 0.02), norm weights 1. The tokenizer.* metadata is copied
  * verbatim from a vocab-only GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf,
  * whose 151936 entries match Qwen3's embedding rows).
+ *
+ * qwen35 shapes (hybrid Gated DeltaNet + gated attention, llama.cpp
+ * src/models/qwen35.cpp; ../shared/facts/qwen35-mtp-eagle3.md): qwen35-0.8b and
+ * qwen35-2b have the dimensions of the Hugging Face model cards / config.json
+ * of Qwen/Qwen3.5-0.8B and Qwen/Qwen3.5-2B (24 layers as 6 x (3 GDN + 1 gated
+ * attention); GDN 16 QK and 16 V heads of 128; attention 8 Q / 2 KV heads of
+ * 256, rotary dims 64, mrope_section [11, 11, 10], rope_theta 1e7; FFN 3584
+ * resp. 6144; hidden 1024 resp. 2048; tied 248320-row embedding; one MTP
+ * layer, mtp_num_hidden_layers = 1). qwen35-draft is a ~70M-parameter model of
+ * the same family and vocabulary (most of it the embedding) with H_v = 2 H_k,
+ * and qwen35-tiny a test-sized one with an MTP layer. Their tokenizer defaults
+ * to tests/data/tokenizer/ggml-vocab-qwen35.gguf (llama.cpp's qwen35
+ * pre-tokenizer vocabulary, 151936 entries); the realistic shapes pad it to the
+ * published 248320 rows with "[PAD<i>]" tokens of type UNUSED, as llama.cpp's
+ * converter pads a vocabulary to the checkpoint's vocab_size. Per GDN layer:
+ * ssm_a = -(1 .. 16) spread over the heads (A = -exp(A_log), HF initialises
+ * A ~ U(0, 16)), ssm_dt.bias = 1 (HF init), ssm_conv1d ~ N(0, 0.1) in f32 (as
+ * llama.cpp keeps it), every other matrix quantized like the rest.
  *
  * Memory: each matrix is generated and quantized row by row on its threads
  * (f32 never exceeds one row per thread); the quantized tensors are held until
@@ -32,14 +51,31 @@
 typedef struct shape {
     const char *name;
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim;
+    /* qwen35 only (hybrid = true): */
+    bool hybrid;
+    int n_rot, ssm_k_heads, ssm_v_heads, ssm_state, conv_kernel, interval, n_mtp;
+    int sections[4];
+    int64_t n_vocab_pad; /* embedding rows; the vocabulary is padded to it (0: as the vocab) */
 } shape;
 
 static const shape SHAPES[] = {
-    {"qwen3-0.6b", 28, 1024, 3072, 16, 8, 128},
-    {"qwen3-1.7b", 28, 2048, 6144, 16, 8, 128},
+#define QWEN3(nm, l, e, f, h, kv, d) {.name = nm, .n_layer = l, .n_embd = e, .n_ff = f, .n_head = h, .n_head_kv = kv, .head_dim = d}
+#define QWEN35(nm, l, e, f, h, kv, d, rot, hk, hv, st, k, iv, mtp, s0, s1, s2, pad)                                \
+    {.name = nm, .n_layer = l, .n_embd = e, .n_ff = f, .n_head = h, .n_head_kv = kv, .head_dim = d, .hybrid = true, \
+     .n_rot = rot, .ssm_k_heads = hk, .ssm_v_heads = hv, .ssm_state = st, .conv_kernel = k, .interval = iv,        \
+     .n_mtp = mtp, .sections = {s0, s1, s2, 0}, .n_vocab_pad = pad}
+    QWEN3("qwen3-0.6b", 28, 1024, 3072, 16, 8, 128),
+    QWEN3("qwen3-1.7b", 28, 2048, 6144, 16, 8, 128),
     /* ~45M parameters (most in the tied embedding) vs 0.6B's 596M: a draft. */
-    {"draft", 8, 256, 1024, 4, 2, 64},
-    {"tiny", 2, 64, 128, 4, 2, 16},
+    QWEN3("draft", 8, 256, 1024, 4, 2, 64),
+    QWEN3("tiny", 2, 64, 128, 4, 2, 16),
+    /*     name           layers embd  ff   heads kv  dim  rot Hk  Hv  S    K  int mtp sections   rows */
+    QWEN35("qwen35-0.8b", 24, 1024, 3584, 8, 2, 256, 64, 16, 16, 128, 4, 4, 1, 11, 11, 10, 248320),
+    QWEN35("qwen35-2b", 24, 2048, 6144, 8, 2, 256, 64, 16, 16, 128, 4, 4, 1, 11, 11, 10, 248320),
+    QWEN35("qwen35-draft", 8, 256, 1024, 4, 1, 128, 32, 4, 8, 64, 4, 4, 0, 6, 5, 5, 248320),
+    QWEN35("qwen35-tiny", 4, 64, 128, 4, 2, 32, 8, 2, 4, 16, 4, 4, 1, 2, 1, 1, 0),
+#undef QWEN3
+#undef QWEN35
 };
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -123,15 +159,99 @@ static sd_status add_matrix(gen *g, const char *name, int64_t n_in, int64_t n_ou
     return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
 }
 
-/* A norm weight vector of n ones, f32 (llama.cpp keeps norms in f32). */
-static sd_status add_norm(gen *g, const char *name, int64_t n, sd_err *err) {
+/* An f32 vector v[i] = a + b * i / max(n - 1, 1) (norms: a = 1, b = 0). */
+static sd_status add_ramp(gen *g, const char *name, int64_t n, float a, float b, sd_err *err) {
     float *v = keep(g, (size_t)n * sizeof *v);
     if (!v) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
-    for (int64_t i = 0; i < n; i++) v[i] = 1.0f;
+    for (int64_t i = 0; i < n; i++) v[i] = a + b * (float)i / (float)(n > 1 ? n - 1 : 1);
     int64_t ne[1] = {n};
     g->total_bytes += (uint64_t)n * sizeof *v;
     sd_status st = gguf_writer_add_tensor(g->w, name, GGML_TYPE_F32, 1, ne, v, (uint64_t)n * sizeof *v);
     return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
+}
+
+/* A norm weight vector of n ones, f32 (llama.cpp keeps norms in f32). */
+static sd_status add_norm(gen *g, const char *name, int64_t n, sd_err *err) {
+    return add_ramp(g, name, n, 1.0f, 0.0f, err);
+}
+
+/* An f32 matrix ne = {n_in, n_out} ~ N(0, sigma), kept f32 whatever the type
+ * (ssm_conv1d: llama.cpp's quantizer leaves it alone, its rows are K = 4 wide). */
+static sd_status add_f32_matrix(gen *g, const char *name, int64_t n_in, int64_t n_out, float sigma,
+                                sd_err *err) {
+    size_t n = (size_t)(n_in * n_out);
+    float *v = keep(g, n * sizeof *v);
+    if (!v) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
+    uint64_t tensor = ++g->n_tensors;
+    for (int64_t r = 0; r < n_out; r++) normal_row(v + r * n_in, n_in, sigma, g->seed, tensor, r);
+    int64_t ne[2] = {n_in, n_out};
+    g->total_bytes += n * sizeof *v;
+    sd_status st = gguf_writer_add_tensor(g->w, name, GGML_TYPE_F32, 2, ne, v, n * sizeof *v);
+    return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
+}
+
+/* qwen35 layer kinds (qwen35.cpp load_arch_hparams): GDN unless (il+1) % interval == 0;
+ * the MTP layers after the trunk are gated attention. */
+static bool is_recurrent(const shape *s, int il) {
+    return il < s->n_layer && (il + 1) % s->interval != 0;
+}
+
+/* Gated attention (qwen35.cpp load_block_trunk): attn_q holds [q | gate] per head. */
+static sd_status add_gated_attention(gen *g, const shape *s, int il, sd_err *err) {
+    char name[96];
+    sd_status st;
+    int64_t q_dim = (int64_t)s->n_head * s->head_dim, kv_dim = (int64_t)s->n_head_kv * s->head_dim;
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, il), name)
+    if ((st = add_matrix(g, NAME("attn_q.weight"), s->n_embd, 2 * q_dim, err))) return st;
+    if ((st = add_matrix(g, NAME("attn_k.weight"), s->n_embd, kv_dim, err))) return st;
+    if ((st = add_matrix(g, NAME("attn_v.weight"), s->n_embd, kv_dim, err))) return st;
+    if ((st = add_matrix(g, NAME("attn_output.weight"), q_dim, s->n_embd, err))) return st;
+    if ((st = add_norm(g, NAME("attn_q_norm.weight"), s->head_dim, err))) return st;
+    if ((st = add_norm(g, NAME("attn_k_norm.weight"), s->head_dim, err))) return st;
+#undef NAME
+    return SD_OK;
+}
+
+/* Gated DeltaNet (qwen35.cpp load_block_trunk); conv_dim = 2 H_k S + H_v S. */
+static sd_status add_gdn(gen *g, const shape *s, int il, sd_err *err) {
+    char name[96];
+    sd_status st;
+    int64_t S = s->ssm_state, hv = s->ssm_v_heads, value_dim = hv * S;
+    int64_t conv_dim = 2 * (int64_t)s->ssm_k_heads * S + value_dim;
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, il), name)
+    if ((st = add_matrix(g, NAME("attn_qkv.weight"), s->n_embd, conv_dim, err))) return st;
+    if ((st = add_matrix(g, NAME("attn_gate.weight"), s->n_embd, value_dim, err))) return st;
+    if ((st = add_f32_matrix(g, NAME("ssm_conv1d.weight"), s->conv_kernel, conv_dim, 0.1f, err))) return st;
+    if ((st = add_ramp(g, NAME("ssm_dt.bias"), hv, 1.0f, 0.0f, err))) return st;
+    if ((st = add_ramp(g, NAME("ssm_a"), hv, -1.0f, -15.0f, err))) return st;
+    if ((st = add_matrix(g, NAME("ssm_beta.weight"), s->n_embd, hv, err))) return st;
+    if ((st = add_matrix(g, NAME("ssm_alpha.weight"), s->n_embd, hv, err))) return st;
+    if ((st = add_norm(g, NAME("ssm_norm.weight"), S, err))) return st;
+    if ((st = add_matrix(g, NAME("ssm_out.weight"), value_dim, s->n_embd, err))) return st;
+#undef NAME
+    return SD_OK;
+}
+
+/* One qwen35 block: trunk layer (GDN or gated attention) or MTP layer. */
+static sd_status add_layer_qwen35(gen *g, const shape *s, int il, sd_err *err) {
+    char name[96];
+    sd_status st;
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, il), name)
+    if ((st = add_norm(g, NAME("attn_norm.weight"), s->n_embd, err))) return st;
+    st = is_recurrent(s, il) ? add_gdn(g, s, il, err) : add_gated_attention(g, s, il, err);
+    if (st) return st;
+    if ((st = add_norm(g, NAME("post_attention_norm.weight"), s->n_embd, err))) return st;
+    if ((st = add_matrix(g, NAME("ffn_gate.weight"), s->n_embd, s->n_ff, err))) return st;
+    if ((st = add_matrix(g, NAME("ffn_up.weight"), s->n_embd, s->n_ff, err))) return st;
+    if ((st = add_matrix(g, NAME("ffn_down.weight"), s->n_ff, s->n_embd, err))) return st;
+    if (il >= s->n_layer) { /* MTP (nextn) block, qwen35.cpp load_block_mtp; shares the embedding */
+        if ((st = add_matrix(g, NAME("nextn.eh_proj.weight"), 2 * (int64_t)s->n_embd, s->n_embd, err))) return st;
+        if ((st = add_norm(g, NAME("nextn.enorm.weight"), s->n_embd, err))) return st;
+        if ((st = add_norm(g, NAME("nextn.hnorm.weight"), s->n_embd, err))) return st;
+        if ((st = add_norm(g, NAME("nextn.shared_head_norm.weight"), s->n_embd, err))) return st;
+    }
+#undef NAME
+    return SD_OK;
 }
 
 static sd_status add_layer(gen *g, const shape *s, int il, sd_err *err) {
@@ -165,12 +285,98 @@ static uint32_t file_type_of(uint32_t t) {
     }
 }
 
-/* Metadata: qwen3 hparams + every tokenizer.* key of the vocab file. */
+/* qwen35 hparams (qwen35.cpp load_arch_hparams; conversion/qwen.py writes the
+ * same keys, recurrent_layers included, MTP entries false). */
+static sd_status add_qwen35_hparams(gguf_writer *w, const shape *s) {
+    int n_all = s->n_layer + s->n_mtp;
+    bool rec[64];
+    if (n_all > 64) return SD_ERR_ARG;
+    for (int i = 0; i < n_all; i++) rec[i] = is_recurrent(s, i);
+    sd_status st = SD_OK;
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.block_count", (uint32_t)n_all);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.nextn_predict_layers", (uint32_t)s->n_mtp);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.context_length", 262144);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.embedding_length", (uint32_t)s->n_embd);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.feed_forward_length", (uint32_t)s->n_ff);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.head_count", (uint32_t)s->n_head);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.head_count_kv", (uint32_t)s->n_head_kv);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.key_length", (uint32_t)s->head_dim);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.value_length", (uint32_t)s->head_dim);
+    st = st ? st : gguf_writer_set_f32(w, "qwen35.attention.layer_norm_rms_epsilon", 1e-6f);
+    st = st ? st : gguf_writer_set_f32(w, "qwen35.rope.freq_base", 10000000.0f);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)s->n_rot);
+    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.rope.dimension_sections", GGUF_TYPE_INT32, s->sections, 4);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.conv_kernel", (uint32_t)s->conv_kernel);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)s->ssm_state);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.inner_size", (uint32_t)(s->ssm_state * s->ssm_v_heads));
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)s->ssm_v_heads);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)s->ssm_k_heads);
+    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.attention.recurrent_layers", GGUF_TYPE_BOOL, rec,
+                                            (uint64_t)n_all);
+    st = st ? st : gguf_writer_set_u32(w, "qwen35.full_attention_interval", (uint32_t)s->interval);
+    return st;
+}
+
+/* tokenizer.ggml.tokens / token_type padded to n_rows entries with "[PAD<i>]",
+ * type 5 (UNUSED), as llama.cpp's converter pads to a checkpoint's vocab_size. */
+static sd_status add_padded_vocab(gguf_writer *w, const gguf_ctx *vocab, int64_t n_rows, sd_err *err) {
+    uint64_t n = 0, nt = 0;
+    gguf_type et;
+    const void *types = NULL;
+    if (!gguf_get_arr_str_n(vocab, "tokenizer.ggml.tokens", &n) ||
+        !gguf_get_arr_data(vocab, "tokenizer.ggml.token_type", &et, &nt, &types) || et != GGUF_TYPE_INT32 ||
+        nt != n || (int64_t)n > n_rows)
+        return sd_err_set(err, SD_ERR_FORMAT, "vocab: cannot pad tokens/token_type to %lld", (long long)n_rows);
+    const char **strs = sd_malloc_array((size_t)n_rows, sizeof *strs);
+    uint64_t *lens = sd_malloc_array((size_t)n_rows, sizeof *lens);
+    int32_t *tt = sd_malloc_array((size_t)n_rows, sizeof *tt);
+    char *pads = sd_malloc_array((size_t)(n_rows - (int64_t)n) + 1, 16);
+    sd_status st = (strs && lens && tt && pads) ? SD_OK : sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; !st && i < n_rows; i++) {
+        if (i < (int64_t)n) {
+            gguf_get_arr_str(vocab, "tokenizer.ggml.tokens", (uint64_t)i, &strs[i], &lens[i]);
+            memcpy(&tt[i], (const char *)types + 4 * i, 4);
+        } else {
+            char *p = pads + 16 * (i - (int64_t)n);
+            lens[i] = (uint64_t)snprintf(p, 16, "[PAD%lld]", (long long)i);
+            strs[i] = p, tt[i] = 5;
+        }
+    }
+    if (!st && (gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, lens, (uint64_t)n_rows) ||
+                gguf_writer_set_arr_data(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, tt, (uint64_t)n_rows)))
+        st = sd_err_set(err, SD_ERR_NOMEM, "cannot set the padded vocabulary");
+    free(strs), free(lens), free(tt), free(pads);
+    return st;
+}
+
+/* Metadata: qwen3 / qwen35 hparams + every tokenizer.* key of the vocab file
+ * (tokens and token_type padded to n_vocab rows if the shape asks for it). */
 static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int64_t n_vocab, sd_err *err) {
     gguf_writer *w = g->w;
     char gname[96];
     snprintf(gname, sizeof gname, "random %s %s", s->name, ggml_type_get(g->type)->name);
     sd_status st = SD_OK;
+    if (s->hybrid) {
+        st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen35", 6);
+        st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
+        st = st ? st : gguf_writer_set_u32(w, "general.file_type", file_type_of(g->type));
+        st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
+        st = st ? st : add_qwen35_hparams(w, s);
+        if (st) return sd_err_set(err, st, "cannot set metadata");
+        bool pad = s->n_vocab_pad > 0;
+        if (pad && (st = add_padded_vocab(w, vocab, n_vocab, err))) return st;
+        for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
+            const char *key = gguf_kv_key(vocab, i);
+            if (strncmp(key, "tokenizer.", 10) != 0) continue;
+            if (pad && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.token_type")))
+                continue;
+            if ((st = gguf_writer_copy_kv(w, vocab, i))) return sd_err_set(err, st, "cannot copy %s", key);
+        }
+        if (gguf_find_key(vocab, "tokenizer.ggml.add_bos_token") < 0 &&
+            (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)))
+            return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
+        return SD_OK;
+    }
     st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen3", 5);
     st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
     st = st ? st : gguf_writer_set_u32(w, "general.file_type", file_type_of(g->type));
@@ -210,14 +416,23 @@ static sd_status generate(const shape *s, uint32_t type, const char *vocab_path,
         gguf_close(vocab);
         return sd_err_set(err, SD_ERR_FORMAT, "%s: no tokenizer.ggml.tokens", vocab_path);
     }
+    if (s->hybrid && s->n_vocab_pad > 0) {
+        if ((int64_t)n_vocab > s->n_vocab_pad) {
+            gguf_close(vocab);
+            return sd_err_set(err, SD_ERR_FORMAT, "%s: %llu tokens, more than the shape's %lld rows", vocab_path,
+                              (unsigned long long)n_vocab, (long long)s->n_vocab_pad);
+        }
+        n_vocab = (uint64_t)s->n_vocab_pad;
+    }
     gen g = {.w = gguf_writer_init(), .type = type, .seed = seed};
     if (!g.w) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     if (!st) st = add_metadata(&g, s, vocab, (int64_t)n_vocab, err);
-    /* Tied output (Qwen3-0.6B/1.7B tie_word_embeddings): no output.weight. */
+    /* Tied output (Qwen3-0.6B/1.7B and Qwen3.5-0.8B/2B tie_word_embeddings): no output.weight. */
     if (!st) st = add_matrix(&g, "token_embd.weight", s->n_embd, (int64_t)n_vocab, err);
-    for (int il = 0; !st && il < s->n_layer; il++) {
-        st = add_layer(&g, s, il, err);
-        fprintf(stderr, "\rsd-genmodel: layer %d/%d   ", il + 1, s->n_layer);
+    int n_all = s->n_layer + (s->hybrid ? s->n_mtp : 0);
+    for (int il = 0; !st && il < n_all; il++) {
+        st = s->hybrid ? add_layer_qwen35(&g, s, il, err) : add_layer(&g, s, il, err);
+        fprintf(stderr, "\rsd-genmodel: layer %d/%d   ", il + 1, n_all);
     }
     if (!st) st = add_norm(&g, "output_norm.weight", s->n_embd, err);
     fprintf(stderr, "\rsd-genmodel: writing %.1f MB of tensors to %s\n", (double)g.total_bytes / 1e6, out);
@@ -232,11 +447,12 @@ static sd_status generate(const shape *s, uint32_t type, const char *vocab_path,
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sd-genmodel --shape NAME --type TYPE -o OUT.gguf [--vocab VOCAB.gguf] [--seed N]\n"
-            "  random-weight qwen3 model with a real tokenizer, for speed measurements\n"
-            "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny\n"
+            "  random-weight qwen3 / qwen35 model with a real tokenizer, for speed measurements\n"
+            "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny            (qwen3)\n"
+            "            qwen35-0.8b | qwen35-2b | qwen35-draft | qwen35-tiny (qwen35)\n"
             "  --type    q8_0 | q4_k | f16 | f32 (norm weights are always f32)\n"
-            "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied\n"
-            "            (default tests/data/tokenizer/ggml-vocab-qwen2.gguf)\n"
+            "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied (default\n"
+            "            tests/data/tokenizer/ggml-vocab-qwen2.gguf, ggml-vocab-qwen35.gguf for qwen35)\n"
             "  --seed    random seed (default 1)\n"
             "   or: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE]\n"
             "  a trained small qwen3 model grown to a realistic shape (sd-genmodel --grow x --help)\n");
@@ -244,7 +460,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     const char *shape_name = NULL, *type_name = "q8_0", *out = NULL;
-    const char *vocab = "tests/data/tokenizer/ggml-vocab-qwen2.gguf";
+    const char *vocab = NULL;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) /* a trained model inside a realistic shape: tools/grow/grow.c */
         if (!strcmp(argv[i], "--grow")) return grow_main(argc, argv);
@@ -264,6 +480,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < N_SHAPES; i++)
         if (!strcmp(SHAPES[i].name, shape_name)) s = &SHAPES[i];
     if (!s) return fprintf(stderr, "sd-genmodel: unknown shape '%s'\n", shape_name), 2;
+    if (!vocab)
+        vocab = s->hybrid ? "tests/data/tokenizer/ggml-vocab-qwen35.gguf" : "tests/data/tokenizer/ggml-vocab-qwen2.gguf";
     int t = ggml_type_from_name(type_name);
     if (t < 0 || (t != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)t)))
         return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;

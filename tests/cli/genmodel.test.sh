@@ -21,6 +21,19 @@ set +e
 set -e
 [ "$rc" -eq 1 ] || { echo "q4_k tiny: expected exit 1, got $rc"; exit 1; }
 [ ! -e "$tmp/d.gguf" ] || { echo "q4_k tiny: left a file behind"; exit 1; }
+# qwen35 (hybrid) shape: GDN and gated-attention layers from the interval, an MTP block,
+# the qwen35 vocabulary; reproducible per seed like the qwen3 shapes
+"$gen" --shape qwen35-tiny --type q8_0 -o "$tmp/q.gguf" 2>/dev/null
+"$gen" --shape qwen35-tiny --type q8_0 -o "$tmp/r.gguf" 2>/dev/null
+cmp -s "$tmp/q.gguf" "$tmp/r.gguf" || { echo "qwen35: same seed, different files"; exit 1; }
+for s in qwen35.block_count qwen35.nextn_predict_layers qwen35.ssm.time_step_rank qwen35.ssm.group_count \
+         qwen35.attention.recurrent_layers qwen35.rope.dimension_sections blk.0.ssm_a blk.2.ssm_conv1d.weight \
+         blk.3.attn_q_norm.weight blk.4.nextn.eh_proj.weight blk.4.attn_q.weight; do
+  grep -q "$s" "$tmp/q.gguf" || { echo "qwen35: $s missing"; exit 1; }
+done
+# layer 3 is full attention ((3+1) % 4 == 0): no GDN tensors there
+if grep -q "blk.3.ssm_a" "$tmp/q.gguf"; then echo "qwen35: layer 3 has GDN tensors"; exit 1; fi
+grep -q "qwen35" "$tmp/q.gguf" || { echo "qwen35: vocabulary pre-tokenizer missing"; exit 1; }
 # usage errors exit 2
 set +e; "$gen" --shape nope --type q8_0 -o "$tmp/e.gguf" 2>/dev/null; rc=$?; set -e
 [ "$rc" -eq 2 ] || { echo "bad shape: expected exit 2, got $rc"; exit 1; }
