@@ -187,7 +187,12 @@ static void test_fixtures(void **state) {
     for (size_t i = 0; i < g.gl_pathc; i++) {
         sd_model *m = NULL;
         sd_err err = {0};
-        if (sd_model_load(g.gl_pathv[i], &m, &err) != SD_OK) fail_msg("%s", err.msg);
+        sd_status st = sd_model_load(g.gl_pathv[i], &m, &err);
+        if (st == SD_ERR_UNSUPPORTED) { /* a fixture of an architecture not implemented yet */
+            printf("SKIPPED %s: %s\n", g.gl_pathv[i], err.msg);
+            continue;
+        }
+        if (st != SD_OK) fail_msg("%s", err.msg);
         printf("batch invariance on %s\n", g.gl_pathv[i]);
         check_invariance(m, 42 + (uint32_t)i);
         sd_model_free(m);
