@@ -13,7 +13,17 @@ with pure = true, as ours are pure).
 Measured 2026-12-01 against node-llama-cpp's prebuilt libllama.v0.5.0.so, on
 sd-genmodel --shape draft --type f32 (90 tensors, tied embeddings) and
 --shape tiny (f32 and f16 input; 64-wide rows exercise the K-quant
-fallbacks): every tensor identical for all nine types."""
+fallbacks): every tensor identical for all nine types.
+
+Measured 2026-12-01 16:10-17:10 UTC, same library, for the low-bit types
+(`compare_llamacpp.py LIB build/specdec IN /tmp/qc q2_k q3_k_s q3_k_m q3_k_l
+iq4_nl iq4_xs q3_k q2_k+pure iq4_nl+pure iq4_xs+pure q4_k_m`):
+sd-genmodel --shape draft --type f32 (90 tensors, 256-wide rows, tied
+embeddings): 90/90 identical for all eleven; --shape tiny --type f32 (24
+tensors, 64/128-wide rows: every tensor takes llama.cpp's fallback, q2_k /
+q3_k -> q4_0, iq4_xs -> iq4_nl, output -> q8_0): 24/24 identical for q2_k,
+q3_k_s, q3_k_m, q3_k_l, iq4_nl, iq4_xs, q3_k, iq4_xs+pure. Not covered by
+these inputs: the n_gqa >= 4 attn_v rules (both shapes have n_gqa 2)."""
 import ctypes, os, struct, subprocess, sys
 
 FTYPE = {"q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9, "q4_k": 14, "q5_k": 16,
