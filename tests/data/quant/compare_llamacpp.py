@@ -22,8 +22,13 @@ sd-genmodel --shape draft --type f32 (90 tensors, 256-wide rows, tied
 embeddings): 90/90 identical for all eleven; --shape tiny --type f32 (24
 tensors, 64/128-wide rows: every tensor takes llama.cpp's fallback, q2_k /
 q3_k -> q4_0, iq4_xs -> iq4_nl, output -> q8_0): 24/24 identical for q2_k,
-q3_k_s, q3_k_m, q3_k_l, iq4_nl, iq4_xs, q3_k, iq4_xs+pure. Not covered by
-these inputs: the n_gqa >= 4 attn_v rules (both shapes have n_gqa 2)."""
+q3_k_s, q3_k_m, q3_k_l, iq4_nl, iq4_xs, q3_k, iq4_xs+pure. And on the qwen35
+hybrid models/fixture-q35-target.gguf (Q8_0 input, requantized by both; 69
+tensors: GDN attn_qkv / attn_gate / ssm_alpha / ssm_beta / ssm_out converted,
+ssm_conv1d, ssm_a, ssm_dt.bias and the norms kept, MTP block included,
+128-wide ssm_out rows falling back): 69/69 identical for q2_k, q3_k_s,
+q3_k_m, q3_k_l, iq4_nl, iq4_xs. Not covered by these inputs: the
+n_gqa >= 4 attn_v rules (all three have n_gqa 2)."""
 import ctypes, os, struct, subprocess, sys
 
 FTYPE = {"q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9, "q4_k": 14, "q5_k": 16,
@@ -94,6 +99,7 @@ def main():
         ref, ours = os.path.join(work, "llama-%s.gguf" % arg), os.path.join(work, "ours-%s.gguf" % arg)
         p = lib.llama_model_quantize_default_params()
         p.ftype, p.nthread, p.pure = FTYPE[typ], 2, pure
+        p.allow_requantize = True  # a quantized input is dequantized exactly alike by both
         rc = lib.llama_model_quantize(inp.encode(), ref.encode(), ctypes.byref(p))
         assert rc == 0, "llama_model_quantize failed: %d" % rc
         subprocess.run([specdec, "quantize"] + (["--pure"] if arg.endswith("+pure") else []) + [inp, ours, typ],
