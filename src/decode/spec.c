@@ -77,10 +77,14 @@ static void decoder_free(decoder *d) {
 
 /* Appends one token to the output; sets d->stop at n_predict, EOG, or when
  * the callback asks. */
-static void commit(decoder *d, int32_t tok) {
+static void commit(decoder *d, int32_t tok, bool from_draft) {
     d->hist[d->n_hist++] = tok;
     d->out[d->n_out++] = tok;
-    if (d->cb && !d->cb(d->user, tok)) d->stop = true;
+    if (d->p->commit_cb) {
+        if (!d->p->commit_cb(d->user, tok, from_draft)) d->stop = true;
+    } else if (d->cb && !d->cb(d->user, tok)) {
+        d->stop = true;
+    }
     if (d->n_out >= d->p->n_predict) d->stop = true;
     if (d->p->stop_at_eog && d->p->is_eog && d->p->is_eog(d->user, tok)) d->stop = true;
 }
@@ -199,14 +203,14 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     d->st->drafted += k;
     d->st->accepted += v->j;
     sd_gate_round(d->src, k, v->j);
-    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t]);
+    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t], true);
     if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
     return SD_OK;
 }
 
 static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
     for (;;) {
-        commit(d, a0); /* §1: a0 is always correct */
+        commit(d, a0, false); /* §1: a0 is always correct */
         int32_t n = d->lm->len(d->lm->self);
         if (d->stop || n >= d->lm->n_ctx(d->lm->self)) return SD_OK;
         d->batch[0] = a0;
@@ -226,7 +230,10 @@ static sd_status check_args(sd_lm *lm, const sd_drafter *dr, int32_t n_prompt, c
         return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
     /* a drafter with K = 0 would still be asked for one-token probes */
     if (dr && p->draft_max < 1) return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
-    if (lm->len(lm->self) != 0) return sd_err_set(err, SD_ERR_ARG, "the model state is not empty");
+    if (p->n_past < 0 || p->n_past >= n_prompt)
+        return sd_err_set(err, SD_ERR_ARG, "n_past must be in [0, n_prompt)");
+    if (lm->len(lm->self) != p->n_past)
+        return sd_err_set(err, SD_ERR_ARG, "the model state does not hold exactly n_past tokens");
     int32_t n_ctx = lm->n_ctx(lm->self);
     if (n_prompt > n_ctx)
         return sd_err_set(err, SD_ERR_CONTEXT,
@@ -253,7 +260,7 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     }
     double t0 = sd_now_s();
     int32_t a0 = 0;
-    if (st == SD_OK) st = prefill(&d, prompt, n_prompt, &a0, err);
+    if (st == SD_OK) st = prefill(&d, prompt + p->n_past, n_prompt - p->n_past, &a0, err);
     if (st == SD_OK && drafter && drafter->prefill && drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
         st = err ? err->code : SD_ERR_ARG;
     double t1 = sd_now_s();
@@ -261,6 +268,7 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     stats->t_prefill_s = t1 - t0;
     stats->t_decode_s = sd_now_s() - t1;
     stats->n_gen = d.n_out;
+    stats->gate_open = drafter && d.gate.open;
     stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;
     *n_out = d.n_out;
     decoder_free(&d);

@@ -41,6 +41,16 @@ typedef struct sd_spec_params {
     bool (*is_eog)(void *user, int32_t token);
     sd_sampling sampling;
     sd_accept_rule accept; /* NULL = sd_accept_speculative */
+    /* Prefix reuse: the lm's state already holds prompt[0..n_past) (a
+     * previous call's KV cache); only prompt[n_past..] is prefilled. 0 <=
+     * n_past < n_prompt (the last prompt token's logits are needed). The
+     * result is the same as with n_past 0, as the forward is batch invariant
+     * (DESIGN.md §5). Default 0. */
+    int32_t n_past;
+    /* If not NULL, called instead of the sd_token_cb with each committed
+     * token and whether it was an accepted draft token (a0, the target's own
+     * pick, is not); return false to stop early. */
+    bool (*commit_cb)(void *user, int32_t token, bool from_draft);
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,
@@ -56,14 +66,18 @@ typedef struct sd_spec_stats {
     int64_t draft_forwards;  /* forwards of a draft model, if any */
     int64_t gate_closed_steps; /* plain steps taken because the gate was closed */
     int64_t probes, probe_hits; /* shadow probes while closed, and how many would have hit */
+    bool gate_open;             /* the gate's state at the end (false without a drafter) */
     double t_prefill_s, t_decode_s;
 } sd_spec_stats;
 
-/* Called with each committed token in order; return false to stop early. */
+/* Called with each committed token in order; return false to stop early.
+ * The stats passed to sd_spec_generate are updated in place as the decode
+ * goes (rounds, drafted, accepted before a round's tokens are committed);
+ * n_gen and the times are set at the end. */
 typedef bool (*sd_token_cb)(void *user, int32_t token);
 
 /* Generates up to p->n_predict tokens after prompt[n_prompt] (n_prompt >= 1)
- * on an lm whose state is empty (len 0). drafter NULL = plain decoding.
+ * on an lm whose state holds exactly p->n_past tokens (empty by default). drafter NULL = plain decoding.
  * out (capacity p->n_predict) receives the tokens, *n_out their count.
  * Errors: SD_ERR_CONTEXT when the prompt does not fit n_ctx (generation also
  * stops, without error, when the context is full), SD_ERR_ARG, forward errors. */

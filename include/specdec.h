@@ -1,0 +1,384 @@
+/* specdec: the public C API.
+ *
+ * A C11 GGUF inference engine with lossless speculative decoding: the text a
+ * speculative run produces is exactly plain greedy decoding's at temperature
+ * 0, and plain sampling's in distribution at temperature > 0 (speculative
+ * sampling, Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023,
+ * arXiv:2302.01318). This header is the only door the command line, the
+ * server and the examples use; everything under src/ is internal.
+ *
+ * Life cycle (pairs of matching names, as llama2.c's build_x / free_x):
+ *
+ *     specdec_model *m;      specdec_model_load(path, NULL, &m, &err);
+ *     specdec_context *c;    specdec_context_init(m, &cparams, &c, &err);
+ *     specdec_token *t;      specdec_tokenize(m, text, len, true, false, &t, &n, &err);
+ *                            specdec_generate(c, t, n, &gparams, on_piece, user, &stats, &err);
+ *                            specdec_free(t); specdec_context_free(c); specdec_model_free(m);
+ *
+ * Conventions, for every function below:
+ * - Errors: a function that can fail returns a specdec_status; SPECDEC_OK (0)
+ *   is success. When the caller passes a non-NULL specdec_error *err, a
+ *   failure also writes its code and a one-line message (no trailing newline,
+ *   e.g. "models/x.gguf: missing key qwen3.block_count"). No function prints,
+ *   exits or aborts on bad input.
+ * - Ownership: handles are freed with their own *_free (NULL is allowed);
+ *   buffers the library allocates for the caller (tokens, text) are freed with
+ *   specdec_free. Strings returned as `const char *` are borrowed from the
+ *   handle and live as long as it does, unless a function says otherwise.
+ * - Params structs are filled by their *_default_params() and passed by
+ *   pointer; NULL means the defaults. New fields are only ever appended.
+ * - Threads: a model is read-only once loaded: its functions (metadata,
+ *   tokenize, detokenize) may be called from any number of threads at once,
+ *   also while contexts of it generate. A context is used by one thread at a
+ *   time (it holds the KV cache and scratch of one sequence).
+ * - Tokens are int32 ids in [0, n_vocab). Positions and counts are tokens;
+ *   times are milliseconds of wall clock. Text is bytes (UTF-8 expected but
+ *   any bytes are accepted: byte-level BPE encodes every byte losslessly). */
+#ifndef SPECDEC_H
+#define SPECDEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Symbols exported from libspecdec.so: only these declarations. */
+#if defined(__GNUC__)
+#define SPECDEC_API __attribute__((visibility("default")))
+#else
+#define SPECDEC_API
+#endif
+
+#define SPECDEC_VERSION_MAJOR 0
+#define SPECDEC_VERSION_MINOR 1
+#define SPECDEC_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked (static storage). */
+SPECDEC_API const char *specdec_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+
+typedef enum specdec_status {
+    SPECDEC_OK = 0,
+    SPECDEC_ERR_IO,          /* open / read / map of a file failed */
+    SPECDEC_ERR_FORMAT,      /* malformed or hostile file contents */
+    SPECDEC_ERR_NOMEM,       /* allocation failed or a size overflowed */
+    SPECDEC_ERR_UNSUPPORTED, /* valid but not supported: architecture, tensor type, tokenizer */
+    SPECDEC_ERR_CONTEXT,     /* the prompt does not fit the context size n_ctx */
+    SPECDEC_ERR_ARG,         /* invalid argument from the caller (a bad parameter, a token id out of range) */
+    SPECDEC_ERR_VOCAB,       /* the draft model's vocabulary differs from the target's */
+    SPECDEC_ERR_MISMATCH,    /* reserved: a failed lossless check is reported in the stats, not as an error */
+} specdec_status;
+
+/* One error: the code and a one-line human-readable message. */
+typedef struct specdec_error {
+    specdec_status code;
+    char message[512];
+} specdec_error;
+
+/* A short name for a status, e.g. "format error" (static storage; "unknown
+ * error" for a value outside the enum). */
+SPECDEC_API const char *specdec_status_name(specdec_status status);
+
+/* Frees a buffer the library allocated for the caller (tokens from
+ * specdec_tokenize, text from specdec_detokenize). NULL is allowed. */
+SPECDEC_API void specdec_free(void *ptr);
+
+/* Online CPU cores: the thread count used when n_threads <= 0. More threads
+ * than cores is slower (each barrier then waits for a descheduled thread). */
+SPECDEC_API int specdec_default_threads(void);
+
+/* ------------------------------------------------------------------------ */
+/* Models                                                                    */
+
+typedef int32_t specdec_token;
+typedef struct specdec_model specdec_model;
+
+/* No options yet: the weights are used in place from a read-only mapping of
+ * the file (quantized matrices may also be repacked once for the SIMD
+ * kernels). The struct exists so options can be added without breaking calls. */
+typedef struct specdec_model_params {
+    int32_t reserved; /* 0 */
+} specdec_model_params;
+
+SPECDEC_API specdec_model_params specdec_model_default_params(void);
+
+/* Loads a GGUF model (dense llama, qwen2, qwen3 architectures) and its
+ * tokenizer. params NULL =
+ * defaults. On success *out owns the model (free with specdec_model_free);
+ * on error *out is NULL. Errors (the message starts with the path):
+ * SPECDEC_ERR_IO (cannot open or map), SPECDEC_ERR_FORMAT (malformed GGUF,
+ * missing key or tensor, wrong shape), SPECDEC_ERR_UNSUPPORTED (unknown
+ * architecture, tensor type, tokenizer), SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG
+ * (path or out NULL). */
+SPECDEC_API specdec_status specdec_model_load(const char *path, const specdec_model_params *params,
+                                              specdec_model **out, specdec_error *err);
+/* Frees the model. Every context made from it must be freed first. */
+SPECDEC_API void specdec_model_free(specdec_model *model);
+
+/* The path the model was loaded from (a copy). */
+SPECDEC_API const char *specdec_model_path(const specdec_model *model);
+/* GGUF `general.name`, or the file name without directory and ".gguf" when
+ * the key is absent. Never NULL. */
+SPECDEC_API const char *specdec_model_name(const specdec_model *model);
+/* GGUF `general.architecture`: "llama", "qwen2", "qwen3". */
+SPECDEC_API const char *specdec_model_arch(const specdec_model *model);
+/* Number of tokens in the vocabulary (logit rows are this long). */
+SPECDEC_API int32_t specdec_model_n_vocab(const specdec_model *model);
+/* GGUF `{arch}.context_length`: the context the model was trained for. A
+ * longer n_ctx is allowed (positions past it are out of distribution). */
+SPECDEC_API int32_t specdec_model_n_ctx_train(const specdec_model *model);
+/* Parameters (all matrices, norms, biases; a tied output head once). */
+SPECDEC_API uint64_t specdec_model_n_params(const specdec_model *model);
+/* GGUF `tokenizer.chat_template` (the Jinja source, NUL-terminated copy), or
+ * NULL when the file has none. */
+SPECDEC_API const char *specdec_model_chat_template(const specdec_model *model);
+/* Any string-valued GGUF metadata key (e.g. "tokenizer.chat_template.tool_use",
+ * "general.license") as a NUL-terminated copy made on first use and kept with
+ * the model; NULL when absent or not a string. Thread-safe. */
+SPECDEC_API const char *specdec_model_meta_str(const specdec_model *model, const char *key);
+
+/* Special tokens: -1 when the model has none. bos: beginning of sequence;
+ * eos: end of sequence (tokenizer.ggml.eos_token_id); eot: end of turn
+ * (<|im_end|>, <|eot_id|>). */
+SPECDEC_API specdec_token specdec_token_bos(const specdec_model *model);
+SPECDEC_API specdec_token specdec_token_eos(const specdec_model *model);
+SPECDEC_API specdec_token specdec_token_eot(const specdec_model *model);
+/* True for tokens that end generation, as llama.cpp counts them: eos, eot,
+ * eom, and the texts <|im_end|>, <|endoftext|>, <|eot_id|>, <|end_of_text|>,
+ * fim pad/repo/sep. False for ids out of range. */
+SPECDEC_API bool specdec_token_is_eog(const specdec_model *model, specdec_token token);
+/* True for control and unknown tokens (they print nothing unless
+ * show_special). False for ids out of range. */
+SPECDEC_API bool specdec_token_is_control(const specdec_model *model, specdec_token token);
+/* The vocabulary entry of a token as stored in the GGUF (not decoded: "Ġthe"
+ * for byte-level BPE), NUL-terminated; NULL for an id out of range. */
+SPECDEC_API const char *specdec_token_text(const specdec_model *model, specdec_token token);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                 */
+
+/* Encodes len bytes of text (llama.cpp's llama_tokenize for valid UTF-8;
+ * invalid UTF-8 becomes byte tokens, never an error). add_special: add BOS /
+ * EOS as the model asks (tokenizer.ggml.add_bos_token); parse_special: match
+ * control-token texts such as "<|im_start|>" as single tokens (do this only
+ * for trusted text: a chat template's output, not raw user input). On
+ * success *tokens is malloc'd (free with specdec_free; non-NULL even when
+ * *n_tokens is 0). Errors: SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (NULL
+ * arguments). */
+SPECDEC_API specdec_status specdec_tokenize(const specdec_model *model, const char *text, size_t len,
+                                            bool add_special, bool parse_special, specdec_token **tokens,
+                                            size_t *n_tokens, specdec_error *err);
+
+/* Decodes n tokens into one malloc'd NUL-terminated buffer *text of *len
+ * bytes (free with specdec_free). Byte-exact: detokenize(tokenize(x)) == x
+ * for byte-level BPE (the bytes may be invalid UTF-8 if the tokens are an
+ * arbitrary sequence). Control tokens give their text only if show_special.
+ * Errors: SPECDEC_ERR_ARG (an id out of range, NULL arguments),
+ * SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_detokenize(const specdec_model *model, const specdec_token *tokens, size_t n,
+                                              bool show_special, char **text, size_t *len, specdec_error *err);
+
+/* The raw bytes of one token (may be part of a UTF-8 character) into
+ * buf[cap]. Returns the byte count, which may exceed cap (then only cap bytes
+ * were written: call again with more room), or -1 for an id out of range. */
+SPECDEC_API int32_t specdec_token_to_piece(const specdec_model *model, specdec_token token, bool show_special,
+                                           char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Contexts: a KV cache, the drafters' state, and the token history          */
+
+typedef struct specdec_context specdec_context;
+
+typedef struct specdec_context_params {
+    int32_t n_ctx;     /* positions (prompt + generated); <= 0: min(n_ctx_train, 4096). Default 0 */
+    int32_t n_batch;   /* most rows per forward (prefill chunks); <= 0: 64. Results do not depend on it. Default 0 */
+    int32_t n_threads; /* <= 0: specdec_default_threads(). Results do not depend on it. Default 0 */
+    /* An optional draft model for SPECDEC_SPEC_DRAFT / SPECDEC_SPEC_AUTO:
+     * borrowed (must outlive the context), must share the target's vocabulary.
+     * The context then holds a second KV cache of the same n_ctx for it. */
+    const specdec_model *draft;
+} specdec_context_params;
+
+SPECDEC_API specdec_context_params specdec_context_default_params(void);
+
+/* A context for generating with model (borrowed: it must outlive the
+ * context). KV cache memory: 2 * n_layer * n_ctx * n_head_kv * head_dim * 2
+ * bytes (f16), e.g. 448 MiB for Qwen3-0.6B at n_ctx 4096, plus the draft's.
+ * params NULL = defaults. Errors: SPECDEC_ERR_VOCAB (the draft's vocabulary
+ * differs; the message starts with the draft's path), SPECDEC_ERR_NOMEM,
+ * SPECDEC_ERR_ARG. On error *out is NULL. */
+SPECDEC_API specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
+                                                specdec_context **out, specdec_error *err);
+SPECDEC_API void specdec_context_free(specdec_context *ctx);
+
+/* The context size in positions, as resolved at init. */
+SPECDEC_API int32_t specdec_context_n_ctx(const specdec_context *ctx);
+/* The token history whose keys and values the context's KV cache holds: the
+ * last generate's prompt and generated tokens (up to where the cache is
+ * valid). *n receives the count. Borrowed: valid until the next generate,
+ * reset or free. The next generate reuses the longest common prefix of this
+ * history and its prompt (prefix reuse). */
+SPECDEC_API const specdec_token *specdec_context_tokens(const specdec_context *ctx, size_t *n);
+/* Forgets the history: the next generate prefills its whole prompt. */
+SPECDEC_API void specdec_context_reset(specdec_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Generation                                                                */
+
+/* Who proposes the draft tokens the target verifies (DESIGN.md §3). */
+typedef enum specdec_spec_mode {
+    SPECDEC_SPEC_NONE = 0, /* plain decoding */
+    SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
+    SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
+    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the draft model if the context has one */
+} specdec_spec_mode;
+
+/* "none", "ngram", "draft", "auto"; NULL for a value outside the enum. */
+SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
+/* The mode named name (as above) into *mode; false if no mode has that name. */
+SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
+
+#define SPECDEC_MAX_STOP 8 /* stop strings per generate call */
+
+typedef struct specdec_generate_params {
+    /* Tokens to generate at most. < 0: until an end-of-generation token or a
+     * full context. Default 128. */
+    int32_t n_predict;
+    specdec_spec_mode spec; /* default SPECDEC_SPEC_AUTO */
+    int32_t draft_max;      /* K: most draft tokens per verify round, 1..64. Default 8 */
+    int32_t ngram_min;      /* shortest n-gram looked up, 1..8. Default 1 */
+    int32_t ngram_max;      /* longest n-gram looked up, ngram_min..8. Default 3 */
+    /* G: zero-accept rounds in a row that close the hit-rate gate (drafting
+     * stops until shadow probes say it pays again; DESIGN.md §3). 0 = never
+     * close. Default 4. */
+    int32_t gate;
+    /* Sampling. temperature <= 0 is greedy (argmax, the lowest id on ties).
+     * Otherwise softmax(logits / temperature), then top-k, top-p, min-p,
+     * renormalised; speculative sampling keeps exactly that distribution. */
+    float temperature; /* default 0, at most 100 */
+    int32_t top_k;     /* 0 = off (default) */
+    float top_p;       /* (0, 1]; 1 = off (default) */
+    float min_p;       /* [0, 1); 0 = off (default) */
+    uint64_t seed;     /* generator seed, default 42; the same seed gives the same text */
+    /* Stop strings (up to SPECDEC_MAX_STOP, each non-empty, borrowed for the
+     * call): generation stops when the output text contains one, and the text
+     * from the match on is never delivered. Text that could be the start of a
+     * stop string is held back until it is known not to be, so a stop string
+     * is never streamed partially (OpenAI's `stop` semantics). Default none. */
+    const char *const *stop;
+    int32_t n_stop;
+    /* Stop after an end-of-generation token (specdec_token_is_eog; the token
+     * counts in n_gen, its text is not delivered). Default true. */
+    bool stop_at_eog;
+    /* After generating, decode the same prompt again plainly (no drafter) and
+     * compare token by token; the result goes to the stats (lossless_*).
+     * Greedy only (SPECDEC_ERR_ARG at temperature > 0). Costs a second
+     * generation. Default false. */
+    bool check_lossless;
+} specdec_generate_params;
+
+SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
+
+/* Why generation ended. */
+typedef enum specdec_stop_reason {
+    SPECDEC_STOP_LENGTH = 0, /* n_predict tokens */
+    SPECDEC_STOP_EOG,        /* an end-of-generation token */
+    SPECDEC_STOP_STRING,     /* a stop string (stats.stop_index says which) */
+    SPECDEC_STOP_CANCELLED,  /* the piece callback returned false */
+    SPECDEC_STOP_CONTEXT,    /* the context is full (n_ctx positions) */
+} specdec_stop_reason;
+
+/* "length", "eog", "stop", "cancelled", "context". */
+SPECDEC_API const char *specdec_stop_reason_name(specdec_stop_reason reason);
+
+/* What one generate call did. Counters are for this call only. */
+typedef struct specdec_stats {
+    int32_t n_prompt; /* prompt tokens */
+    int32_t n_cached; /* of those, reused from the context's KV cache: only n_prompt - n_cached were prefilled */
+    int32_t n_gen;    /* generated tokens (an ending EOG token included, and tokens past a stop string) */
+    double t_prefill_ms; /* prefill of the new prompt tokens (and the draft model's prompt) */
+    double t_decode_ms;  /* everything after the prefill: the first token comes from the prefill */
+    /* Speculation (vLLM's definitions, as llama.cpp's server reports them):
+     * n_rounds verify rounds (target forwards that checked >= 1 draft token)
+     * checked n_drafted draft tokens, of which n_accepted were accepted.
+     * Acceptance rate α = n_accepted / n_drafted; accepted per round =
+     * n_accepted / n_rounds; mean acceptance length = 1 + that. */
+    int64_t n_drafted, n_accepted, n_rounds;
+    int64_t n_target_forwards; /* target forwards after the prefill (verify rounds + plain steps) */
+    int64_t n_draft_forwards;  /* forwards of the draft model (0 without one) */
+    /* The hit-rate gate: plain steps taken while it was closed, the shadow
+     * probes made meanwhile and how many would have hit, and its state at the
+     * end (true = drafting; false also when no drafter ran). */
+    int64_t gate_closed_steps, n_probes, n_probe_hits;
+    bool gate_open;
+    /* The drafter that ran: "none", "ngram", "draft", "auto (ngram)",
+     * "auto (ngram + draft)". Static storage. */
+    const char *drafter;
+    specdec_stop_reason stop_reason;
+    int32_t stop_index; /* the stop string that matched (index into params.stop), else -1 */
+    /* check_lossless: whether the check ran, its verdict (the speculative
+     * tokens equal the plain greedy tokens), the first differing position
+     * (= n_gen when equal), and the plain run's token count and decode time. */
+    bool lossless_checked, lossless;
+    int32_t lossless_first_diff, plain_n_gen;
+    double plain_decode_ms;
+} specdec_stats;
+
+/* One piece of generated text for the streaming callback. */
+typedef struct specdec_piece {
+    /* Bytes that complete UTF-8 characters (never a split character;
+     * bytes that can never form one arrive as U+FFFD), NUL-terminated,
+     * len bytes. Borrowed for the duration of the call. */
+    const char *text;
+    size_t len;
+    /* Generated tokens whose bytes end in this piece, and how many of them
+     * were accepted draft tokens (for showing speculation's work). A token
+     * with no text of its own (an incomplete character, a control token)
+     * counts with the next piece, or is never reported if none follows. */
+    int32_t n_tokens, n_drafted;
+    /* Running counters of this call so far (n_gen, n_drafted, n_accepted,
+     * n_rounds, drafter; times and the stop reason are final only in the
+     * stats generate returns). Borrowed for the duration of the call. */
+    const specdec_stats *stats;
+} specdec_piece;
+
+/* Receives the text as it is generated, in order. Return true to go on,
+ * false to stop generating (stop_reason SPECDEC_STOP_CANCELLED; tokens
+ * already committed stay in the history). Must not call into the same
+ * context. */
+typedef bool (*specdec_piece_cb)(const specdec_piece *piece, void *user);
+
+/* Generates after prompt[n_prompt] (n_prompt >= 1: the caller adds BOS when
+ * the model wants it — specdec_tokenize with add_special does), calling
+ * on_piece (may be NULL) with each piece of text, and fills *stats (may be
+ * NULL). params NULL = defaults.
+ *
+ * Prefix reuse: the context keeps its KV cache and token history between
+ * calls; the longest common prefix of that history and this prompt (at most
+ * n_prompt - 1 tokens, since the last prompt token's logits are needed) is
+ * kept and only the rest is prefilled (stats.n_cached). Results are bitwise
+ * those of a fresh context (the forward is batch invariant: DESIGN.md §5).
+ *
+ * Lossless: with any spec mode the tokens are exactly those of plain decoding
+ * at temperature 0 (DESIGN.md §1), and distributed as plain sampling's at
+ * temperature > 0 (§6).
+ *
+ * Errors: SPECDEC_ERR_CONTEXT (the prompt has more than n_ctx tokens),
+ * SPECDEC_ERR_ARG (a parameter out of range, a token id out of range,
+ * SPECDEC_SPEC_DRAFT without a draft model, check_lossless at temperature >
+ * 0), SPECDEC_ERR_NOMEM. On error the history is cleared. A cancel is not an
+ * error. */
+SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_token *prompt, size_t n_prompt,
+                                            const specdec_generate_params *params, specdec_piece_cb on_piece,
+                                            void *user, specdec_stats *stats, specdec_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,87 @@
+/* Contexts of the public API: the target's KV cache, the draft model's when
+ * the context has one, and the token history behind prefix reuse. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+
+specdec_context_params specdec_context_default_params(void) { return (specdec_context_params){0}; }
+
+/* Rows per forward: 64 unless asked. Kept as asked, not cut to n_ctx (the
+ * forward splits what does not fit), so the decode loop's prefill chunks do
+ * not depend on n_ctx. */
+static int32_t resolve_n_batch(int32_t n_batch) { return n_batch > 0 ? n_batch : 64; }
+
+specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
+                                    specdec_context **out, specdec_error *err) {
+    if (!out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: out is NULL");
+    *out = NULL;
+    if (!model) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: model is NULL");
+    specdec_context_params p = params ? *params : specdec_context_default_params();
+    sd_err e = {0};
+    if (p.draft && sd_lm_check_same_vocab(model->m, p.draft->m, &e) != SD_OK) {
+        sd_err_prefix(&e, "%s", p.draft->path);
+        return sd_api_error(err, &e);
+    }
+    specdec_context *c = calloc(1, sizeof *c);
+    if (!c) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "out of memory");
+    c->model = model;
+    c->draft = p.draft;
+    c->n_batch = resolve_n_batch(p.n_batch);
+    sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
+    if (st == SD_OK) {
+        sd_lm_from_context(&c->tlm, c->tctx, model->m);
+        c->hist = malloc((size_t)sd_context_n_ctx(c->tctx) * sizeof *c->hist);
+        if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
+    }
+    if (st == SD_OK && p.draft) {
+        st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
+        if (st == SD_OK) sd_lm_from_context(&c->dlm, c->dctx, p.draft->m);
+    }
+    if (st != SD_OK) {
+        specdec_context_free(c);
+        return sd_api_error(err, &e);
+    }
+    *out = c;
+    return SPECDEC_OK;
+}
+
+void specdec_context_free(specdec_context *c) {
+    if (!c) return;
+    sd_context_free(c->dctx);
+    sd_context_free(c->tctx);
+    free(c->hist);
+    free(c);
+}
+
+int32_t specdec_context_n_ctx(const specdec_context *c) { return sd_context_n_ctx(c->tctx); }
+
+const specdec_token *specdec_context_tokens(const specdec_context *c, size_t *n) {
+    if (n) *n = (size_t)c->n_hist;
+    return c->hist;
+}
+
+void specdec_context_reset(specdec_context *c) {
+    c->n_hist = 0;
+    sd_context_truncate(c->tctx, 0);
+    if (c->dctx) sd_context_truncate(c->dctx, 0);
+}
+
+const char *specdec_spec_mode_name(specdec_spec_mode mode) {
+    static const char *names[] = {"none", "ngram", "draft", "auto"};
+    return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
+}
+
+bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_AUTO; m++)
+        if (!strcmp(name, specdec_spec_mode_name(m))) {
+            *mode = m;
+            return true;
+        }
+    return false;
+}
+
+const char *specdec_stop_reason_name(specdec_stop_reason reason) {
+    static const char *names[] = {"length", "eog", "stop", "cancelled", "context"};
+    return (unsigned)reason < sizeof names / sizeof *names ? names[reason] : "unknown";
+}

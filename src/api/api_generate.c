@@ -1,0 +1,277 @@
+/* specdec_generate: check the parameters, build this call's drafter, keep the
+ * longest cached prefix, run the decode loop (decode/spec.c) with the stream
+ * of pieces as its token callback, and optionally the lossless check. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "decode/drafter.h"
+#include "decode/spec.h"
+
+specdec_generate_params specdec_generate_default_params(void) {
+    return (specdec_generate_params){
+        .n_predict = 128,
+        .spec = SPECDEC_SPEC_AUTO,
+        .draft_max = 8,
+        .ngram_min = 1,
+        .ngram_max = 3,
+        .gate = 4,
+        .temperature = 0,
+        .top_k = 0,
+        .top_p = 1,
+        .min_p = 0,
+        .seed = 42,
+        .stop_at_eog = true,
+    };
+}
+
+/* One call's state, the user pointer of the decode loop's callbacks. */
+typedef struct run {
+    specdec_context *c;
+    const specdec_generate_params *gp;
+    sd_drafter drafter;
+    bool has_drafter;
+    sd_spec_stats ist; /* the decode loop's counters, updated as it goes */
+    specdec_stats pub; /* what the callback and the caller see */
+    sd_api_stream stream;
+} run;
+
+static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
+    if ((unsigned)g->spec > SPECDEC_SPEC_AUTO) return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
+    if (g->spec == SPECDEC_SPEC_DRAFT && !c->draft)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model");
+    if (g->draft_max < 1 || g->draft_max > 64)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "draft_max must be in [1, 64], not %d", g->draft_max);
+    if (g->ngram_min < 1 || g->ngram_max > 8 || g->ngram_min > g->ngram_max)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "n-gram orders must satisfy 1 <= ngram_min <= ngram_max <= 8");
+    if (g->gate < 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "gate must be >= 0");
+    if (isnan(g->temperature) || g->temperature > 100)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "temperature must be a number <= 100");
+    if (g->top_k < 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "top_k must be >= 0");
+    if (!(g->top_p > 0 && g->top_p <= 1)) return sd_api_fail(err, SPECDEC_ERR_ARG, "top_p must be in (0, 1]");
+    if (!(g->min_p >= 0 && g->min_p < 1)) return sd_api_fail(err, SPECDEC_ERR_ARG, "min_p must be in [0, 1)");
+    if (g->n_stop < 0 || g->n_stop > SPECDEC_MAX_STOP || (g->n_stop > 0 && !g->stop))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "n_stop must be in [0, %d], with stop set", SPECDEC_MAX_STOP);
+    for (int32_t i = 0; i < g->n_stop; i++)
+        if (!g->stop[i] || !g->stop[i][0])
+            return sd_api_fail(err, SPECDEC_ERR_ARG, "stop string %d is empty", i);
+    if (g->check_lossless && g->temperature > 0)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "check_lossless compares with greedy decoding: it needs temperature 0");
+    return SPECDEC_OK;
+}
+
+static sd_sampling sampling_of(const specdec_generate_params *g) {
+    return (sd_sampling){.temp = g->temperature > 0 ? g->temperature : 0, .top_k = g->top_k, .top_p = g->top_p,
+                         .min_p = g->min_p, .seed = g->seed};
+}
+
+/* This call's drafter, as the spec mode asks; its name goes to the stats. */
+static sd_status build_drafter(run *r, sd_err *err) {
+    const specdec_generate_params *g = r->gp;
+    specdec_context *c = r->c;
+    r->pub.drafter = "none";
+    if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
+    sd_sampling s = sampling_of(g);
+    sd_drafter ng = {0}, dm = {0};
+    bool use_draft = c->draft && g->spec != SPECDEC_SPEC_NGRAM;
+    sd_status st = SD_OK;
+    if (use_draft) {
+        sd_context_truncate(c->dctx, 0);
+        st = sd_drafter_model_init(&dm, &c->dlm, &s, c->n_batch, err);
+    }
+    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT) st = sd_drafter_ngram_init(&ng, g->ngram_min, g->ngram_max, err);
+    if (st != SD_OK) {
+        sd_drafter_free(&dm);
+        return st;
+    }
+    r->has_drafter = true;
+    if (g->spec == SPECDEC_SPEC_NGRAM) r->drafter = ng, r->pub.drafter = "ngram";
+    else if (g->spec == SPECDEC_SPEC_DRAFT) r->drafter = dm, r->pub.drafter = "draft";
+    else {
+        r->pub.drafter = use_draft ? "auto (ngram + draft)" : "auto (ngram)";
+        st = sd_drafter_auto_init(&r->drafter, &ng, use_draft ? &dm : NULL, c->model->m->hp.n_vocab, err);
+        if (st != SD_OK) {
+            sd_drafter_free(&ng);
+            sd_drafter_free(&dm);
+            r->has_drafter = false;
+        }
+    }
+    return st;
+}
+
+/* The running counters the piece callback sees. */
+static void sync_stats(run *r) {
+    r->pub.n_drafted = r->ist.drafted;
+    r->pub.n_accepted = r->ist.accepted;
+    r->pub.n_rounds = r->ist.rounds;
+    r->pub.n_target_forwards = r->ist.target_forwards;
+    r->pub.gate_closed_steps = r->ist.gate_closed_steps;
+    r->pub.n_probes = r->ist.probes;
+    r->pub.n_probe_hits = r->ist.probe_hits;
+}
+
+static bool on_commit(void *user, int32_t token, bool from_draft) {
+    run *r = user;
+    r->pub.n_gen++;
+    sync_stats(r);
+    return sd_api_stream_push(&r->stream, token, from_draft);
+}
+
+static bool is_eog(void *user, int32_t token) {
+    run *r = user;
+    return sd_tokenizer_is_eog(r->c->model->m->tok, token);
+}
+
+static bool quiet_eog(void *user, int32_t token) { return sd_tokenizer_is_eog(user, token); }
+
+/* Tokens the history and the prompt share, leaving at least the prompt's
+ * last token to prefill (its logits give the first generated token). */
+static int32_t reusable_prefix(const specdec_context *c, const specdec_token *prompt, int32_t n_prompt) {
+    int32_t n = 0, max = n_prompt - 1 < c->n_hist ? n_prompt - 1 : c->n_hist;
+    while (n < max && c->hist[n] == prompt[n]) n++;
+    return n;
+}
+
+/* After a run: the history is the prompt and the output, as far as the
+ * target's cache holds them (a stop in the middle of a verify round leaves
+ * rows of accepted drafts that were never committed: they are cut). */
+static void keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt, const int32_t *out,
+                         int32_t n_out) {
+    int32_t len = sd_context_len(c->tctx), n = n_prompt + n_out < len ? n_prompt + n_out : len;
+    memcpy(c->hist, prompt, (size_t)(n < n_prompt ? n : n_prompt) * sizeof *prompt);
+    if (n > n_prompt) memcpy(c->hist + n_prompt, out, (size_t)(n - n_prompt) * sizeof *out);
+    c->n_hist = n;
+    sd_context_truncate(c->tctx, n);
+}
+
+/* The same prompt through plain greedy decoding from an empty cache,
+ * compared token by token with the speculative output. */
+static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt, sd_spec_params p, int32_t *out,
+                                int32_t n_out, sd_err *err) {
+    int32_t *plain = malloc(((size_t)p.n_predict + 1) * sizeof *plain), n_plain = 0;
+    if (!plain) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    sd_spec_stats pst;
+    sd_context_truncate(r->c->tctx, 0);
+    p.n_past = 0;
+    p.commit_cb = NULL;
+    p.is_eog = quiet_eog;
+    sd_status st = sd_spec_generate(&r->c->tlm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
+                                    &n_plain, &pst, err);
+    if (st == SD_OK) {
+        int32_t n = n_plain < n_out ? n_plain : n_out, i = 0;
+        while (i < n && plain[i] == out[i]) i++;
+        r->pub.lossless_checked = true;
+        r->pub.lossless = i == n && n_plain == n_out;
+        r->pub.lossless_first_diff = i;
+        r->pub.plain_n_gen = (int32_t)pst.n_gen;
+        r->pub.plain_decode_ms = pst.t_decode_s * 1e3;
+        keep_history(r->c, prompt, n_prompt, plain, n_plain);
+    }
+    free(plain);
+    return st;
+}
+
+/* Why the decode loop stopped, from what it produced. */
+static specdec_stop_reason stop_reason(const run *r, const int32_t *out, int32_t n_out, int32_t asked,
+                                       int32_t cap) {
+    if (r->stream.cancelled) return SPECDEC_STOP_CANCELLED;
+    if (r->stream.stop_index >= 0) return SPECDEC_STOP_STRING;
+    if (n_out > 0 && r->gp->stop_at_eog && sd_tokenizer_is_eog(r->c->model->m->tok, out[n_out - 1]))
+        return SPECDEC_STOP_EOG;
+    if (asked >= 0 && n_out >= asked) return SPECDEC_STOP_LENGTH;
+    (void)cap;
+    return SPECDEC_STOP_CONTEXT;
+}
+
+static void final_stats(run *r, specdec_stats *stats) {
+    sync_stats(r);
+    r->pub.n_gen = (int32_t)r->ist.n_gen;
+    r->pub.t_prefill_ms = r->ist.t_prefill_s * 1e3;
+    r->pub.t_decode_ms = r->ist.t_decode_s * 1e3;
+    r->pub.n_draft_forwards = r->ist.draft_forwards;
+    r->pub.gate_open = r->ist.gate_open;
+    r->pub.stop_index = r->stream.stop_index;
+    if (stats) *stats = r->pub;
+}
+
+/* The decode loop's parameters for this call; n_predict is cut to what the
+ * context can still take (a0 of the last position included), which changes
+ * nothing but the size of the buffers. */
+static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
+    const specdec_generate_params *g = r->gp;
+    int32_t room = sd_context_n_ctx(r->c->tctx) - n_prompt + 1;
+    sd_spec_params p = sd_spec_default_params();
+    p.n_predict = g->n_predict < 0 || g->n_predict > room ? (room > 0 ? room : 0) : g->n_predict;
+    p.draft_max = g->draft_max;
+    p.gate_misses = g->gate;
+    p.n_batch = r->c->n_batch;
+    p.stop_at_eog = g->stop_at_eog;
+    p.is_eog = is_eog;
+    p.sampling = sampling_of(g);
+    p.n_past = n_past;
+    p.commit_cb = on_commit;
+    return p;
+}
+
+static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_prompt, specdec_piece_cb cb,
+                              void *user, sd_err *err) {
+    specdec_context *c = r->c;
+    int32_t n_past = reusable_prefix(c, prompt, n_prompt);
+    sd_context_truncate(c->tctx, n_past);
+    c->n_hist = n_past;
+    r->pub.n_prompt = n_prompt;
+    r->pub.n_cached = n_past;
+    r->pub.stop_index = -1;
+    sd_spec_params p = spec_params(r, n_prompt, n_past);
+    int32_t *out = malloc(((size_t)p.n_predict + 1) * sizeof *out), n_out = 0;
+    if (!out) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    sd_status st = build_drafter(r, err);
+    if (st == SD_OK)
+        st = sd_api_stream_init(&r->stream, c->model->m->tok, r->gp->stop, r->gp->n_stop, cb, user, &r->pub, err);
+    if (st == SD_OK) {
+        st = sd_spec_generate(&c->tlm, r->has_drafter ? &r->drafter : NULL, prompt, n_prompt, &p, NULL, r, out,
+                              &n_out, &r->ist, err);
+        if (st == SD_OK) sd_api_stream_finish(&r->stream);
+        if (st == SD_OK && r->stream.oom) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    }
+    if (st == SD_OK) {
+        r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict, p.n_predict);
+        keep_history(c, prompt, n_prompt, out, n_out);
+    }
+    if (st == SD_OK && r->gp->check_lossless) {
+        /* a stop string or a cancel cut the speculative run short: compare as far as it went */
+        if (r->pub.stop_reason == SPECDEC_STOP_STRING || r->pub.stop_reason == SPECDEC_STOP_CANCELLED)
+            p.n_predict = n_out;
+        st = check_lossless(r, prompt, n_prompt, p, out, n_out, err);
+    }
+    sd_drafter_free(&r->drafter);
+    sd_api_stream_free(&r->stream);
+    free(out);
+    return st;
+}
+
+specdec_status specdec_generate(specdec_context *ctx, const specdec_token *prompt, size_t n_prompt,
+                                const specdec_generate_params *params, specdec_piece_cb on_piece, void *user,
+                                specdec_stats *stats, specdec_error *err) {
+    specdec_generate_params g = params ? *params : specdec_generate_default_params();
+    if (stats) *stats = (specdec_stats){.stop_index = -1, .drafter = "none"};
+    if (!ctx || (!prompt && n_prompt)) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_generate: NULL argument");
+    if (n_prompt == 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "the prompt is empty");
+    if (n_prompt > (size_t)specdec_context_n_ctx(ctx)) {
+        specdec_context_reset(ctx);
+        return sd_api_fail(err, SPECDEC_ERR_CONTEXT, "the prompt has %zu tokens, more than the context size %d",
+                           n_prompt, specdec_context_n_ctx(ctx));
+    }
+    specdec_status pst = check_params(ctx, &g, err);
+    if (pst != SPECDEC_OK) return pst;
+    run r = {.c = ctx, .gp = &g};
+    sd_err e = {0};
+    sd_status st = run_generate(&r, prompt, (int32_t)n_prompt, on_piece, user, &e);
+    final_stats(&r, stats);
+    if (st != SD_OK) {
+        specdec_context_reset(ctx);
+        return sd_api_error(err, &e);
+    }
+    return SPECDEC_OK;
+}

@@ -1,0 +1,73 @@
+/* What the public handles of include/specdec.h hold, shared by the files of
+ * src/api/: api_model.c (models, tokenizer, errors), api_context.c (contexts),
+ * api_stream.c (UTF-8 pieces and stop strings), api_generate.c (generate). */
+#ifndef SD_API_INTERNAL_H
+#define SD_API_INTERNAL_H
+
+#include <pthread.h>
+
+#include "core/status.h"
+#include "decode/lm.h"
+#include "model/model.h"
+#include "specdec.h"
+
+/* A model: the internal one plus what the API hands out as strings. */
+struct specdec_model {
+    sd_model *m;
+    char *path, *name, *chat_template;
+    /* specdec_model_meta_str's copies, made on first use (key, value pairs). */
+    pthread_mutex_t meta_lock;
+    char **meta;
+    size_t n_meta;
+};
+
+/* A context: the target's KV cache (and the draft model's), and the tokens
+ * the target's cache holds, for prefix reuse. */
+struct specdec_context {
+    const specdec_model *model, *draft;
+    sd_context *tctx, *dctx;
+    sd_lm tlm, dlm;
+    int32_t n_batch;
+    specdec_token *hist; /* [n_ctx]: the tokens at positions 0..n_hist of the target's cache */
+    int32_t n_hist;
+};
+
+/* The public error from an internal one (err may be NULL); returns the code. */
+specdec_status sd_api_error(specdec_error *err, const sd_err *e);
+/* Sets err (may be NULL) to code and a message; returns code. */
+specdec_status sd_api_fail(specdec_error *err, specdec_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- api_stream.c: generated tokens -> pieces of text for the callback ----
+ * Assembles complete UTF-8 (sd_detok) and holds back any tail that could be
+ * the start of a stop string; a full match ends the stream, the match and
+ * what follows never delivered. */
+typedef struct sd_api_stream {
+    const sd_tokenizer *tok;
+    sd_detok dt;
+    const char *const *stop;
+    int32_t n_stop;
+    char *buf;       /* text not delivered yet */
+    size_t len, cap;
+    char *piece;     /* one token's bytes: sd_detok_cap */
+    size_t piece_cap;
+    int32_t n_tokens, n_drafted; /* tokens behind the undelivered text */
+    int32_t stop_index;          /* the stop string that matched, -1 */
+    specdec_piece_cb cb;
+    void *user;
+    const specdec_stats *stats;  /* running counters shown to the callback */
+    bool cancelled;              /* the callback returned false */
+    bool oom;                    /* the text could not be held: generate fails with SD_ERR_NOMEM */
+} sd_api_stream;
+
+sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const char *const *stop, int32_t n_stop,
+                             specdec_piece_cb cb, void *user, const specdec_stats *stats, sd_err *err);
+/* Feeds one committed token. Returns false when the stream is over: a stop
+ * string matched, the callback cancelled, or memory ran out. */
+bool sd_api_stream_push(sd_api_stream *s, int32_t token, bool from_draft);
+/* At the end: delivers what is held back (an incomplete character as U+FFFD),
+ * unless a stop string matched or the callback cancelled. */
+void sd_api_stream_finish(sd_api_stream *s);
+void sd_api_stream_free(sd_api_stream *s);
+
+#endif

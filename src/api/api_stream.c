@@ -1,0 +1,126 @@
+/* Generated tokens to the pieces of text the callback receives: whole UTF-8
+ * characters only (sd_detok holds back a split character), and never a stop
+ * string, not even its start. The second rule is llama.cpp's server's
+ * partial-stop check (tools/server/server-context.cpp, "send_text"): the
+ * longest tail of the undelivered text that is a prefix of some stop string
+ * waits for the next token; a full match ends the stream there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+
+sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const char *const *stop, int32_t n_stop,
+                             specdec_piece_cb cb, void *user, const specdec_stats *stats, sd_err *err) {
+    *s = (sd_api_stream){.tok = tok, .stop = stop, .n_stop = n_stop, .stop_index = -1, .cb = cb, .user = user,
+                         .stats = stats, .piece_cap = sd_detok_cap(tok)};
+    sd_detok_init(&s->dt);
+    s->piece = malloc(s->piece_cap);
+    s->cap = s->piece_cap + 64;
+    s->buf = malloc(s->cap + 1);
+    if (!s->piece || !s->buf) {
+        sd_api_stream_free(s);
+        return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    }
+    return SD_OK;
+}
+
+void sd_api_stream_free(sd_api_stream *s) {
+    free(s->piece);
+    free(s->buf);
+    s->piece = s->buf = NULL;
+}
+
+/* Hands buf[0..n) to the callback and drops it from buf. */
+static void deliver(sd_api_stream *s, size_t n) {
+    if (n == 0) return;
+    char saved = s->buf[n];
+    s->buf[n] = 0;
+    specdec_piece p = {.text = s->buf, .len = n, .n_tokens = s->n_tokens, .n_drafted = s->n_drafted,
+                       .stats = s->stats};
+    bool go_on = !s->cb || s->cb(&p, s->user);
+    s->buf[n] = saved;
+    memmove(s->buf, s->buf + n, s->len - n);
+    s->len -= n;
+    s->n_tokens = s->n_drafted = 0;
+    if (!go_on) s->cancelled = true;
+}
+
+static bool append(sd_api_stream *s, const char *b, size_t n) {
+    if (s->len + n > s->cap) {
+        size_t cap = 2 * (s->len + n);
+        char *t = realloc(s->buf, cap + 1);
+        if (!t) return false;
+        s->buf = t;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, b, n);
+    s->len += n;
+    return true;
+}
+
+/* The earliest full match of any stop string in buf: its offset, and which
+ * string in *which; -1 if none. */
+static long first_match(const sd_api_stream *s, int32_t *which) {
+    long best = -1;
+    for (int32_t i = 0; i < s->n_stop; i++) {
+        size_t m = strlen(s->stop[i]);
+        for (size_t at = 0; at + m <= s->len && (best < 0 || (long)at < best); at++)
+            if (!memcmp(s->buf + at, s->stop[i], m)) {
+                best = (long)at;
+                *which = i;
+                break;
+            }
+    }
+    return best;
+}
+
+/* The longest tail of buf that is a proper prefix of some stop string. */
+static size_t held_tail(const sd_api_stream *s) {
+    size_t hold = 0;
+    for (int32_t i = 0; i < s->n_stop; i++) {
+        size_t m = strlen(s->stop[i]);
+        for (size_t k = m - 1 < s->len ? m - 1 : s->len; k > hold; k--)
+            if (!memcmp(s->buf + s->len - k, s->stop[i], k)) {
+                hold = k;
+                break;
+            }
+    }
+    return hold;
+}
+
+/* Delivers up to a stop string's match and returns true; else delivers
+ * buf[0..n) and returns false. */
+static bool stop_or_deliver(sd_api_stream *s, size_t n) {
+    int32_t which = -1;
+    long at = first_match(s, &which);
+    if (at >= 0) {
+        deliver(s, (size_t)at);
+        s->stop_index = which;
+        return true;
+    }
+    deliver(s, n);
+    return false;
+}
+
+bool sd_api_stream_push(sd_api_stream *s, int32_t token, bool from_draft) {
+    if (s->cancelled || s->oom || s->stop_index >= 0) return false;
+    size_t n = sd_detok_push(&s->dt, s->tok, token, s->piece, s->piece_cap);
+    s->n_tokens++;
+    s->n_drafted += from_draft;
+    if (!append(s, s->piece, n)) {
+        s->oom = true; /* end the stream rather than drop text */
+        return false;
+    }
+    return !stop_or_deliver(s, s->len - held_tail(s)) && !s->cancelled;
+}
+
+void sd_api_stream_finish(sd_api_stream *s) {
+    if (s->cancelled || s->oom || s->stop_index >= 0) return;
+    char tail[16];
+    size_t n = sd_detok_flush(&s->dt, tail, sizeof tail);
+    if (!append(s, tail, n)) {
+        s->oom = true;
+        return;
+    }
+    stop_or_deliver(s, s->len);
+}
