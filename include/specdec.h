@@ -218,11 +218,11 @@ SPECDEC_API void specdec_context_free(specdec_context *ctx);
 
 /* The context size in positions, as resolved at init. */
 SPECDEC_API int32_t specdec_context_n_ctx(const specdec_context *ctx);
-/* The token history whose keys and values the context's KV cache holds: the
- * last generate's prompt and generated tokens (up to where the cache is
- * valid). *n receives the count. Borrowed: valid until the next generate,
- * reset or free. The next generate reuses the longest common prefix of this
- * history and its prompt (prefix reuse). */
+/* The token history: the last generate's prompt followed by every token it
+ * generated (n_prompt + stats.n_gen tokens). *n receives the count. Borrowed: valid until the next
+ * generate, reset or free. The KV cache holds all of it but the last token
+ * (which was never forwarded); the next generate reuses the longest common
+ * prefix of the cached part and its prompt (prefix reuse). */
 SPECDEC_API const specdec_token *specdec_context_tokens(const specdec_context *ctx, size_t *n);
 /* Forgets the history: the next generate prefills its whole prompt. */
 SPECDEC_API void specdec_context_reset(specdec_context *ctx);

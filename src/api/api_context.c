@@ -31,7 +31,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
     if (st == SD_OK) {
         sd_lm_from_context(&c->tlm, c->tctx, model->m);
-        c->hist = malloc((size_t)sd_context_n_ctx(c->tctx) * sizeof *c->hist);
+        c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK && p.draft) {
@@ -62,7 +62,7 @@ const specdec_token *specdec_context_tokens(const specdec_context *c, size_t *n)
 }
 
 void specdec_context_reset(specdec_context *c) {
-    c->n_hist = 0;
+    c->n_hist = c->n_kv = 0;
     sd_context_truncate(c->tctx, 0);
     if (c->dctx) sd_context_truncate(c->dctx, 0);
 }

@@ -128,21 +128,22 @@ static bool quiet_eog(void *user, int32_t token) { return sd_tokenizer_is_eog(us
 /* Tokens the history and the prompt share, leaving at least the prompt's
  * last token to prefill (its logits give the first generated token). */
 static int32_t reusable_prefix(const specdec_context *c, const specdec_token *prompt, int32_t n_prompt) {
-    int32_t n = 0, max = n_prompt - 1 < c->n_hist ? n_prompt - 1 : c->n_hist;
+    int32_t n = 0, max = n_prompt - 1 < c->n_kv ? n_prompt - 1 : c->n_kv;
     while (n < max && c->hist[n] == prompt[n]) n++;
     return n;
 }
 
-/* After a run: the history is the prompt and the output, as far as the
- * target's cache holds them (a stop in the middle of a verify round leaves
- * rows of accepted drafts that were never committed: they are cut). */
+/* After a run: the history is the prompt and the output; the target's cache
+ * holds them as far as it goes (not the last token, nor rows of accepted
+ * drafts left uncommitted by a stop in the middle of a verify round: cut). */
 static void keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt, const int32_t *out,
                          int32_t n_out) {
-    int32_t len = sd_context_len(c->tctx), n = n_prompt + n_out < len ? n_prompt + n_out : len;
-    memcpy(c->hist, prompt, (size_t)(n < n_prompt ? n : n_prompt) * sizeof *prompt);
-    if (n > n_prompt) memcpy(c->hist + n_prompt, out, (size_t)(n - n_prompt) * sizeof *out);
-    c->n_hist = n;
-    sd_context_truncate(c->tctx, n);
+    int32_t len = sd_context_len(c->tctx);
+    memcpy(c->hist, prompt, (size_t)n_prompt * sizeof *prompt);
+    memcpy(c->hist + n_prompt, out, (size_t)n_out * sizeof *out);
+    c->n_hist = n_prompt + n_out;
+    c->n_kv = c->n_hist < len ? c->n_hist : len;
+    sd_context_truncate(c->tctx, c->n_kv);
 }
 
 /* The same prompt through plain greedy decoding from an empty cache,
@@ -166,7 +167,11 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
         r->pub.lossless_first_diff = i;
         r->pub.plain_n_gen = (int32_t)pst.n_gen;
         r->pub.plain_decode_ms = pst.t_decode_s * 1e3;
-        keep_history(r->c, prompt, n_prompt, plain, n_plain);
+        /* the history stays the speculative output; the cache now holds the
+         * plain run's tokens, which agree with it up to the first difference */
+        keep_history(r->c, prompt, n_prompt, out, n_out);
+        if (r->c->n_kv > n_prompt + i) r->c->n_kv = n_prompt + i;
+        sd_context_truncate(r->c->tctx, r->c->n_kv);
     }
     free(plain);
     return st;
@@ -219,7 +224,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     specdec_context *c = r->c;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
     sd_context_truncate(c->tctx, n_past);
-    c->n_hist = n_past;
+    c->n_hist = c->n_kv = n_past;
     r->pub.n_prompt = n_prompt;
     r->pub.n_cached = n_past;
     r->pub.stop_index = -1;

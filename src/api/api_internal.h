@@ -28,8 +28,11 @@ struct specdec_context {
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
     int32_t n_batch;
-    specdec_token *hist; /* [n_ctx]: the tokens at positions 0..n_hist of the target's cache */
-    int32_t n_hist;
+    /* [n_ctx + 1]: the last call's prompt and generated tokens; the target's
+     * cache holds the first n_kv of them (the last token generated has not
+     * been forwarded, nor have any after a stop in a verify round). */
+    specdec_token *hist;
+    int32_t n_hist, n_kv;
 };
 
 /* The public error from an internal one (err may be NULL); returns the code. */

@@ -181,12 +181,26 @@ static sd_status env_open_model(const char *path, int32_t n_ctx, int threads, sd
     return st;
 }
 
+/* The benchmark measures the internals directly (model/model.h), not
+ * through the public API; a default model path that cannot be opened gets
+ * the same hint as in generate. */
+static sd_status load_model(const char *path, sd_model **m, sd_err *err) {
+    sd_status st = sd_model_load(path, m, err);
+    const char *hint = cli_default_model_hint(path);
+    if (st == SD_ERR_IO && hint && err) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        sd_err_set(err, st, "%s (%s)", msg, hint);
+    }
+    return st;
+}
+
 /* Loads the models, the prompts (or the one --greedy-ids text), the contexts. */
 static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_text, sd_err *err) {
     memset(e, 0, sizeof *e);
     e->o = o;
-    sd_status st = cli_load_model(o->target, &e->tm, err);
-    if (!st && o->draft) st = cli_load_model(o->draft, &e->dm, err);
+    sd_status st = load_model(o->target, &e->tm, err);
+    if (!st && o->draft) st = load_model(o->draft, &e->dm, err);
     if (!st && e->dm) st = sd_lm_check_same_vocab(e->tm, e->dm, err);
     if (!st && greedy_text) {
         e->prompts = sd_calloc(1, sizeof *e->prompts);

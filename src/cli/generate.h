@@ -8,15 +8,23 @@
 #include <stdint.h>
 
 #include "cli/model_args.h"
-#include "decode/spec.h"
+#include "specdec.h"
 
 typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO } gen_spec;
+
+/* The sampling flags (specdec_generate_params' fields of the same meaning). */
+typedef struct gen_sampling {
+    float temp;
+    int32_t top_k;
+    float top_p, min_p;
+    uint64_t seed;
+} gen_sampling;
 
 typedef struct gen_opts {
     const char *model, *draft, *prompt, *prompt_file;
     bool model_is_default;
     int32_t n_predict, n_ctx, threads;
-    sd_sampling sampling;
+    gen_sampling sampling;
     gen_spec spec;
     int32_t draft_max, ngram_min, ngram_max, gate;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
@@ -29,21 +37,19 @@ int gen_parse(int argc, char **argv, gen_opts *o);
 
 const char *gen_spec_name(gen_spec s);
 
-/* What one run produced, for the report. */
+/* What one run produced, for the report. st.drafter names the drafter
+ * ("ngram", "draft", "auto (ngram + draft)", ...); st.lossless_* hold the
+ * check's result when it ran. */
 typedef struct gen_result {
-    const char *spec_label; /* "ngram", "draft", "auto (ngram + draft)", ... */
-    int32_t *tokens, n_tokens;
+    const specdec_token *tokens; /* the generated tokens (borrowed from the context) */
+    int32_t n_tokens;
     char *text;
-    sd_spec_stats st;
-    bool checked, lossless;
-    int32_t first_diff; /* first differing position when !lossless */
-    int32_t n_greedy;
-    sd_spec_stats greedy;
+    specdec_stats st;
 } gen_result;
 
 /* Decode tokens per second: tokens after the first (which the prefill gives)
- * over the decode time; NAN (shown as n/a) with fewer than 2 tokens. */
-double gen_decode_tok_s(const sd_spec_stats *st);
+ * over the decode time (ms); NAN (shown as n/a) with fewer than 2 tokens. */
+double gen_decode_tok_s(int64_t n_gen, double t_decode_ms);
 /* The one stats line on stderr. */
 void gen_print_stats(const gen_result *r);
 /* The --json object on stdout. Returns false if jansson failed. */

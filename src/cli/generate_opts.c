@@ -118,7 +118,7 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         *(int32_t *)((char *)o + INT_FLAGS[i].offset) = (int32_t)x;
         return -1;
     }
-    sd_sampling *s = &o->sampling;
+    gen_sampling *s = &o->sampling;
     if (!strcmp(flag, "-m")) o->model = v, o->model_is_default = false;
     else if (!strcmp(flag, "-md")) o->draft = v;
     else if (!strcmp(flag, "-p")) o->prompt = v;

@@ -13,19 +13,22 @@ const char *cli_default_draft(const char *given, bool target_is_default) {
     return CLI_DEFAULT_DRAFT;
 }
 
-void cli_warn_n_ctx(const sd_model *m, int32_t n_ctx) {
-    if (n_ctx > m->hp.n_ctx_train)
-        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", n_ctx,
-                m->hp.n_ctx_train);
+void cli_warn_n_ctx(int32_t n_ctx_train, int32_t n_ctx) {
+    if (n_ctx > n_ctx_train)
+        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", n_ctx, n_ctx_train);
 }
 
-sd_status cli_load_model(const char *path, sd_model **m, sd_err *err) {
-    sd_status st = sd_model_load(path, m, err);
-    bool is_default = !strcmp(path, CLI_DEFAULT_TARGET) || !strcmp(path, CLI_DEFAULT_DRAFT);
-    if (st == SD_ERR_IO && is_default && err) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        sd_err_set(err, st, "%s (the default models are found from the repository root: run there, or pass -m)", msg);
+const char *cli_default_model_hint(const char *path) {
+    if (strcmp(path, CLI_DEFAULT_TARGET) && strcmp(path, CLI_DEFAULT_DRAFT)) return NULL;
+    return "the default models are found from the repository root: run there, or pass -m";
+}
+
+specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error *err) {
+    specdec_status st = specdec_model_load(path, NULL, m, err);
+    const char *hint = cli_default_model_hint(path);
+    if (st == SPECDEC_ERR_IO && hint && err) {
+        size_t n = strlen(err->message);
+        snprintf(err->message + n, sizeof err->message - n, " (%s)", hint);
     }
     return st;
 }

@@ -1,13 +1,15 @@
 /* Model files on the command line: the bundled fixture pair that generate,
  * bench and tokenize run when -m / -md are not given, and the warning for a
- * context longer than the model was trained for. */
+ * context longer than the model was trained for. Public API only
+ * (include/specdec.h). */
 #ifndef SD_CLI_MODEL_ARGS_H
 #define SD_CLI_MODEL_ARGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "model/model.h"
+#include "specdec.h"
 
 /* Relative to the working directory: the repository root (models/README.md). */
 #define CLI_DEFAULT_TARGET "models/fixture-target.gguf"
@@ -18,14 +20,18 @@
  * (said on stderr: "specdec: using ... as the draft model"); else NULL. */
 const char *cli_default_draft(const char *given, bool target_is_default);
 
-/* sd_model_load, and when a default model path (CLI_DEFAULT_*) cannot be
- * opened, the error says why that happens: the paths are relative to the
- * repository root. Errors as sd_model_load. */
-sd_status cli_load_model(const char *path, sd_model **m, sd_err *err);
+/* When a model file at path cannot be opened and path is one of the default
+ * models (CLI_DEFAULT_*): why that happens (the paths are relative to the
+ * repository root), to append to the error. NULL for any other path. */
+const char *cli_default_model_hint(const char *path);
+
+/* specdec_model_load, with cli_default_model_hint appended to an
+ * SPECDEC_ERR_IO message. Errors as specdec_model_load. */
+specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error *err);
 
 /* llama.cpp's behaviour for a context beyond {arch}.context_length: allowed
  * (positions past it are out of the training distribution, so quality may
  * drop) with one warning line on stderr. n_ctx <= 0 (the default) never warns. */
-void cli_warn_n_ctx(const sd_model *m, int32_t n_ctx);
+void cli_warn_n_ctx(int32_t n_ctx_train, int32_t n_ctx);
 
 #endif
