@@ -3,7 +3,7 @@
 # (run as root). Every dependency is a Debian package; see README.md.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libcmocka-dev
-      python3-torch python3-numpy python3-regex libopenblas0-pthread clang)
+      python3-torch python3-numpy python3-regex python3-jinja2 libopenblas0-pthread clang)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
