@@ -377,6 +377,85 @@ SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_
                                             const specdec_generate_params *params, specdec_piece_cb on_piece,
                                             void *user, specdec_stats *stats, specdec_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Chat templates                                                            */
+
+/* One message of a conversation. Strings are borrowed NUL-terminated UTF-8. */
+typedef struct specdec_chat_message {
+    const char *role;              /* "system", "user", "assistant" or "tool" */
+    const char *content;           /* NULL is rendered as "" */
+    /* An assistant turn's reasoning; NULL = none given (a <think>...</think>
+     * block at the start of content is then taken as the reasoning, as the
+     * Qwen templates do). */
+    const char *reasoning_content;
+} specdec_chat_message;
+
+typedef struct specdec_chat_params {
+    /* A built-in formatter by name (specdec_chat_builtin_templates), or NULL
+     * (default) to recognise the model's tokenizer.chat_template by its text. */
+    const char *template_name;
+    bool add_generation_prompt; /* end with the opening of the assistant's turn. Default true */
+    /* The template variable enable_thinking (Qwen3, Qwen3.5/3.6): -1 = not set
+     * (the template's default: thinking on), 0 = false, 1 = true. Default -1 */
+    int32_t enable_thinking;
+    /* Qwen3.6's preserve_thinking: keep the reasoning of every past assistant
+     * turn (the prompt of the next turn then extends this one's). Default false */
+    bool preserve_thinking;
+} specdec_chat_params;
+
+SPECDEC_API specdec_chat_params specdec_chat_default_params(void);
+
+/* The built-in formatters, comma-separated: "chatml, qwen3, qwen35, qwen36,
+ * llama3, llama31" (static storage). Each reproduces its family's Jinja
+ * template byte for byte for text conversations (tested against Python's
+ * jinja2 on the real template texts); tool definitions and tool calls are not
+ * rendered. */
+SPECDEC_API const char *specdec_chat_builtin_templates(void);
+
+/* The formatter that renders model's conversations: template_name when
+ * non-NULL (it must be a built-in name: SPECDEC_ERR_ARG otherwise), else the
+ * one recognised from the model's tokenizer.chat_template (SPECDEC_ERR_UNSUPPORTED,
+ * with a message naming --chat-template, when the model has none or no
+ * formatter fits). *family receives the name (static storage). */
+SPECDEC_API specdec_status specdec_chat_template_resolve(const specdec_model *model, const char *template_name,
+                                                         const char **family, specdec_error *err);
+
+/* Renders messages[0..n) with the model's chat template (params NULL =
+ * defaults) into one malloc'd NUL-terminated buffer *text of *len bytes (free
+ * with specdec_free). The text has no BOS token: tokenize it with
+ * specdec_tokenize(model, text, len, add_special = true, parse_special =
+ * true, ...), which adds BOS when the model wants one (as llama.cpp strips
+ * the template's own bos_token). Errors: those of
+ * specdec_chat_template_resolve; SPECDEC_ERR_ARG where the template itself
+ * raises (Qwen3.5: no user message, a system message not first, an unknown
+ * role) or for a message without a role; SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_chat_apply_template(const specdec_model *model,
+                                                       const specdec_chat_message *messages, size_t n,
+                                                       const specdec_chat_params *params, char **text, size_t *len,
+                                                       specdec_error *err);
+
+/* Splits a streamed answer into reasoning and content at <think>...</think>
+ * (llama-server's reasoning_content): the text inside the block is
+ * reasoning, the rest content; the tags and the blank lines around them are
+ * dropped. Where the answer starts depends on the template and params: inside
+ * the block for Qwen3.5/3.6 with thinking on (their prompt opens it), maybe
+ * opening it for Qwen3, never for the other families (everything is content). */
+typedef struct specdec_reasoning specdec_reasoning;
+
+/* A splitter for answers to prompts rendered with (model, params). Errors:
+ * those of specdec_chat_template_resolve, SPECDEC_ERR_NOMEM. *out is NULL on error. */
+SPECDEC_API specdec_status specdec_reasoning_init(const specdec_model *model, const specdec_chat_params *params,
+                                                  specdec_reasoning **out, specdec_error *err);
+/* Feeds len bytes of the answer. *reasoning / *content receive the text this
+ * call decided (n bytes each, possibly 0), borrowed until the next call on r.
+ * Text that may be the start of a tag is held back until the next call. */
+SPECDEC_API void specdec_reasoning_feed(specdec_reasoning *r, const char *text, size_t len, const char **reasoning,
+                                        size_t *n_reasoning, const char **content, size_t *n_content);
+/* The answer ended: returns what was held back, as feed does. */
+SPECDEC_API void specdec_reasoning_flush(specdec_reasoning *r, const char **reasoning, size_t *n_reasoning,
+                                         const char **content, size_t *n_content);
+SPECDEC_API void specdec_reasoning_free(specdec_reasoning *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,154 @@
+/* The chat-template part of the public API: resolving the model's template to
+ * a built-in formatter (src/chat/), rendering, and the reasoning splitter. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "chat/chat.h"
+#include "chat/think.h"
+
+specdec_chat_params specdec_chat_default_params(void) {
+    return (specdec_chat_params){.add_generation_prompt = true, .enable_thinking = -1};
+}
+
+const char *specdec_chat_builtin_templates(void) { return sd_chat_family_names(); }
+
+/* sd_err -> specdec_error; the codes are the same enum values. */
+static specdec_status fail(specdec_error *err, const sd_err *e) {
+    if (err) {
+        err->code = (specdec_status)e->code;
+        snprintf(err->message, sizeof err->message, "%s", e->msg);
+    }
+    return (specdec_status)e->code;
+}
+
+static specdec_status resolve(const specdec_model *model, const char *name, sd_chat_template *t,
+                              specdec_error *err) {
+    sd_err e = {0};
+    if (!model) {
+        sd_err_set(&e, SD_ERR_ARG, "chat: model is NULL");
+        return fail(err, &e);
+    }
+    sd_status st = name ? sd_chat_template_named(name, t, &e)
+                        : sd_chat_detect(specdec_model_chat_template(model), t, &e);
+    return st == SD_OK ? SPECDEC_OK : fail(err, &e);
+}
+
+specdec_status specdec_chat_template_resolve(const specdec_model *model, const char *template_name,
+                                             const char **family, specdec_error *err) {
+    sd_chat_template t;
+    specdec_status st = resolve(model, template_name, &t, err);
+    if (family) *family = st == SPECDEC_OK ? sd_chat_family_name(t.family) : NULL;
+    return st;
+}
+
+static sd_chat_opts chat_opts(const specdec_chat_params *p) {
+    specdec_chat_params d = specdec_chat_default_params();
+    if (!p) p = &d;
+    /* No BOS text: the tokenizer adds BOS as the model asks (llama.cpp strips the template's). */
+    return (sd_chat_opts){.add_generation_prompt = p->add_generation_prompt,
+                          .enable_thinking = p->enable_thinking < 0 ? -1 : p->enable_thinking ? 1 : 0,
+                          .preserve_thinking = p->preserve_thinking,
+                          .bos_token = ""};
+}
+
+specdec_status specdec_chat_apply_template(const specdec_model *model, const specdec_chat_message *messages,
+                                           size_t n, const specdec_chat_params *params, char **text, size_t *len,
+                                           specdec_error *err) {
+    sd_err e = {0};
+    if (!text || (n && !messages)) {
+        sd_err_set(&e, SD_ERR_ARG, "chat: text or messages NULL");
+        return fail(err, &e);
+    }
+    *text = NULL;
+    if (len) *len = 0;
+    sd_chat_template t;
+    specdec_status st = resolve(model, params ? params->template_name : NULL, &t, err);
+    if (st) return st;
+    sd_chat_msg *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) {
+        sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
+        return fail(err, &e);
+    }
+    for (size_t i = 0; i < n; i++)
+        m[i] = (sd_chat_msg){messages[i].role, messages[i].content, messages[i].reasoning_content};
+    sd_chat_opts o = chat_opts(params);
+    sd_strbuf out = {0};
+    sd_status rs = sd_chat_render(&t, m, n, &o, &out, &e);
+    free(m);
+    if (rs != SD_OK) {
+        sd_strbuf_free(&out);
+        return fail(err, &e);
+    }
+    if (!out.s) sd_strbuf_add(&out, "", 0);
+    if (out.oom) {
+        sd_strbuf_free(&out);
+        sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
+        return fail(err, &e);
+    }
+    *text = out.s; /* malloc'd: specdec_free is free */
+    if (len) *len = out.len;
+    return SPECDEC_OK;
+}
+
+struct specdec_reasoning {
+    sd_think think;
+    sd_strbuf reasoning, content;
+};
+
+specdec_status specdec_reasoning_init(const specdec_model *model, const specdec_chat_params *params,
+                                      specdec_reasoning **out, specdec_error *err) {
+    sd_err e = {0};
+    if (!out) {
+        sd_err_set(&e, SD_ERR_ARG, "chat: out is NULL");
+        return fail(err, &e);
+    }
+    *out = NULL;
+    sd_chat_template t;
+    specdec_status st = resolve(model, params ? params->template_name : NULL, &t, err);
+    if (st) return st;
+    specdec_reasoning *r = calloc(1, sizeof *r);
+    if (!r) {
+        sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
+        return fail(err, &e);
+    }
+    sd_chat_opts o = chat_opts(params);
+    sd_think_init(&r->think, sd_chat_think_start(&t, &o));
+    *out = r;
+    return SPECDEC_OK;
+}
+
+static void hand_out(specdec_reasoning *r, const char **reasoning, size_t *n_reasoning, const char **content,
+                     size_t *n_content) {
+    if (reasoning) *reasoning = sd_strbuf_str(&r->reasoning);
+    if (n_reasoning) *n_reasoning = r->reasoning.len;
+    if (content) *content = sd_strbuf_str(&r->content);
+    if (n_content) *n_content = r->content.len;
+}
+
+void specdec_reasoning_feed(specdec_reasoning *r, const char *text, size_t len, const char **reasoning,
+                            size_t *n_reasoning, const char **content, size_t *n_content) {
+    if (!r) return;
+    sd_strbuf_clear(&r->reasoning);
+    sd_strbuf_clear(&r->content);
+    if (text && len) sd_think_feed(&r->think, text, len, &r->reasoning, &r->content);
+    hand_out(r, reasoning, n_reasoning, content, n_content);
+}
+
+void specdec_reasoning_flush(specdec_reasoning *r, const char **reasoning, size_t *n_reasoning, const char **content,
+                             size_t *n_content) {
+    if (!r) return;
+    sd_strbuf_clear(&r->reasoning);
+    sd_strbuf_clear(&r->content);
+    sd_think_flush(&r->think, &r->reasoning, &r->content);
+    hand_out(r, reasoning, n_reasoning, content, n_content);
+}
+
+void specdec_reasoning_free(specdec_reasoning *r) {
+    if (!r) return;
+    sd_think_free(&r->think);
+    sd_strbuf_free(&r->reasoning);
+    sd_strbuf_free(&r->content);
+    free(r);
+}
