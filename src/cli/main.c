@@ -23,6 +23,8 @@ static const command COMMANDS[] = {
     {"inspect", cmd_inspect, "print a GGUF file's metadata and tensors"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"quantize", cmd_quantize, "convert a GGUF model to another tensor type"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server with a chat page (per-request speculation)"},
+    {"chat", cmd_chat, "a conversation in the terminal (/spec on|off)"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -1,0 +1,191 @@
+/* specdec chat: a conversation in the terminal on the public API. Each line
+ * typed is a user message; the answer streams to stdout (reasoning, if the
+ * model thinks, dimmed on a terminal); a status line goes to stderr after it.
+ * Commands: /spec on|off, /reset, /quit. The context keeps the conversation's
+ * KV cache, so each turn prefills only its new tokens. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/front.h"
+
+int cmd_chat(int argc, char **argv);
+
+typedef struct convo {
+    specdec_chat_message *m;
+    char **owned; /* the strings m points to */
+    size_t n, cap;
+} convo;
+
+static bool convo_add(convo *c, const char *role, const char *text, size_t len) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        specdec_chat_message *m = realloc(c->m, cap * sizeof *m);
+        if (!m) return false;
+        c->m = m;
+        char **o = realloc(c->owned, cap * sizeof *o);
+        if (!o) return false;
+        c->owned = o;
+        c->cap = cap;
+    }
+    char *s = malloc(len + 1);
+    if (!s) return false;
+    memcpy(s, text, len);
+    s[len] = 0;
+    c->owned[c->n] = s;
+    c->m[c->n++] = (specdec_chat_message){.role = role, .content = s};
+    return true;
+}
+
+static void convo_pop(convo *c) {
+    if (c->n) free(c->owned[--c->n]);
+}
+
+static void convo_free(convo *c) {
+    while (c->n) convo_pop(c);
+    free(c->m);
+    free(c->owned);
+    *c = (convo){0};
+}
+
+typedef struct turn {
+    specdec_reasoning *think;
+    sbuf answer;
+    bool tty, in_reasoning;
+} turn;
+
+static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
+    if (nr) {
+        if (!t->in_reasoning && t->tty) fputs("\x1b[2m", stdout);
+        t->in_reasoning = true;
+        fwrite(r, 1, nr, stdout);
+    }
+    if (nc) {
+        if (t->in_reasoning) fputs(t->tty ? "\x1b[0m\n" : "\n", stdout);
+        t->in_reasoning = false;
+        fwrite(c, 1, nc, stdout);
+        sbuf_add(&t->answer, c, nc);
+    }
+    fflush(stdout);
+}
+
+static bool on_piece(const specdec_piece *p, void *user) {
+    turn *t = user;
+    const char *r = NULL, *c = p->text;
+    size_t nr = 0, nc = p->len;
+    if (t->think) specdec_reasoning_feed(t->think, p->text, p->len, &r, &nr, &c, &nc);
+    show(t, r, nr, c, nc);
+    return true;
+}
+
+/* The same figures as the chat page's status line. */
+static void status_line(const specdec_stats *st, bool spec) {
+    double tps = st->t_decode_ms > 0 ? st->n_gen * 1e3 / st->t_decode_ms : 0;
+    fprintf(stderr, "[ %.1f tok/s | %d tokens", tps, st->n_gen);
+    if (spec)
+        fprintf(stderr, " | drafted %lld / accepted %lld (%.1f%%) | accepted/round %.2f | spec %s%s",
+                (long long)st->n_drafted, (long long)st->n_accepted,
+                st->n_drafted ? 100.0 * (double)st->n_accepted / (double)st->n_drafted : 0.0,
+                st->n_rounds ? (double)st->n_accepted / (double)st->n_rounds : 0.0, st->drafter ? st->drafter : "none",
+                st->gate_open ? "" : " (gate closed)");
+    else
+        fprintf(stderr, " | speculation off");
+    fprintf(stderr, " | prompt %d new + %d cached ]\n", st->n_prompt - st->n_cached, st->n_cached);
+}
+
+/* One user turn: render, tokenize, generate, remember the answer. */
+static void answer(server *s, convo *c, bool spec, bool tty) {
+    specdec_error err = {0};
+    specdec_chat_params cp = specdec_chat_default_params();
+    cp.template_name = s->opts.chat_template;
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    specdec_token *toks = NULL;
+    if (specdec_chat_apply_template(s->model, c->m, c->n, &cp, &text, &len, &err) ||
+        specdec_tokenize(s->model, text, len, true, true, &toks, &n, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        specdec_free(text);
+        convo_pop(c);
+        return;
+    }
+    specdec_free(text);
+    if (n >= (size_t)specdec_context_n_ctx(s->ctx)) {
+        fprintf(stderr, "specdec: the conversation (%zu tokens) fills the context (%d); /reset to start over\n", n,
+                specdec_context_n_ctx(s->ctx));
+        specdec_free(toks);
+        convo_pop(c);
+        return;
+    }
+    specdec_generate_params gp = s->opts.gen;
+    if (!spec) gp.spec = SPECDEC_SPEC_NONE;
+    else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
+    turn t = {.tty = tty};
+    specdec_reasoning_init(s->model, &cp, &t.think, NULL);
+    specdec_stats st;
+    specdec_status rc = specdec_generate(s->ctx, toks, n, &gp, on_piece, &t, &st, &err);
+    specdec_free(toks);
+    if (t.think) {
+        const char *r = NULL, *cc = NULL;
+        size_t nr = 0, nc = 0;
+        specdec_reasoning_flush(t.think, &r, &nr, &cc, &nc);
+        show(&t, r, nr, cc, nc);
+        specdec_reasoning_free(t.think);
+    }
+    if (t.in_reasoning && tty) fputs("\x1b[0m", stdout);
+    fputs("\n", stdout);
+    fflush(stdout);
+    if (rc) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        convo_pop(c);
+    } else {
+        convo_add(c, "assistant", sbuf_str(&t.answer), t.answer.len);
+        status_line(&st, gp.spec != SPECDEC_SPEC_NONE);
+    }
+    sbuf_free(&t.answer);
+}
+
+int cmd_chat(int argc, char **argv) {
+    static server s;
+    memset(&s, 0, sizeof s);
+    int rc = front_parse(argc, argv, false, &s.opts);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!front_load(&s)) { front_unload(&s); return 1; }
+    if (!s.template_family) {
+        fprintf(stderr, "specdec: %s\n", s.template_error);
+        front_unload(&s);
+        return 1;
+    }
+    bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    bool spec = s.opts.gen.spec != SPECDEC_SPEC_NONE;
+    fprintf(stderr, "specdec chat: %s (template %s, spec %s) — /spec on|off, /reset, /quit\n", s.model_id,
+            s.template_family, spec ? specdec_spec_mode_name(s.opts.gen.spec) : "off");
+    convo c = {0};
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        if (tty) { fputs("> ", stdout); fflush(stdout); }
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) break;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (n == 0) continue;
+        if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) break;
+        if (!strcmp(line, "/spec on") || !strcmp(line, "/spec off")) {
+            spec = !strcmp(line, "/spec on");
+            fprintf(stderr, "speculation %s\n", spec ? "on" : "off");
+        } else if (!strcmp(line, "/reset")) {
+            convo_free(&c);
+            specdec_context_reset(s.ctx);
+            fprintf(stderr, "new conversation\n");
+        } else if (line[0] == '/') {
+            fprintf(stderr, "commands: /spec on|off, /reset, /quit\n");
+        } else if (convo_add(&c, "user", line, (size_t)n)) {
+            answer(&s, &c, spec, tty);
+        }
+    }
+    free(line);
+    convo_free(&c);
+    front_unload(&s);
+    return 0;
+}

@@ -1,0 +1,194 @@
+/* libmicrohttpd front: one thread per connection, bodies collected up to
+ * --max-body bytes (then 413), JSON parsed with jansson (400 on malformed
+ * JSON or invalid UTF-8), routes dispatched by method and path. */
+#define _DEFAULT_SOURCE /* MSG_DONTWAIT, clock_gettime */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+int64_t now_unix(void) { return (int64_t)time(NULL); }
+
+double now_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* OpenAI / llama-server error types by status (llama.cpp server-common.cpp). */
+static const char *type_of(unsigned status) {
+    switch (status) {
+    case 400: return "invalid_request_error";
+    case 404: return "not_found_error";
+    case 413: return "invalid_request_error";
+    case 501: return "not_supported_error";
+    case 503: return "unavailable_error";
+    default: return "server_error";
+    }
+}
+
+bool http_fail(http_err *e, unsigned status, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    e->status = status;
+    e->type = type_of(status);
+    e->param = param;
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+json_t *http_err_json(const http_err *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "message", json_text(e->message, strlen(e->message)));
+    json_object_set_new(o, "type", json_string(e->type ? e->type : type_of(e->status)));
+    json_object_set_new(o, "param", e->param ? json_string(e->param) : json_null());
+    json_object_set_new(o, "code", json_integer(e->status));
+    if (e->type && !strcmp(e->type, "exceed_context_size_error")) {
+        json_object_set_new(o, "n_prompt_tokens", json_integer(e->n_prompt_tokens));
+        json_object_set_new(o, "n_ctx", json_integer(e->n_ctx));
+    }
+    json_t *root = json_object();
+    json_object_set_new(root, "error", o);
+    return root;
+}
+
+enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
+                               size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    if (status >= 400 && status != 503) MHD_add_response_header(r, "x-should-retry", "false");
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result http_send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s) return http_send_text(c, 500, "text/plain", "out of memory", 13);
+    enum MHD_Result rc = http_send_text(c, status, "application/json; charset=utf-8", s, strlen(s));
+    free(s);
+    return rc;
+}
+
+enum MHD_Result http_send_error(struct MHD_Connection *c, const http_err *e) {
+    return http_send_json(c, e->status, http_err_json(e));
+}
+
+bool http_peer_closed(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char b;
+    ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+json_t *json_text(const char *p, size_t n) {
+    json_t *v = json_stringn(p, n);
+    if (v) return v;
+    sbuf b = {0};
+    const unsigned char *u = (const unsigned char *)p;
+    for (size_t i = 0; i < n;) {
+        size_t len = u[i] < 0x80 ? 1 : (u[i] & 0xE0) == 0xC0 ? 2 : (u[i] & 0xF0) == 0xE0 ? 3
+                   : (u[i] & 0xF8) == 0xF0 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n && !(len == 1 && u[i] == 0);
+        for (size_t k = 1; ok && k < len; k++) ok = (u[i + k] & 0xC0) == 0x80;
+        json_t *probe = ok ? json_stringn(p + i, len) : NULL; /* rejects overlongs and surrogates */
+        if (probe) { sbuf_add(&b, p + i, len); json_decref(probe); i += len; }
+        else { sbuf_puts(&b, "\xEF\xBF\xBD"); i += 1; }
+    }
+    v = json_stringn(sbuf_str(&b), b.len);
+    sbuf_free(&b);
+    return v ? v : json_string("");
+}
+
+/* Per-request state across MHD's calls of the access handler. */
+typedef struct req {
+    sbuf body;
+    bool too_large;
+} req;
+
+static enum MHD_Result too_large(server *s, struct MHD_Connection *c) {
+    http_err e = {0};
+    http_fail(&e, 413, NULL, "request body larger than %d bytes (--max-body)", s->opts.max_body);
+    return http_send_error(c, &e);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    server *s = cls;
+    req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        *con_cls = r;
+        /* A declared length over the cap is refused before reading it. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->opts.max_body) r->too_large = true;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!r->too_large && r->body.len + *upload_size > (size_t)s->opts.max_body) r->too_large = true;
+        if (!r->too_large) sbuf_add(&r->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (r->too_large) return too_large(s, c);
+    if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) return route_get(s, c, url);
+    if (!strcmp(method, "POST")) {
+        json_error_t je;
+        json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
+        if (!body) {
+            http_err e = {0};
+            http_fail(&e, 400, NULL, "malformed JSON body: %s (line %d, column %d)", je.text, je.line, je.column);
+            return http_send_error(c, &e);
+        }
+        enum MHD_Result rc = route_post(s, c, url, body);
+        json_decref(body);
+        return rc;
+    }
+    if (!strcmp(method, "OPTIONS")) return http_send_text(c, 204, "text/plain", "", 0);
+    http_err e = {0};
+    http_fail(&e, 404, NULL, "no route for %s %s", method, url);
+    return http_send_error(c, &e);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    req *r = *con_cls;
+    if (r) {
+        sbuf_free(&r->body);
+        free(r);
+        *con_cls = NULL;
+    }
+}
+
+struct MHD_Daemon *http_start(server *s, int *port) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->opts.port)};
+    if (inet_pton(AF_INET, s->opts.host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "specdec: --host %s: not an IPv4 address\n", s->opts.host);
+        return NULL;
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG,
+        (uint16_t)s->opts.port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+    if (!d) return NULL;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = di ? di->port : s->opts.port;
+    return d;
+}

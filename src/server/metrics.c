@@ -1,0 +1,65 @@
+/* GET /metrics: Prometheus text format 0.0.4. Names follow llama-server's
+ * (`llamacpp:prompt_tokens_total`, `llamacpp:spec_decode_num_draft_tokens_total`,
+ * tools/server/README.md) with the prefix `specdec_`. */
+#include "server/server.h"
+
+void metrics_record(metrics *m, const job *j) {
+    const specdec_stats *st = &j->stats;
+    pthread_mutex_lock(&m->mu);
+    if (j->status != SPECDEC_OK) m->requests_error++;
+    else if (st->stop_reason == SPECDEC_STOP_CANCELLED) m->requests_cancelled++;
+    else m->requests_ok++;
+    m->prompt_tokens += (uint64_t)(st->n_prompt - st->n_cached);
+    m->prompt_tokens_cached += (uint64_t)st->n_cached;
+    m->predicted_tokens += (uint64_t)st->n_gen;
+    m->prompt_ms += st->t_prefill_ms;
+    m->predicted_ms += st->t_decode_ms;
+    m->draft_tokens += (uint64_t)st->n_drafted;
+    m->accepted_tokens += (uint64_t)st->n_accepted;
+    m->drafts += (uint64_t)st->n_rounds;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_reject(metrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->requests_rejected++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void counter(sbuf *o, const char *name, const char *help, double v) {
+    sbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s counter\nspecdec_%s %.17g\n", name, help, name, name, v);
+}
+
+static void gauge(sbuf *o, const char *name, const char *help, double v) {
+    sbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s gauge\nspecdec_%s %.17g\n", name, help, name, name, v);
+}
+
+void metrics_text(server *s, sbuf *o) {
+    metrics m;
+    pthread_mutex_lock(&s->m.mu);
+    m = s->m;
+    pthread_mutex_unlock(&s->m.mu);
+    int waiting;
+    bool busy;
+    server_queue_state(s, &waiting, &busy);
+    sbuf_printf(o, "# HELP specdec_requests_total Generation requests finished, by outcome.\n"
+                   "# TYPE specdec_requests_total counter\n"
+                   "specdec_requests_total{outcome=\"ok\"} %llu\n"
+                   "specdec_requests_total{outcome=\"cancelled\"} %llu\n"
+                   "specdec_requests_total{outcome=\"error\"} %llu\n"
+                   "specdec_requests_total{outcome=\"rejected\"} %llu\n",
+                (unsigned long long)m.requests_ok, (unsigned long long)m.requests_cancelled,
+                (unsigned long long)m.requests_error, (unsigned long long)m.requests_rejected);
+    counter(o, "prompt_tokens_total", "Prompt tokens prefilled (not counting reused ones).", (double)m.prompt_tokens);
+    counter(o, "prompt_tokens_cached_total", "Prompt tokens reused from the KV cache.", (double)m.prompt_tokens_cached);
+    counter(o, "prompt_seconds_total", "Prompt prefill time.", m.prompt_ms / 1e3);
+    counter(o, "tokens_predicted_total", "Generated tokens.", (double)m.predicted_tokens);
+    counter(o, "tokens_predicted_seconds_total", "Generation time.", m.predicted_ms / 1e3);
+    counter(o, "spec_decode_num_draft_tokens_total", "Draft tokens checked by the target.", (double)m.draft_tokens);
+    counter(o, "spec_decode_num_accepted_tokens_total", "Draft tokens accepted.", (double)m.accepted_tokens);
+    counter(o, "spec_decode_num_drafts_total", "Verify rounds (target forwards that checked drafts).", (double)m.drafts);
+    gauge(o, "spec_decode_acceptance_rate", "Accepted / drafted tokens since start.",
+          m.draft_tokens ? (double)m.accepted_tokens / (double)m.draft_tokens : 0);
+    gauge(o, "requests_processing", "Requests generating now.", busy ? 1 : 0);
+    gauge(o, "requests_deferred", "Requests waiting in the queue.", waiting);
+}

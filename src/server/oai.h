@@ -1,0 +1,32 @@
+/* OpenAI-compatible /v1/chat/completions and /v1/completions: request
+ * parsing (oai_request.c) and the response, streamed over SSE or whole
+ * (oai_response.c). */
+#ifndef SD_SERVER_OAI_H
+#define SD_SERVER_OAI_H
+
+#include "server/http.h"
+
+/* What a request asked for beyond the generation parameters in its job. */
+typedef struct oai_req {
+    job_kind kind;
+    bool stream, include_usage, timings_per_token, speculative;
+    specdec_chat_params chat; /* chat: the template switches, for the reasoning splitter */
+    sbuf *prompt_out;         /* when set, receives the prompt text (/apply-template) */
+} oai_req;
+
+/* Validates body and fills j (prompt tokens, generation parameters, stop
+ * strings) and r. False with e filled (400 with the offending param, 501 for
+ * unsupported features) on bad input. */
+bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e);
+
+/* The timings object (llama.cpp names plus ours) for stats. New reference. */
+json_t *oai_timings(const specdec_stats *st, bool speculative);
+/* OpenAI usage for stats. New reference. */
+json_t *oai_usage(const specdec_stats *st);
+/* "stop" or "length" for a stop reason. */
+const char *oai_finish_reason(specdec_stop_reason reason);
+
+/* Answers a queued job: an SSE stream, or one JSON body when it is done. */
+enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j);
+
+#endif

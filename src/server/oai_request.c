@@ -1,0 +1,255 @@
+/* Request bodies of /v1/chat/completions and /v1/completions, checked field
+ * by field: a wrong type or an out-of-range number is a 400 naming the field
+ * (OpenAI's `param`), a feature we do not have (tools, logprobs, n > 1) a 501
+ * that clients must not retry. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/oai.h"
+
+/* A number field in [lo, hi] into *out; absent or null keeps *out. */
+static bool get_num(json_t *body, const char *key, double lo, double hi, double *out, http_err *e) {
+    json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_number(v)) return http_fail(e, 400, key, "'%s' must be a number", key);
+    double x = json_number_value(v);
+    if (!(x >= lo && x <= hi)) return http_fail(e, 400, key, "'%s' must be in [%g, %g], got %g", key, lo, hi, x);
+    *out = x;
+    return true;
+}
+
+static bool get_int(json_t *body, const char *key, long long lo, long long hi, long long *out, http_err *e) {
+    json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_integer(v)) return http_fail(e, 400, key, "'%s' must be an integer", key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi) return http_fail(e, 400, key, "'%s' must be in [%lld, %lld], got %lld", key, lo, hi, x);
+    *out = x;
+    return true;
+}
+
+static bool get_bool(json_t *body, const char *key, bool *out, http_err *e) {
+    json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_boolean(v)) return http_fail(e, 400, key, "'%s' must be a boolean", key);
+    *out = json_is_true(v);
+    return true;
+}
+
+/* Fields we refuse rather than silently ignore. */
+static bool refuse_unsupported(json_t *body, http_err *e) {
+    static const char *const fields[] = {"tools", "functions", "tool_choice", "function_call"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        json_t *v = json_object_get(body, fields[i]);
+        if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0) &&
+            !(json_is_string(v) && !strcmp(json_string_value(v), "none")))
+            return http_fail(e, 501, fields[i], "'%s' is not supported by this server", fields[i]);
+    }
+    json_t *lp = json_object_get(body, "logprobs");
+    if (lp && json_is_true(lp)) return http_fail(e, 501, "logprobs", "'logprobs' is not supported by this server");
+    if (lp && !json_is_null(lp) && !json_is_boolean(lp) && !json_is_integer(lp))
+        return http_fail(e, 400, "logprobs", "'logprobs' must be a boolean");
+    long long n = 1;
+    if (!get_int(body, "n", 1, 128, &n, e)) return false;
+    if (n != 1) return http_fail(e, 501, "n", "only n = 1 is supported");
+    return true;
+}
+
+/* stop: a string or up to 4 strings (OpenAI), copied into the job. */
+static bool get_stop(json_t *body, job *j, http_err *e) {
+    json_t *v = json_object_get(body, "stop");
+    if (!v || json_is_null(v)) return true;
+    json_t *one[1] = {v};
+    size_t n = json_is_array(v) ? json_array_size(v) : 1;
+    if (!json_is_string(v) && !json_is_array(v)) return http_fail(e, 400, "stop", "'stop' must be a string or an array of strings");
+    if (n > 4) return http_fail(e, 400, "stop", "'stop' has %zu strings; at most 4", n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_is_array(v) ? json_array_get(v, i) : one[0];
+        if (!json_is_string(s)) return http_fail(e, 400, "stop", "'stop' must hold strings");
+        if (json_string_length(s) == 0) continue;
+        j->stop[j->gp.n_stop] = strdup(json_string_value(s));
+        if (!j->stop[j->gp.n_stop]) return http_fail(e, 500, NULL, "out of memory");
+        j->gp.n_stop++;
+    }
+    j->gp.stop = (const char *const *)j->stop;
+    return true;
+}
+
+static bool get_sampling(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
+    specdec_generate_params *gp = &j->gp;
+    *gp = s->opts.gen;
+    double t = gp->temperature, top_p = gp->top_p, min_p = gp->min_p;
+    long long top_k = gp->top_k, seed = (long long)(gp->seed & 0x7fffffffffffffffull), max = -1, maxc = -1;
+    if (!get_num(body, "temperature", 0, 2, &t, e) || !get_num(body, "top_p", 0, 1, &top_p, e) ||
+        !get_num(body, "min_p", 0, 1, &min_p, e) || !get_int(body, "top_k", 0, 1 << 20, &top_k, e) ||
+        !get_int(body, "seed", INT64_MIN, INT64_MAX, &seed, e) ||
+        !get_int(body, "max_tokens", 0, 1 << 30, &max, e) ||
+        !get_int(body, "max_completion_tokens", 0, 1 << 30, &maxc, e) ||
+        !get_int(body, "n_predict", -1, 1 << 30, &max, e))
+        return false;
+    if (top_p == 0) return http_fail(e, 400, "top_p", "'top_p' must be in (0, 1]");
+    if (min_p >= 1) return http_fail(e, 400, "min_p", "'min_p' must be in [0, 1)");
+    gp->temperature = (float)t;
+    gp->top_p = (float)top_p;
+    gp->min_p = (float)min_p;
+    gp->top_k = (int32_t)top_k;
+    gp->seed = (uint64_t)seed;
+    gp->n_predict = maxc >= 0 ? (int32_t)maxc : max >= 0 ? (int32_t)max : -1;
+    /* "speculative": false turns drafting off for this request only (llama.cpp#23052). */
+    r->speculative = gp->spec != SPECDEC_SPEC_NONE;
+    bool spec = r->speculative;
+    if (!get_bool(body, "speculative", &spec, e)) return false;
+    if (spec && gp->spec == SPECDEC_SPEC_NONE) gp->spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
+    if (!spec) gp->spec = SPECDEC_SPEC_NONE;
+    r->speculative = spec;
+    long long k = gp->draft_max;
+    if (!get_int(body, "speculative.n_max", 1, 64, &k, e)) return false;
+    gp->draft_max = (int32_t)k;
+    return get_stop(body, j, e);
+}
+
+/* A message's content: a string, null, or an array of {type:"text", text} parts (joined). */
+static bool content_text(json_t *c, size_t i, sbuf *out, bool *is_null, http_err *e) {
+    *is_null = !c || json_is_null(c);
+    if (*is_null) return true;
+    if (json_is_string(c)) { sbuf_add(out, json_string_value(c), json_string_length(c)); return true; }
+    if (!json_is_array(c)) return http_fail(e, 400, "messages", "messages[%zu].content must be a string or an array of parts", i);
+    size_t k;
+    json_t *part;
+    json_array_foreach(c, k, part) {
+        json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
+        if (!json_is_string(type) || strcmp(json_string_value(type), "text"))
+            return http_fail(e, json_is_string(type) ? 501 : 400, "messages",
+                             "messages[%zu].content[%zu]: only parts of type \"text\" are supported", i, k);
+        if (!json_is_string(text)) return http_fail(e, 400, "messages", "messages[%zu].content[%zu].text must be a string", i, k);
+        sbuf_add(out, json_string_value(text), json_string_length(text));
+    }
+    return true;
+}
+
+/* Template switches: chat_template_kwargs {enable_thinking, preserve_thinking}
+ * (llama-server), or the same keys at the top level. */
+static bool get_chat_switches(json_t *body, specdec_chat_params *cp, http_err *e) {
+    json_t *kw = json_object_get(body, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw))
+        return http_fail(e, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    json_t *srcs[2] = {body, kw};
+    for (int k = 0; k < 2; k++) {
+        if (!srcs[k] || !json_is_object(srcs[k])) continue;
+        bool think = cp->enable_thinking != 0, keep = cp->preserve_thinking;
+        json_t *has = json_object_get(srcs[k], "enable_thinking");
+        if (!get_bool(srcs[k], "enable_thinking", &think, e) || !get_bool(srcs[k], "preserve_thinking", &keep, e))
+            return false;
+        if (has && !json_is_null(has)) cp->enable_thinking = think;
+        cp->preserve_thinking = keep;
+    }
+    return true;
+}
+
+/* messages -> the model's chat template -> prompt text. */
+static bool chat_prompt(server *s, json_t *body, oai_req *r, sbuf *prompt, http_err *e) {
+    json_t *msgs = json_object_get(body, "messages");
+    if (!msgs) return http_fail(e, 400, "messages", "'messages' is required");
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0)
+        return http_fail(e, 400, "messages", "'messages' must be a non-empty array");
+    if (!s->template_family) return http_fail(e, 400, "messages", "%s", s->template_error);
+    size_t n = json_array_size(msgs);
+    specdec_chat_message *m = calloc(n, sizeof *m);
+    sbuf *texts = calloc(n, sizeof *texts);
+    bool ok = m && texts;
+    if (!ok) http_fail(e, 500, NULL, "out of memory");
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *msg = json_array_get(msgs, i), *role = json_object_get(msg, "role");
+        if (!json_is_object(msg)) { ok = http_fail(e, 400, "messages", "messages[%zu] must be an object", i); break; }
+        if (!json_is_string(role)) { ok = http_fail(e, 400, "messages", "messages[%zu].role must be a string", i); break; }
+        const char *rs = json_string_value(role);
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool") &&
+            strcmp(rs, "developer")) {
+            ok = http_fail(e, 400, "messages", "messages[%zu].role '%s' is not one of system, user, assistant, tool", i, rs);
+            break;
+        }
+        bool is_null;
+        if (!content_text(json_object_get(msg, "content"), i, &texts[i], &is_null, e)) { ok = false; break; }
+        if (is_null && strcmp(rs, "assistant")) { ok = http_fail(e, 400, "messages", "messages[%zu].content is required", i); break; }
+        json_t *rc = json_object_get(msg, "reasoning_content");
+        if (rc && !json_is_null(rc) && !json_is_string(rc)) { ok = http_fail(e, 400, "messages", "messages[%zu].reasoning_content must be a string", i); break; }
+        m[i] = (specdec_chat_message){.role = strcmp(rs, "developer") ? rs : "system", .content = sbuf_str(&texts[i]),
+                                      .reasoning_content = json_is_string(rc) ? json_string_value(rc) : NULL};
+    }
+    if (ok) ok = get_chat_switches(body, &r->chat, e);
+    if (ok) {
+        char *text = NULL;
+        size_t len = 0;
+        specdec_error err = {0};
+        if (specdec_chat_apply_template(s->model, m, n, &r->chat, &text, &len, &err) != SPECDEC_OK)
+            ok = http_fail(e, 400, "messages", "%s", err.message);
+        else sbuf_add(prompt, text, len);
+        specdec_free(text);
+    }
+    for (size_t i = 0; texts && i < n; i++) sbuf_free(&texts[i]);
+    free(texts);
+    free(m);
+    return ok;
+}
+
+/* /v1/completions prompt: a string, or an array holding one string or token ids. */
+static bool completion_prompt(server *s, json_t *body, sbuf *prompt, job *j, http_err *e) {
+    json_t *p = json_object_get(body, "prompt");
+    if (!p) return http_fail(e, 400, "prompt", "'prompt' is required");
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) p = json_array_get(p, 0);
+    if (json_is_string(p)) { sbuf_add(prompt, json_string_value(p), json_string_length(p)); return true; }
+    if (!json_is_array(p) || json_array_size(p) == 0)
+        return http_fail(e, 400, "prompt", "'prompt' must be a string, or an array of one string or of token ids");
+    size_t n = json_array_size(p);
+    j->prompt = calloc(n, sizeof *j->prompt);
+    if (!j->prompt) return http_fail(e, 500, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(p, i);
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= specdec_model_n_vocab(s->model))
+            return http_fail(e, 400, "prompt", "prompt[%zu] is not a token id in [0, %d)", i, specdec_model_n_vocab(s->model));
+        j->prompt[i] = (specdec_token)json_integer_value(t);
+    }
+    j->n_prompt = n;
+    return true;
+}
+
+bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
+    if (!json_is_object(body)) return http_fail(e, 400, NULL, "the request body must be a JSON object");
+    r->chat = specdec_chat_default_params();
+    r->chat.template_name = s->opts.chat_template;
+    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) ||
+        !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e))
+        return false;
+    json_t *so = json_object_get(body, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so)) return http_fail(e, 400, "stream_options", "'stream_options' must be an object");
+        if (!get_bool(so, "include_usage", &r->include_usage, e)) return false;
+    }
+    json_t *model = json_object_get(body, "model");
+    if (model && !json_is_null(model) && !json_is_string(model)) return http_fail(e, 400, "model", "'model' must be a string");
+    sbuf prompt = {0};
+    bool ok = r->kind == JOB_CHAT ? chat_prompt(s, body, r, &prompt, e) : completion_prompt(s, body, &prompt, j, e);
+    if (ok && !j->prompt) {
+        specdec_error err = {0};
+        /* Template output is trusted text: its control tokens are parsed; the model adds BOS if it wants one. */
+        if (specdec_tokenize(s->model, sbuf_str(&prompt), prompt.len, true, true, &j->prompt, &j->n_prompt, &err))
+            ok = http_fail(e, 500, NULL, "tokenize: %s", err.message);
+    }
+    if (ok && r->prompt_out) sbuf_add(r->prompt_out, sbuf_str(&prompt), prompt.len);
+    sbuf_free(&prompt);
+    if (!ok) return false;
+    int n_ctx = specdec_context_n_ctx(s->ctx);
+    if (j->n_prompt == 0) return http_fail(e, 400, "prompt", "the prompt is empty");
+    if (j->n_prompt >= (size_t)n_ctx) {
+        http_fail(e, 400, r->kind == JOB_CHAT ? "messages" : "prompt",
+                  "the request exceeds the available context size: %zu prompt tokens, context %d",
+                  j->n_prompt, n_ctx);
+        e->type = "exceed_context_size_error";
+        e->n_prompt_tokens = (int)j->n_prompt;
+        e->n_ctx = n_ctx;
+        return false;
+    }
+    return true;
+}

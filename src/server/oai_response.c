@@ -1,0 +1,307 @@
+/* Responses of the OpenAI routes. Streams follow OpenAI and llama-server
+ * (tools/server/server-task.cpp): a first chunk with delta {role, content:
+ * null}, one chunk per piece of text, a chunk with finish_reason and an empty
+ * delta (carrying `timings`), a usage chunk with no choices when
+ * stream_options.include_usage, then `data: [DONE]`. An idle stream gets a
+ * `:` comment every --sse-ping seconds (undici drops silent streams). Each
+ * chunk also carries "x_spec": {"tokens", "drafted"}: how many generated
+ * tokens ended in it and how many of those were accepted draft tokens. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/oai.h"
+
+const char *oai_finish_reason(specdec_stop_reason reason) {
+    return reason == SPECDEC_STOP_LENGTH || reason == SPECDEC_STOP_CONTEXT ? "length" : "stop";
+}
+
+static double per(double a, double b) { return b > 0 ? a / b : 0; }
+
+json_t *oai_timings(const specdec_stats *st, bool speculative) {
+    int prompt_n = st->n_prompt - st->n_cached;
+    json_t *t = json_object();
+    json_object_set_new(t, "cache_n", json_integer(st->n_cached));
+    json_object_set_new(t, "prompt_n", json_integer(prompt_n));
+    json_object_set_new(t, "prompt_ms", json_real(st->t_prefill_ms));
+    json_object_set_new(t, "prompt_per_token_ms", json_real(per(st->t_prefill_ms, prompt_n)));
+    json_object_set_new(t, "prompt_per_second", json_real(per(prompt_n * 1e3, st->t_prefill_ms)));
+    json_object_set_new(t, "predicted_n", json_integer(st->n_gen));
+    json_object_set_new(t, "predicted_ms", json_real(st->t_decode_ms));
+    json_object_set_new(t, "predicted_per_token_ms", json_real(per(st->t_decode_ms, st->n_gen)));
+    json_object_set_new(t, "predicted_per_second", json_real(per(st->n_gen * 1e3, st->t_decode_ms)));
+    json_object_set_new(t, "draft_n", json_integer(st->n_drafted));
+    json_object_set_new(t, "draft_n_accepted", json_integer(st->n_accepted));
+    /* Ours: verify rounds, α, accepted per round, vLLM's mean acceptance length, the drafter and gate. */
+    json_object_set_new(t, "speculative", json_boolean(speculative));
+    json_object_set_new(t, "spec_mode", json_string(st->drafter ? st->drafter : "none"));
+    json_object_set_new(t, "draft_rounds", json_integer(st->n_rounds));
+    json_object_set_new(t, "acceptance_rate", json_real(per((double)st->n_accepted, (double)st->n_drafted)));
+    json_object_set_new(t, "accepted_per_round", json_real(per((double)st->n_accepted, (double)st->n_rounds)));
+    json_object_set_new(t, "mean_acceptance_length",
+                        json_real(st->n_rounds ? 1 + per((double)st->n_accepted, (double)st->n_rounds) : 0));
+    json_object_set_new(t, "gate", json_string(st->gate_open ? "open" : "closed"));
+    json_object_set_new(t, "gate_closed_steps", json_integer(st->gate_closed_steps));
+    json_object_set_new(t, "target_forwards", json_integer(st->n_target_forwards));
+    return t;
+}
+
+json_t *oai_usage(const specdec_stats *st) {
+    json_t *u = json_object(), *d = json_object();
+    json_object_set_new(u, "prompt_tokens", json_integer(st->n_prompt));
+    json_object_set_new(u, "completion_tokens", json_integer(st->n_gen));
+    json_object_set_new(u, "total_tokens", json_integer(st->n_prompt + st->n_gen));
+    json_object_set_new(d, "cached_tokens", json_integer(st->n_cached));
+    json_object_set_new(u, "prompt_tokens_details", d);
+    return u;
+}
+
+/* The state of one response while it is produced. */
+typedef struct resp {
+    server *s;
+    struct MHD_Connection *c;
+    oai_req r;
+    job *j;
+    char id[48];
+    int64_t created;
+    specdec_reasoning *think; /* chat only: splits <think> blocks into reasoning_content */
+    sbuf content, reasoning;  /* non-stream: the whole answer */
+    /* stream */
+    sbuf out;                 /* SSE bytes not yet handed to MHD */
+    size_t next;              /* next job piece to format */
+    int32_t pend_tokens, pend_drafted; /* counts of pieces whose text the splitter still holds */
+    bool sent_role, finished;
+    double last_send;
+} resp;
+
+static json_t *chunk_base(resp *p) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(p->id));
+    json_object_set_new(o, "object", json_string(p->r.kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion"));
+    json_object_set_new(o, "created", json_integer(p->created));
+    json_object_set_new(o, "model", json_string(p->s->model_id));
+    json_object_set_new(o, "system_fingerprint", json_string(p->s->fingerprint));
+    return o;
+}
+
+static void sse(resp *p, json_t *o) {
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!s) { p->out.oom = true; return; }
+    sbuf_puts(&p->out, "data: ");
+    sbuf_puts(&p->out, s);
+    sbuf_puts(&p->out, "\n\n");
+    free(s);
+}
+
+/* One chunk with text (content or reasoning) or, with finish, the final one. */
+static void emit(resp *p, const char *content, size_t nc, const char *reasoning, size_t nr, const char *finish) {
+    json_t *o = chunk_base(p), *choice = json_object();
+    json_object_set_new(choice, "index", json_integer(0));
+    if (p->r.kind == JOB_CHAT) {
+        json_t *delta = json_object();
+        if (!p->sent_role) {
+            json_object_set_new(delta, "role", json_string("assistant"));
+            json_object_set_new(delta, "content", json_null());
+            p->sent_role = true;
+        }
+        if (nc) json_object_set_new(delta, "content", json_text(content, nc));
+        if (nr) json_object_set_new(delta, "reasoning_content", json_text(reasoning, nr));
+        json_object_set_new(choice, "delta", delta);
+    } else {
+        json_object_set_new(choice, "text", json_text(content, nc));
+    }
+    json_object_set_new(choice, "logprobs", json_null());
+    json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
+    json_t *choices = json_array();
+    json_array_append_new(choices, choice);
+    json_object_set_new(o, "choices", choices);
+    if (nc || nr) {
+        json_t *x = json_object();
+        json_object_set_new(x, "tokens", json_integer(p->pend_tokens));
+        json_object_set_new(x, "drafted", json_integer(p->pend_drafted));
+        json_object_set_new(o, "x_spec", x);
+        p->pend_tokens = p->pend_drafted = 0;
+    }
+    if (finish || p->r.timings_per_token) json_object_set_new(o, "timings", oai_timings(&p->j->stats, p->r.speculative));
+    sse(p, o);
+}
+
+/* A piece of answer text: through the reasoning splitter for chat. */
+static void on_text(resp *p, const char *text, size_t len, bool flush, bool stream) {
+    const char *c = text, *r = NULL;
+    size_t nc = len, nr = 0;
+    if (p->think) {
+        if (flush) specdec_reasoning_flush(p->think, &r, &nr, &c, &nc);
+        else specdec_reasoning_feed(p->think, text, len, &r, &nr, &c, &nc);
+    }
+    if (!stream) {
+        sbuf_add(&p->content, c, nc);
+        sbuf_add(&p->reasoning, r, nr);
+    } else if (nc || nr) {
+        emit(p, c, nc, r, nr, NULL);
+    }
+}
+
+/* Formats new pieces of the job (caller holds j->mu); at the end, the closing events. */
+static void drain(resp *p, bool stream) {
+    job *j = p->j;
+    if (stream && !p->sent_role && p->r.kind == JOB_CHAT) emit(p, NULL, 0, NULL, 0, NULL);
+    for (; p->next < j->n_pieces; p->next++) {
+        job_piece *pc = &j->pieces[p->next];
+        p->pend_tokens += pc->n_tokens;
+        p->pend_drafted += pc->n_drafted;
+        on_text(p, pc->text, pc->len, false, stream);
+    }
+    if (!j->done || p->finished) return;
+    on_text(p, "", 0, true, stream);
+    p->finished = true;
+    if (!stream) return;
+    if (j->status != SPECDEC_OK) {
+        http_err e = {0};
+        http_fail(&e, 500, NULL, "generation failed: %s", j->err.message);
+        json_t *o = http_err_json(&e);
+        sse(p, o);
+    } else {
+        emit(p, NULL, 0, NULL, 0, oai_finish_reason(j->stats.stop_reason));
+        if (p->r.include_usage) {
+            json_t *o = chunk_base(p);
+            json_object_set_new(o, "choices", json_array());
+            json_object_set_new(o, "usage", oai_usage(&j->stats));
+            json_object_set_new(o, "timings", oai_timings(&j->stats, p->r.speculative));
+            sse(p, o);
+        }
+    }
+    sbuf_puts(&p->out, "data: [DONE]\n\n");
+}
+
+static void resp_free(void *cls) {
+    resp *p = cls;
+    if (!p) return;
+    /* The client is gone or the stream ended: stop generating for it either way. */
+    atomic_store(&p->j->cancel, true);
+    job_release(p->j);
+    specdec_reasoning_free(p->think);
+    sbuf_free(&p->out);
+    sbuf_free(&p->content);
+    sbuf_free(&p->reasoning);
+    free(p);
+}
+
+/* MHD's content reader: blocks (thread per connection) until there are
+ * bytes to send, a ping is due, or the client has gone. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    resp *p = cls;
+    for (;;) {
+        if (p->out.len) {
+            size_t n = p->out.len < max ? p->out.len : max;
+            memcpy(buf, p->out.s, n);
+            sbuf_consume(&p->out, n);
+            p->last_send = now_mono();
+            return (ssize_t)n;
+        }
+        if (p->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (p->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        job *j = p->j;
+        pthread_mutex_lock(&j->mu);
+        if (p->next == j->n_pieces && !j->done) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        }
+        drain(p, true);
+        pthread_mutex_unlock(&j->mu);
+        if (p->out.len) continue;
+        if (http_peer_closed(p->c)) {
+            atomic_store(&j->cancel, true);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        if (now_mono() - p->last_send >= p->s->opts.sse_ping_s) sbuf_puts(&p->out, ": ping\n\n");
+    }
+}
+
+/* Waits for the whole answer; cancels it if the client goes away meanwhile. */
+static bool wait_done(resp *p) {
+    job *j = p->j;
+    bool gone = false;
+    pthread_mutex_lock(&j->mu);
+    while (!j->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (!gone && !j->done) {
+            pthread_mutex_unlock(&j->mu);
+            gone = http_peer_closed(p->c);
+            if (gone) atomic_store(&j->cancel, true);
+            pthread_mutex_lock(&j->mu);
+        }
+    }
+    drain(p, false);
+    pthread_mutex_unlock(&j->mu);
+    return !gone;
+}
+
+static enum MHD_Result send_whole(resp *p) {
+    job *j = p->j;
+    if (j->status != SPECDEC_OK) {
+        http_err e = {0};
+        http_fail(&e, 500, NULL, "generation failed: %s", j->err.message);
+        return http_send_error(p->c, &e);
+    }
+    json_t *o = json_object(), *choice = json_object();
+    json_object_set_new(o, "id", json_string(p->id));
+    json_object_set_new(o, "object", json_string(p->r.kind == JOB_CHAT ? "chat.completion" : "text_completion"));
+    json_object_set_new(o, "created", json_integer(p->created));
+    json_object_set_new(o, "model", json_string(p->s->model_id));
+    json_object_set_new(o, "system_fingerprint", json_string(p->s->fingerprint));
+    json_object_set_new(choice, "index", json_integer(0));
+    if (p->r.kind == JOB_CHAT) {
+        json_t *msg = json_object();
+        json_object_set_new(msg, "role", json_string("assistant"));
+        json_object_set_new(msg, "content", json_text(sbuf_str(&p->content), p->content.len));
+        if (p->reasoning.len)
+            json_object_set_new(msg, "reasoning_content", json_text(sbuf_str(&p->reasoning), p->reasoning.len));
+        json_object_set_new(choice, "message", msg);
+    } else {
+        json_object_set_new(choice, "text", json_text(sbuf_str(&p->content), p->content.len));
+    }
+    json_object_set_new(choice, "logprobs", json_null());
+    json_object_set_new(choice, "finish_reason", json_string(oai_finish_reason(j->stats.stop_reason)));
+    json_t *choices = json_array();
+    json_array_append_new(choices, choice);
+    json_object_set_new(o, "choices", choices);
+    json_object_set_new(o, "usage", oai_usage(&j->stats));
+    json_object_set_new(o, "timings", oai_timings(&j->stats, p->r.speculative));
+    return http_send_json(p->c, 200, o);
+}
+
+enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j) {
+    static atomic_ulong counter;
+    resp *p = calloc(1, sizeof *p);
+    if (!p) { job_release(j); return MHD_NO; }
+    *p = (resp){.s = s, .c = c, .r = *r, .j = j, .created = now_unix(), .last_send = now_mono()};
+    snprintf(p->id, sizeof p->id, "%s-%lx%lx", r->kind == JOB_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long)p->created, (unsigned long)atomic_fetch_add(&counter, 1));
+    if (r->kind == JOB_CHAT) {
+        specdec_error err = {0};
+        if (specdec_reasoning_init(s->model, &r->chat, &p->think, &err) != SPECDEC_OK) p->think = NULL;
+    }
+    if (!r->stream) {
+        enum MHD_Result rc = wait_done(p) ? send_whole(p) : MHD_NO;
+        resp_free(p);
+        return rc;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, p, resp_free);
+    if (!resp) { resp_free(p); return MHD_NO; }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    enum MHD_Result rc = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}

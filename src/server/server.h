@@ -1,0 +1,109 @@
+/* specdec serve: an OpenAI-compatible HTTP server on the public API.
+ *
+ * Threads: libmicrohttpd runs one thread per connection (the handler and the
+ * SSE reader may block); one inference thread owns the context and runs the
+ * jobs of a bounded FIFO one at a time (a full queue answers 503). A job is
+ * the channel between the two: the inference thread appends generated pieces
+ * under its lock, the connection thread turns them into JSON / SSE and sets
+ * `cancel` when the client goes away, which the piece callback returns to the
+ * decode loop. Requests never share a job, so outputs never mix. */
+#ifndef SD_SERVER_SERVER_H
+#define SD_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/sbuf.h"
+#include "specdec.h"
+
+/* Command-line settings. */
+typedef struct server_opts {
+    const char *model_path, *draft_path, *host, *chat_template, *alias;
+    int port;                       /* 0: any free port (printed on stderr) */
+    int n_ctx, n_threads, queue_max, max_body;
+    double sse_ping_s;              /* keep-alive comment after this many idle seconds */
+    specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
+    bool gen_temp_set;
+} server_opts;
+
+/* One generated piece as the inference thread delivered it. */
+typedef struct job_piece {
+    char *text;
+    size_t len;
+    int32_t n_tokens, n_drafted;
+} job_piece;
+
+typedef enum job_kind { JOB_CHAT, JOB_COMPLETION } job_kind;
+
+/* A request's generation and the channel that carries its output. */
+typedef struct job {
+    /* Set by the connection thread before queueing; read-only afterwards. */
+    job_kind kind;
+    specdec_token *prompt;
+    size_t n_prompt;
+    specdec_generate_params gp;
+    char *stop[4];
+    /* Output, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    job_piece *pieces;
+    size_t n_pieces, cap_pieces;
+    bool running, done;
+    specdec_status status;
+    specdec_error err;
+    specdec_stats stats;
+    atomic_bool cancel;
+    int refs; /* the connection and the queue/inference thread; freed at 0 */
+} job;
+
+typedef struct metrics {
+    pthread_mutex_t mu;
+    uint64_t requests_ok, requests_error, requests_cancelled, requests_rejected;
+    uint64_t prompt_tokens, prompt_tokens_cached, predicted_tokens;
+    double prompt_ms, predicted_ms;
+    uint64_t draft_tokens, accepted_tokens, drafts;
+} metrics;
+
+typedef struct server {
+    server_opts opts;
+    specdec_model *model, *draft;
+    specdec_context *ctx;
+    const char *template_family; /* resolved chat formatter, NULL if none fits (chat requests get 400) */
+    char template_error[512];
+    char model_id[256];
+    char fingerprint[64]; /* "specdec-VERSION", the system_fingerprint */
+    int64_t started; /* unix seconds */
+    /* The queue of waiting jobs (FIFO), under qmu. */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    job **queue;
+    int q_head, q_len;
+    bool busy, stopping;
+    job *current; /* the running job, under qmu */
+    pthread_t worker;
+    metrics m;
+} server;
+
+/* Jobs (job.c). */
+job *job_new(job_kind kind);
+void job_release(job *j); /* drops one reference; frees at zero */
+/* Queues j (taking a reference); false when the queue is full (the caller answers 503). */
+bool server_submit(server *s, job *j);
+/* Waiting jobs and whether one is running, for /metrics and /props. */
+void server_queue_state(server *s, int *waiting, bool *busy);
+int server_worker_start(server *s);
+void server_worker_stop(server *s);
+
+/* The HTTP front (http.c): starts the daemon; returns the bound port or -1. */
+struct MHD_Daemon;
+struct MHD_Daemon *http_start(server *s, int *port);
+
+/* Metrics (metrics.c). */
+void metrics_record(metrics *m, const job *j);
+void metrics_reject(metrics *m);
+void metrics_text(server *s, sbuf *out);
+
+#endif
