@@ -72,6 +72,17 @@ static sd_status build_drafter(run *r, sd_err *err) {
     specdec_context *c = r->c;
     r->pub.drafter = "none";
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
+    /* A verify round rolls rejected drafts back; a recurrent state cannot be
+     * truncated (model/model.h), so until the rollback disciplines exist this
+     * is refused rather than run wrong. */
+    const sd_model *rec = sd_model_is_recurrent(c->model->m) ? c->model->m
+                          : c->draft && g->spec != SPECDEC_SPEC_NGRAM && sd_model_is_recurrent(c->draft->m) ? c->draft->m
+                                                                                                              : NULL;
+    if (rec)
+        return sd_err_set(err, SD_ERR_UNSUPPORTED,
+                          "%s has recurrent (Gated DeltaNet) layers: speculative decoding is not supported for it "
+                          "yet; use --spec none",
+                          rec->hp.arch_name);
     sd_sampling s = sampling_of(g);
     sd_drafter ng = {0}, dm = {0};
     bool use_draft = c->draft && g->spec != SPECDEC_SPEC_NGRAM;
@@ -223,7 +234,10 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
                               void *user, sd_err *err) {
     specdec_context *c = r->c;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
-    sd_context_truncate(c->tctx, n_past);
+    if (sd_context_truncate(c->tctx, n_past) != SD_OK) { /* recurrent: cannot drop positions, start over */
+        sd_context_truncate(c->tctx, 0);
+        n_past = 0;
+    }
     c->n_hist = c->n_kv = n_past;
     r->pub.n_prompt = n_prompt;
     r->pub.n_cached = n_past;

@@ -102,17 +102,25 @@ sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err) {
 
 sd_status bench_forward_ms(bench_env *e, sd_context *c, int S, int reps, double *ms, sd_err *err) {
     const bench_prompt *p = &e->prompts[0];
-    int32_t base = sd_context_len(c), toks[BENCH_MAX_S];
+    int32_t toks[BENCH_MAX_S];
     for (int i = 0; i < S; i++) toks[i] = p->ids[i % p->n_ids];
     double t[64];
     if (reps > 64) reps = 64;
-    for (int r = 0; r < reps; r++) {
+    /* Back to the starting length after each rep: a snapshot, since a model with recurrent
+     * layers (qwen35) cannot drop positions by truncation. */
+    size_t snap_n = sd_context_state_bytes(c);
+    void *snap = malloc(snap_n);
+    if (!snap) return sd_err_set(err, SD_ERR_NOMEM, "out of memory for a state snapshot");
+    sd_status st = sd_context_state_save(c, snap, snap_n, err);
+    for (int r = 0; !st && r < reps; r++) {
         double t0 = sd_now_s();
-        sd_status st = sd_forward(c, toks, S, e->logits, err);
+        st = sd_forward(c, toks, S, e->logits, err);
         t[r] = sd_now_s() - t0;
-        sd_context_truncate(c, base);
-        if (st) return st;
+        sd_status st2 = sd_context_state_restore(c, snap, snap_n, err);
+        if (!st) st = st2;
     }
+    free(snap);
+    if (st) return st;
     *ms = 1e3 * bench_median(t, reps);
     return SD_OK;
 }

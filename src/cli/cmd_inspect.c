@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "format/gguf.h"
+#include "model/model.h"
 
 #define N_FIRST 8 /* array elements shown */
 
@@ -20,7 +21,8 @@ static void usage(FILE *f) {
             "  Prints the GGUF's version, architecture, alignment, every metadata key and value\n"
             "  (arrays: element type, length, first %d elements), the tokenizer (tokenizer.ggml.model\n"
             "  and the number of tokenizer.ggml.tokens), one line per tensor (name, type, shape,\n"
-            "  bytes) and the totals.\n"
+            "  bytes) and the totals; for a hybrid model (qwen35) also the layer pattern and the\n"
+            "  recurrent-state bytes per sequence.\n"
             "  --json   the same as one JSON object\n"
             "  --help   this text\n",
             N_FIRST);
@@ -59,6 +61,50 @@ static void shape_str(const gguf_tensor_info *t, char *buf, size_t cap) {
     if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
+/* ---- hybrid models: the layer pattern and the recurrent state ---- */
+
+/* A hybrid file (qwen35) is loaded to report what the loader makes of it;
+ * NULL (and err set) when it does not load, NULL without error for others. */
+static sd_model *load_hybrid(const char *path, const summary *s, sd_err *err) {
+    if (!s->arch || s->arch_len != 6 || memcmp(s->arch, "qwen35", 6) != 0) return NULL;
+    sd_model *m = NULL;
+    return sd_model_load(path, &m, err) == SD_OK ? m : NULL;
+}
+
+/* "GGGA..." one letter per trunk layer: G Gated DeltaNet, A full attention. */
+static void pattern_str(const sd_model *m, char *buf, size_t cap) {
+    size_t i = 0;
+    for (; i + 1 < cap && i < (size_t)m->hp.n_layer; i++) buf[i] = m->layers[i].kind == SD_LAYER_GDN ? 'G' : 'A';
+    buf[i] = 0;
+}
+
+static void print_hybrid(const sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    char pat[4200];
+    pattern_str(m, pat, sizeof pat);
+    uint64_t rb = sd_model_recurrent_bytes(m);
+    printf("layers: %d run (%d Gated DeltaNet, %d full attention); block_count %d, %d MTP block(s) not run\n",
+           hp->n_layer, hp->n_layer_gdn, hp->n_layer - hp->n_layer_gdn, hp->n_layer_all, hp->n_nextn);
+    printf("layer pattern: %s (G = Gated DeltaNet, A = full attention)\n", pat);
+    printf("recurrent state: %" PRIu64 " bytes (%.2f MiB) per sequence: %d layers x (conv %d x %d + %d heads x %d x %d) "
+           "f32\n",
+           rb, (double)rb / (1024.0 * 1024.0), hp->n_layer_gdn, hp->ssm_conv_kernel - 1, hp->ssm_conv_dim,
+           hp->ssm_n_v_heads, hp->ssm_state, hp->ssm_state);
+}
+
+static json_t *jhybrid(const sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    char pat[4200];
+    pattern_str(m, pat, sizeof pat);
+    json_t *o = json_object();
+    json_object_set_new(o, "n_layer", json_integer(hp->n_layer));
+    json_object_set_new(o, "n_layer_gdn", json_integer(hp->n_layer_gdn));
+    json_object_set_new(o, "n_nextn", json_integer(hp->n_nextn));
+    json_object_set_new(o, "pattern", json_string(pat));
+    json_object_set_new(o, "recurrent_bytes", json_integer((json_int_t)sd_model_recurrent_bytes(m)));
+    return o;
+}
+
 /* ---- text ---- */
 
 /* A file string printed with control bytes escaped, cut after max bytes. */
@@ -71,7 +117,7 @@ static void print_str(const char *s, uint64_t len, uint64_t max) {
     if (len > max) printf("...");
 }
 
-static void print_text(const char *path, const gguf_ctx *ctx) {
+static void print_text(const char *path, const gguf_ctx *ctx, const sd_model *hybrid, const sd_err *herr) {
     summary s = summarize(ctx);
     printf("file: %s\nversion: %u\narchitecture: ", path, gguf_version(ctx));
     if (s.arch) print_str(s.arch, s.arch_len, 200);
@@ -105,6 +151,8 @@ static void print_text(const char *path, const gguf_ctx *ctx) {
     }
     printf("total: %" PRId64 " tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%.2f MiB)\n", gguf_n_tensors(ctx),
            s.params, s.bytes, (double)s.bytes / (1024.0 * 1024.0));
+    if (hybrid) print_hybrid(hybrid);
+    else if (herr->code) printf("layers: the model does not load: %s\n", herr->msg);
 }
 
 /* ---- JSON ---- */
@@ -192,7 +240,7 @@ static json_t *jtensor(const gguf_tensor_info *t) {
     return o;
 }
 
-static int print_json(const char *path, const gguf_ctx *ctx) {
+static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hybrid) {
     summary s = summarize(ctx);
     json_t *root = json_object(), *kvs = json_array(), *ts = json_array(), *tok = json_null();
     json_object_set_new(root, "file", jstr(path, strlen(path)));
@@ -215,6 +263,7 @@ static int print_json(const char *path, const gguf_ctx *ctx) {
     json_object_set_new(total, "parameters", json_integer((json_int_t)s.params));
     json_object_set_new(total, "bytes", json_integer((json_int_t)s.bytes));
     json_object_set_new(root, "total", total);
+    if (hybrid) json_object_set_new(root, "hybrid", jhybrid(hybrid));
     int rc = json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(root);
@@ -251,8 +300,12 @@ int cmd_inspect(int argc, char **argv) {
         return 1;
     }
     int rc = 0;
-    if (json) rc = print_json(path, ctx);
-    else print_text(path, ctx);
+    summary s = summarize(ctx);
+    sd_err herr = {0};
+    sd_model *hybrid = load_hybrid(path, &s, &herr);
+    if (json) rc = print_json(path, ctx, hybrid);
+    else print_text(path, ctx, hybrid, &herr);
+    sd_model_free(hybrid);
     gguf_close(ctx);
     return rc; /* main() reports output that could not be written */
 }

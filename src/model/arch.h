@@ -30,11 +30,14 @@ typedef struct sd_arch_def {
     /* Sets the architecture's switches (rope_neox, qkv_bias, qk_norm) after the
      * common {arch}.* keys have been read into hp; may read extra keys. */
     sd_status (*load_hparams)(sd_loader *L, sd_hparams *hp);
-    /* Binds every tensor of the model (token_embd, output, blk.N.*). */
+    /* Binds every tensor of the model (token_embd, output, blk.N.*) and sets
+     * each layer's kind (sd_layer.kind; the slots are numbered by the loader). */
     sd_status (*load_tensors)(sd_loader *L, sd_model *m);
+    /* rope.dimension_count may be less than the head size (qwen35: 64 of 256). */
+    bool partial_rope;
 } sd_arch_def;
 
-extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3;
+extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3, sd_arch_qwen35;
 
 /* The architecture named name, or NULL. */
 const sd_arch_def *sd_arch_find(const char *name);
@@ -48,6 +51,12 @@ sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_o
  * model. When required is false and the tensor is absent, *out = NULL. */
 sd_status sd_bind_vector(sd_loader *L, const float **out, int64_t n, bool required,
                          const char *fmt, int il);
+
+/* Binds a 2-D tensor {ne0, ne1} of any readable type as an f32 copy owned by
+ * the model (small tensors, e.g. a conv kernel): row-major [ne1][ne0], or
+ * transposed to [ne0][ne1]. Required. Errors as sd_bind_vector. */
+sd_status sd_bind_f32_2d(sd_loader *L, const float **out, int64_t ne0, int64_t ne1, bool transpose, const char *fmt,
+                         int il);
 
 /* The parts every dense architecture here shares (llama.cpp create_tensor
  * calls of src/models/llama.cpp): token_embd, output_norm, output (or tied to

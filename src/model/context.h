@@ -12,13 +12,16 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "model/recurrent.h"
 
 struct sd_context {
     const sd_model *m;
     int32_t n_ctx, n_batch, len;
     int n_threads;
     int64_t kv_dim;        /* n_head_kv * head_dim */
-    uint16_t *k_cache, *v_cache; /* f16 [n_layer][n_head_kv][n_ctx][head_dim] */
+    int32_t n_kv_layers;   /* attention layers (n_layer - n_layer_gdn); sd_layer.slot indexes them */
+    uint16_t *k_cache, *v_cache; /* f16 [n_kv_layers][n_head_kv][n_ctx][head_dim] */
+    sd_recurrent rec;      /* GDN layers' conv windows and delta-rule states (empty for dense models) */
     /* scratch for one batch of up to n_batch rows */
     float *x;       /* [n_batch][n_embd] residual stream */
     float *xb;      /* [n_batch][n_embd] normed input / block output */
@@ -27,6 +30,14 @@ struct sd_context {
     float *att_out; /* [n_batch][n_head * head_dim] */
     float *hb, *hb2;/* [n_batch][n_ff] */
     float *att;     /* [n_threads][SD_ATT_QUERIES][n_ctx] attention scores, one block per thread */
+    /* qwen35 only (NULL otherwise) */
+    float *qg;      /* [n_batch][2 * n_head * head_dim] joint Q + gate projection */
+    float *gate;    /* [n_batch][n_head * head_dim] the attention output gate */
+    float *mix;     /* [n_batch][conv_dim] GDN conv inputs (attn_qkv) */
+    float *conv;    /* [n_batch][conv_dim] conv outputs after SiLU: q | k | v */
+    float *z;       /* [n_batch][H_v * S] GDN output gate */
+    float *beta, *alpha; /* [n_batch][H_v] */
+    float *gdn_o;   /* [n_batch][H_v * S] GDN output before ssm_out */
     /* The last forward when it was one batch (S <= n_batch): x still holds its
      * S final residual rows, so sd_forward_more can run the output head on rows
      * it skipped. head_S = 0 when there is nothing to resume (any other
@@ -42,10 +53,10 @@ struct sd_context {
  * scores together: each key and value row is read once for all of them. */
 #define SD_ATT_QUERIES 32
 
-/* The K (or V) cache of layer il, KV head h: f16 [n_ctx][head_dim]. */
-static inline uint16_t *sd_kv_head(const struct sd_context *c, uint16_t *cache, int il, int h) {
+/* The K (or V) cache of attention layer slot (sd_layer.slot), KV head h: f16 [n_ctx][head_dim]. */
+static inline uint16_t *sd_kv_head(const struct sd_context *c, uint16_t *cache, int slot, int h) {
     const int64_t hd = c->m->hp.head_dim;
-    return cache + (int64_t)il * c->n_ctx * c->kv_dim + (int64_t)h * c->n_ctx * hd;
+    return cache + (int64_t)slot * c->n_ctx * c->kv_dim + (int64_t)h * c->n_ctx * hd;
 }
 
 #endif

@@ -1,4 +1,5 @@
-/* The forward pass of a dense decoder-only transformer (llama, qwen2, qwen3),
+/* The forward pass of a decoder-only transformer (llama, qwen2, qwen3, and
+ * the hybrid qwen35 whose mixers live in layer_attn_gated.c / layer_gdn.c),
  * over a batch of S tokens at positions len..len+S-1, returning logits for
  * every position. Shape of one layer (llama.cpp src/models/llama.cpp,
  * qwen2.cpp, qwen3.cpp):
@@ -17,7 +18,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "model/context.h"
+#include "model/layers.h"
 #include "numerics/ops.h"
 
 static void add_bias(float *x, const float *b, int S, int64_t n) {
@@ -33,8 +34,7 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int6
  * (with the Llama 3.1 frequency factors when the model has them). The sines
  * of a position are computed once for all its heads, ROPE_PAIRS pairs at a time. */
 #define ROPE_PAIRS 256
-static void norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads,
-                            int32_t pos0) {
+void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0) {
     const sd_hparams *hp = &m->hp;
     const int hd = hp->head_dim, half = hp->n_rot / 2;
     float cs[2 * ROPE_PAIRS];
@@ -98,7 +98,7 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
  * no query's result depends on which item or thread it falls in, so the
  * output is the same for every S and thread count. GQA: query head h reads
  * KV head h / (n_head / n_head_kv). */
-static void attention(sd_context *c, int il, int32_t pos0, int S, const float *q, float *out) {
+void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q, float *out) {
     const sd_hparams *hp = &c->m->hp;
     const int nq_kv = S * (hp->n_head / hp->n_head_kv); /* queries per KV head */
     const int n_items = (nq_kv + SD_ATT_QUERIES - 1) / SD_ATT_QUERIES;
@@ -143,13 +143,44 @@ static void output_head(sd_context *c, int r0, int r1, float *logits) {
     sd_matmul(&m->output, c->xb, r1 - r0, logits, c->n_threads);
 }
 
+void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
+    const int64_t hd = c->m->hp.head_dim, row = (int64_t)pos0 * hd, kv_dim = c->kv_dim;
+    for (int h = 0; h < c->m->hp.n_head_kv; h++) {
+        uint16_t *kc = sd_kv_head(c, c->k_cache, slot, h) + row, *vc = sd_kv_head(c, c->v_cache, slot, h) + row;
+        for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
+            sd_fp32_to_fp16_row(kc + s * hd, c->k + s * kv_dim + h * hd, hd);
+            sd_fp32_to_fp16_row(vc + s * hd, c->v + s * kv_dim + h * hd, hd);
+        }
+    }
+}
+
+/* The attention mixer of the dense architectures: normed rows in xb, output rows to xb. */
+static void attention_block(sd_context *c, const sd_layer *L, int S) {
+    const sd_model *m = c->m;
+    const sd_hparams *hp = &m->hp;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
+    const int32_t pos0 = c->len;
+    const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
+    float *qkv_out[3] = {c->q, c->k, c->v};
+    sd_matmul_multi(qkv, 3, c->xb, S, qkv_out, c->n_threads); /* one activation quantization, one thread wake-up */
+    if (hp->qkv_bias) {
+        add_bias(c->q, L->bq, S, q_dim);
+        add_bias(c->k, L->bk, S, c->kv_dim);
+        add_bias(c->v, L->bv, S, c->kv_dim);
+    }
+    sd_fwd_norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
+    sd_fwd_norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
+    sd_fwd_kv_store(c, L->slot, pos0, S);
+    sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
+    sd_matmul(&L->wo, c->att_out, S, c->xb, c->n_threads);
+}
+
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
  * of rows r0..r1-1 only go to logits[r1 - r0][n_vocab] (r0 = r1: none). */
 static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff, kv_dim = c->kv_dim;
-    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
     const int32_t pos0 = c->len;
     const int nt = c->n_threads;
 
@@ -159,28 +190,11 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
         const sd_layer *L = &m->layers[il];
         if (c->hid) hidden_store(c, il, S, pos0);
 
-        /* attention block */
+        /* mixer block: attention or Gated DeltaNet, output rows in xb */
         rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
-        const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
-        float *qkv_out[3] = {c->q, c->k, c->v};
-        sd_matmul_multi(qkv, 3, c->xb, S, qkv_out, nt); /* one activation quantization, one thread wake-up */
-        if (hp->qkv_bias) {
-            add_bias(c->q, L->bq, S, q_dim);
-            add_bias(c->k, L->bk, S, kv_dim);
-            add_bias(c->v, L->bv, S, kv_dim);
-        }
-        norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
-        norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
-        for (int h = 0; h < hp->n_head_kv; h++) {
-            const int64_t hd = hp->head_dim, row = (int64_t)pos0 * hd;
-            uint16_t *kc = sd_kv_head(c, c->k_cache, il, h) + row, *vc = sd_kv_head(c, c->v_cache, il, h) + row;
-            for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
-                sd_fp32_to_fp16_row(kc + s * hd, c->k + s * kv_dim + h * hd, hd);
-                sd_fp32_to_fp16_row(vc + s * hd, c->v + s * kv_dim + h * hd, hd);
-            }
-        }
-        attention(c, il, pos0, S, c->q, c->att_out);
-        sd_matmul(&L->wo, c->att_out, S, c->xb, nt);
+        if (L->kind == SD_LAYER_GDN) sd_layer_gdn(c, L, S);
+        else if (L->kind == SD_LAYER_ATTN_GATED) sd_layer_attn_gated(c, L, S);
+        else attention_block(c, L, S);
         sd_add(c->x, c->xb, S * n_embd);
 
         /* feed-forward block (SwiGLU) */

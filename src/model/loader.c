@@ -78,10 +78,11 @@ static sd_status load_rope_scaling(sd_loader *L, const char *arch, sd_hparams *h
     return SD_OK;
 }
 
-static sd_status load_hparams(sd_loader *L, const char *arch, sd_hparams *hp) {
+static sd_status load_hparams(sd_loader *L, const char *arch, bool partial_rope, sd_hparams *hp) {
     sd_status st = SD_OK;
     if (st == SD_OK) st = get_dim(L, arch, "embedding_length", true, 0, &hp->n_embd);
     if (st == SD_OK) st = get_dim(L, arch, "block_count", true, 0, &hp->n_layer);
+    hp->n_layer_all = hp->n_layer; /* an architecture with MTP blocks subtracts them */
     if (st == SD_OK) st = get_dim(L, arch, "attention.head_count", true, 0, &hp->n_head);
     if (st == SD_OK) st = get_dim(L, arch, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
     if (st == SD_OK) st = get_dim(L, arch, "feed_forward_length", true, 0, &hp->n_ff);
@@ -105,7 +106,8 @@ static sd_status load_hparams(sd_loader *L, const char *arch, sd_hparams *hp) {
     if (v_dim != hp->head_dim)
         return sd_err_set(L->err, SD_ERR_UNSUPPORTED, "value_length %d != key_length %d not supported",
                           v_dim, hp->head_dim);
-    if (hp->n_rot != hp->head_dim || hp->head_dim % 2 != 0)
+    if (!(partial_rope ? hp->n_rot <= hp->head_dim && hp->n_rot % 2 == 0 : hp->n_rot == hp->head_dim) ||
+        hp->head_dim % 2 != 0)
         return sd_err_set(L->err, SD_ERR_UNSUPPORTED, "rope.dimension_count %d with head size %d not supported",
                           hp->n_rot, hp->head_dim);
     if (!(hp->rope_base > 0.0f) || !(hp->rms_eps >= 0.0f) || hp->rms_eps > 1.0f)
@@ -168,22 +170,43 @@ static float *own_f32(sd_model *m, int64_t n) {
     return v;
 }
 
-sd_status sd_bind_vector(sd_loader *L, const float **out, int64_t n, bool required, const char *fmt, int il) {
+/* A tensor {ne0, ne1} of a readable type as an f32 copy owned by the model. */
+static sd_status bind_f32(sd_loader *L, const float **out, int64_t ne0, int64_t ne1, bool required,
+                          bool transpose, const char *fmt, int il) {
     char name[96];
     *out = NULL;
     const gguf_tensor_info *t = find_tensor(L, fmt, il, name, sizeof name);
     if (!t) return required ? sd_err_set(L->err, SD_ERR_FORMAT, "missing tensor %s", name) : SD_OK;
-    sd_status st = check_shape(L, t, name, n, 1);
+    sd_status st = check_shape(L, t, name, ne0, ne1);
     if (st == SD_OK) st = check_type(L, t, name);
-    if (st == SD_OK && n % ggml_type_get(t->type)->block_size != 0)
+    if (st == SD_OK && ne0 % ggml_type_get(t->type)->block_size != 0)
         st = sd_err_set(L->err, SD_ERR_FORMAT, "tensor %s: %lld elements is not whole blocks of %s", name,
-                        (long long)n, ggml_type_get(t->type)->name);
+                        (long long)ne0, ggml_type_get(t->type)->name);
     if (st != SD_OK) return st;
-    float *v = own_f32(L->m, n);
-    if (!v) return sd_err_set(L->err, SD_ERR_NOMEM, "out of memory for tensor %s", name);
-    sd_dequantize_row(t->type, t->data, v, n);
+    float *v = own_f32(L->m, ne0 * ne1), *row = transpose ? sd_malloc_array((size_t)ne0, sizeof *row) : NULL;
+    if (!v || (transpose && !row)) {
+        free(row);
+        return sd_err_set(L->err, SD_ERR_NOMEM, "out of memory for tensor %s", name);
+    }
+    uint64_t row_bytes = 0;
+    ggml_row_bytes(t->type, (uint64_t)ne0, &row_bytes); /* fits: the reader checked the tensor's size */
+    for (int64_t r = 0; r < ne1; r++) {
+        const uint8_t *src = (const uint8_t *)t->data + (uint64_t)r * row_bytes;
+        sd_dequantize_row(t->type, src, transpose ? row : v + r * ne0, ne0);
+        for (int64_t i = 0; transpose && i < ne0; i++) v[i * ne1 + r] = row[i];
+    }
+    free(row);
     *out = v;
     return SD_OK;
+}
+
+sd_status sd_bind_vector(sd_loader *L, const float **out, int64_t n, bool required, const char *fmt, int il) {
+    return bind_f32(L, out, n, 1, required, false, fmt, il);
+}
+
+sd_status sd_bind_f32_2d(sd_loader *L, const float **out, int64_t ne0, int64_t ne1, bool transpose, const char *fmt,
+                         int il) {
+    return bind_f32(L, out, ne0, ne1, true, transpose, fmt, il);
 }
 
 sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m) {
@@ -237,7 +260,7 @@ static sd_status read_arch(sd_loader *L, const sd_arch_def **def, sd_hparams *hp
 static sd_status load_model(sd_loader *L, sd_model *m) {
     const sd_arch_def *def = NULL;
     sd_status st = read_arch(L, &def, &m->hp);
-    if (st == SD_OK) st = load_hparams(L, m->hp.arch_name, &m->hp);
+    if (st == SD_OK) st = load_hparams(L, m->hp.arch_name, def->partial_rope, &m->hp);
     if (st == SD_OK) st = def->load_hparams(L, &m->hp);
     if (st == SD_OK) st = sd_tokenizer_init(m->gguf, &m->tok, L->err);
     if (st != SD_OK) return st;
@@ -246,7 +269,13 @@ static sd_status load_model(sd_loader *L, sd_model *m) {
         return sd_err_set(L->err, SD_ERR_FORMAT, "vocabulary size %d out of range", m->hp.n_vocab);
     m->layers = sd_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) return sd_err_set(L->err, SD_ERR_NOMEM, "out of memory for %d layers", m->hp.n_layer);
-    return def->load_tensors(L, m);
+    st = def->load_tensors(L, m);
+    /* Attention layers are numbered into the KV cache, GDN layers into the recurrent state. */
+    int32_t n_kv = 0, n_rec = 0;
+    for (int il = 0; il < m->hp.n_layer; il++)
+        m->layers[il].slot = m->layers[il].kind == SD_LAYER_GDN ? n_rec++ : n_kv++;
+    m->hp.n_layer_gdn = n_rec;
+    return st;
 }
 
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err) {
@@ -274,7 +303,8 @@ void sd_model_free(sd_model *m) {
     if (m->layers) {
         for (int il = 0; il < m->hp.n_layer; il++) {
             sd_layer *l = &m->layers[il];
-            sd_matrix *mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+            sd_matrix *mats[] = {&l->wq,      &l->wk,     &l->wv,       &l->wo,        &l->w_gate, &l->w_up,
+                                 &l->w_down,  &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
             for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) sd_matrix_free(mats[i]);
         }
         free(m->layers);
@@ -300,9 +330,10 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
     uint64_t sum = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sd_layer *l = &m->layers[il];
-        const sd_matrix *mats[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        const sd_matrix *mats[] = {&l->wq,     &l->wk,      &l->wv,    &l->wo,       &l->w_gate,    &l->w_up,
+                                   &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-            sum += bytes ? matrix_bytes(mats[i]) : (uint64_t)(mats[i]->n_in * mats[i]->n_out);
+            if (mats[i]->data) sum += bytes ? matrix_bytes(mats[i]) : (uint64_t)(mats[i]->n_in * mats[i]->n_out);
     }
     return sum;
 }
@@ -326,8 +357,20 @@ uint64_t sd_model_n_params(const sd_model *m) {
         if (l->bv) extra += (uint64_t)hp->n_head_kv * hp->head_dim;
         if (l->q_norm) extra += (uint64_t)hp->head_dim;
         if (l->k_norm) extra += (uint64_t)hp->head_dim;
+        if (l->kind == SD_LAYER_GDN) /* conv kernel, dt_bias, ssm_a, ssm_norm */
+            extra += (uint64_t)hp->ssm_conv_kernel * (uint64_t)hp->ssm_conv_dim + 2 * (uint64_t)hp->ssm_n_v_heads +
+                     (uint64_t)hp->ssm_state;
         n += per_layer + extra;
     }
     if (m->rope_freqs) n += (uint64_t)hp->n_rot / 2;
     return n + (uint64_t)hp->n_embd; /* output_norm */
 }
+
+uint64_t sd_model_recurrent_bytes(const sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    const uint64_t per_layer = (uint64_t)(hp->ssm_conv_kernel - 1) * (uint64_t)hp->ssm_conv_dim +
+                               (uint64_t)hp->ssm_n_v_heads * (uint64_t)hp->ssm_state * (uint64_t)hp->ssm_state;
+    return hp->n_layer_gdn > 0 ? (uint64_t)hp->n_layer_gdn * per_layer * sizeof(float) : 0;
+}
+
+bool sd_model_is_recurrent(const sd_model *m) { return m->hp.n_layer_gdn > 0; }

@@ -1,8 +1,11 @@
-/* Dense decoder-only transformers read from GGUF: llama (Llama 2/3), qwen2,
- * qwen3. Key and tensor names are llama.cpp's (src/llama-arch.cpp):
- * `{arch}.embedding_length`, `blk.N.attn_q.weight`, ... One file per
- * architecture (arch_llama.c, arch_qwen2.c, arch_qwen3.c) fills the weights;
- * the forward is shared in forward.c with the per-arch switches in hparams. */
+/* Decoder-only transformers read from GGUF: the dense llama (Llama 2/3),
+ * qwen2, qwen3, and the hybrid qwen35 (Qwen3.5 / Qwen3.6: Gated DeltaNet
+ * layers with a recurrent state, and gated full-attention layers). Key and
+ * tensor names are llama.cpp's (src/llama-arch.cpp): `{arch}.embedding_length`,
+ * `blk.N.attn_q.weight`, ... One file per architecture (arch_llama.c,
+ * arch_qwen2.c, arch_qwen3.c, arch_qwen35.c) fills the weights; the forward is
+ * shared in forward.c with the per-arch switches in hparams and one file per
+ * layer kind (layer_attn_gated.c, layer_gdn.c). */
 #ifndef SD_MODEL_MODEL_H
 #define SD_MODEL_MODEL_H
 
@@ -14,20 +17,30 @@
 #include "numerics/matmul.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum sd_arch { SD_ARCH_LLAMA = 1, SD_ARCH_QWEN2, SD_ARCH_QWEN3 } sd_arch;
+typedef enum sd_arch { SD_ARCH_LLAMA = 1, SD_ARCH_QWEN2, SD_ARCH_QWEN3, SD_ARCH_QWEN35 } sd_arch;
+
+/* What a layer's mixer is (the FFN half is the same SwiGLU for all). */
+typedef enum sd_layer_kind {
+    SD_LAYER_ATTN = 0,   /* softmax attention (llama, qwen2, qwen3) */
+    SD_LAYER_ATTN_GATED, /* qwen35 full attention: joint Q + output gate, Q/K norm, partial NEOX RoPE */
+    SD_LAYER_GDN,        /* qwen35 Gated DeltaNet: causal conv + delta rule over a recurrent state */
+} sd_layer_kind;
 
 typedef struct sd_hparams {
     sd_arch arch;
     char arch_name[32];   /* general.architecture */
     int32_t n_vocab;
     int32_t n_embd;       /* {arch}.embedding_length */
-    int32_t n_layer;      /* {arch}.block_count */
+    int32_t n_layer;      /* layers the forward runs: {arch}.block_count - nextn_predict_layers */
+    int32_t n_layer_all;  /* {arch}.block_count (qwen35: trunk + MTP layers) */
+    int32_t n_nextn;      /* {arch}.nextn_predict_layers (qwen35 MTP blocks, not run; default 0) */
     int32_t n_head;       /* {arch}.attention.head_count */
     int32_t n_head_kv;    /* {arch}.attention.head_count_kv (default n_head) */
     int32_t head_dim;     /* {arch}.attention.key_length (default n_embd / n_head) */
     int32_t n_ff;         /* {arch}.feed_forward_length */
     int32_t n_ctx_train;  /* {arch}.context_length */
-    int32_t n_rot;        /* {arch}.rope.dimension_count (default head_dim) */
+    int32_t n_rot;        /* {arch}.rope.dimension_count (default head_dim; qwen35: < head_dim,
+                             NEOX pairs (i, i + n_rot/2), dims >= n_rot pass unrotated) */
     float rope_base;      /* {arch}.rope.freq_base (default 10000) */
     float rope_freq_scale;/* 1 / {arch}.rope.scaling.factor for linear scaling, else 1 */
     float rms_eps;        /* {arch}.attention.layer_norm_rms_epsilon */
@@ -35,15 +48,34 @@ typedef struct sd_hparams {
     bool qkv_bias;        /* qwen2 */
     bool qk_norm;         /* qwen3 */
     bool tied_output;     /* no output.weight: token_embd is reused */
+    /* qwen35 Gated DeltaNet (llama.cpp src/models/qwen35.cpp load_arch_hparams);
+     * all 0 for the dense architectures. */
+    int32_t ssm_conv_kernel; /* K: {arch}.ssm.conv_kernel */
+    int32_t ssm_state;       /* S: head size of q, k and v: {arch}.ssm.state_size */
+    int32_t ssm_n_v_heads;   /* H_v: {arch}.ssm.time_step_rank (= ssm.inner_size / S) */
+    int32_t ssm_n_k_heads;   /* H_k: {arch}.ssm.group_count; V head h reads Q/K head h mod H_k */
+    int32_t ssm_conv_dim;    /* channels convolved: 2 * H_k * S + H_v * S */
+    int32_t n_layer_gdn;     /* trunk layers that are Gated DeltaNet (the rest are full attention) */
 } sd_hparams;
 
 typedef struct sd_layer {
+    sd_layer_kind kind;
+    int32_t slot;                  /* attention: the layer's index in the KV cache; GDN: in the recurrent state */
     const float *attn_norm;        /* [n_embd] (f32 copy, owned) */
-    sd_matrix wq, wk, wv, wo;
+    sd_matrix wq, wk, wv, wo;      /* gated attention: wq is {n_embd, 2 * n_head * head_dim}, per head [q | gate] */
     const float *bq, *bk, *bv;     /* qwen2 biases or NULL */
-    const float *q_norm, *k_norm;  /* qwen3 [head_dim] or NULL */
-    const float *ffn_norm;
+    const float *q_norm, *k_norm;  /* qwen3 / qwen35 attention [head_dim] or NULL */
+    const float *ffn_norm;         /* qwen35: blk.N.post_attention_norm (the pre-FFN norm) */
     sd_matrix w_gate, w_up, w_down;
+    /* Gated DeltaNet (kind SD_LAYER_GDN): tensor names blk.N.<name> */
+    sd_matrix ssm_qkv;             /* attn_qkv {n_embd, conv_dim}: conv input, q | k | v */
+    sd_matrix ssm_z;               /* attn_gate {n_embd, H_v * S}: output gate z */
+    sd_matrix ssm_beta, ssm_alpha; /* ssm_beta / ssm_alpha {n_embd, H_v} */
+    sd_matrix ssm_out;             /* ssm_out {H_v * S, n_embd} */
+    const float *conv_w;           /* ssm_conv1d.weight {K, conv_dim}, kept transposed as [K][conv_dim] */
+    const float *dt_bias;          /* ssm_dt.bias [H_v] */
+    const float *ssm_a;            /* ssm_a [H_v] = -exp(A_log) as stored */
+    const float *ssm_norm;         /* ssm_norm.weight [S], shared by every V head */
 } sd_layer;
 
 typedef struct sd_model {
@@ -54,7 +86,8 @@ typedef struct sd_model {
     const float *output_norm;
     const float *rope_freqs; /* llama: [n_rot/2] frequency divisors (rope_freqs.weight, Llama 3.1+) or NULL */
     sd_matrix output;        /* lm head: output.weight, or token_embd if tied */
-    sd_layer *layers;        /* [n_layer] */
+    sd_layer *layers;        /* [n_layer] (the trunk; a qwen35 file's MTP blocks blk.n_layer.. are
+                                left in the file, unbound: a drafter finds them in gguf by name) */
     float **owned_f32;       /* f32 copies of norm/bias vectors, freed with the model */
     int n_owned_f32;
 } sd_model;
@@ -112,8 +145,50 @@ const sd_model *sd_context_model(const sd_context *c);
 int32_t sd_context_len(const sd_context *c);
 /* Rolls the KV cache back to n positions (n <= len; a larger n is ignored, a
  * negative one means 0): a counter, no copying. Rows past n are overwritten
- * by the next forward before anything reads them. */
-void sd_context_truncate(sd_context *c, int32_t n);
+ * by the next forward before anything reads them.
+ * A model with recurrent layers (qwen35) cannot drop positions this way: its
+ * recurrent state has absorbed them. There n = 0 resets the state (a fresh
+ * sequence), n >= len does nothing, and 0 < n < len returns
+ * SD_ERR_UNSUPPORTED with nothing changed (roll back with
+ * sd_context_state_restore instead). Otherwise SD_OK. */
+sd_status sd_context_truncate(sd_context *c, int32_t n);
+
+/* ---- recurrent state (qwen35 Gated DeltaNet layers) ----
+ * Per GDN layer and sequence, f32: the conv window, the last K - 1 raw conv
+ * inputs ((K - 1) * conv_dim floats, oldest first), and the delta-rule state,
+ * one S x S matrix per V head (H_v * S * S floats, [head][key i][value j]).
+ * It is what the layers carry from one position to the next, so unlike the
+ * KV cache it cannot be truncated; these calls checkpoint it instead. */
+
+/* Bytes of recurrent state one sequence holds: sum over the GDN layers of
+ * ((K - 1) * conv_dim + H_v * S * S) * 4; 0 for a model without recurrent
+ * layers. */
+uint64_t sd_model_recurrent_bytes(const sd_model *m);
+/* Whether the model has recurrent layers (truncation then cannot drop positions). */
+bool sd_model_is_recurrent(const sd_model *m);
+
+/* Size of a snapshot of c: a 32-byte header (magic, the context length len
+ * it was taken at, the payload size) plus sd_model_recurrent_bytes. Also for
+ * a dense model (then the header only): a snapshot works for every model. */
+size_t sd_context_state_bytes(const sd_context *c);
+/* Writes the snapshot of c (its len and its recurrent state) to buf[size],
+ * size >= sd_context_state_bytes(c); buf is the caller's. Errors: SD_ERR_ARG
+ * (buf NULL or too small; nothing written). */
+sd_status sd_context_state_save(const sd_context *c, void *buf, size_t size, sd_err *err);
+/* Rolls c back to a snapshot taken from c (or a context of the same model)
+ * at length p = the snapshot's len: the recurrent state is copied back and
+ * the KV cache truncated to p, so the next forward continues exactly as it
+ * did after the snapshot (bitwise). The KV rows 0..p-1 must still be the
+ * snapshot's (the caller has not truncated below p and re-forwarded since).
+ * Errors, state unchanged: SD_ERR_ARG (buf NULL, size or header not a
+ * snapshot of this model's shape: "not a state snapshot", "snapshot of N
+ * bytes, this model's is M"), SD_ERR_CONTEXT (p > sd_context_len(c)). */
+sd_status sd_context_state_restore(sd_context *c, const void *buf, size_t size, sd_err *err);
+/* dst takes src's recurrent state and length (KV rows 0..len-1 are copied
+ * too): dst continues as src would. Both contexts must be of the same model
+ * with n_ctx(dst) >= len(src). Errors: SD_ERR_ARG (other model),
+ * SD_ERR_CONTEXT (dst too short); dst unchanged. */
+sd_status sd_context_state_copy(sd_context *dst, const sd_context *src, sd_err *err);
 
 /* Runs tokens[S] at positions len..len+S-1, appends them to the KV cache, and
  * writes logits[S][n_vocab] (every position; row s = the distribution of the

@@ -226,6 +226,14 @@ void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
     }
 }
 
+void sd_silu(float *out, const float *x, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_silu_avx2(out, x, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + sd_expf(-x[i]));
+}
+
 /* llama.cpp rope_yarn without extrapolation (ext_factor = 0, attn_factor = 1):
  * theta_i = pos * freq_scale * base^(-2i/n_rot). NORM rotates (2i, 2i+1),
  * NEOX rotates (i, i + n_rot/2). */

@@ -22,6 +22,8 @@ void sd_softmax(float *x, int64_t n);
 void sd_softmax_mq(float *const *x, const int64_t *n, int nq, float scale);
 /* out[i] = gate[i] / (1 + sd_expf(-gate[i])) * up[i] (silu(gate) * up). out may alias gate. */
 void sd_swiglu(float *out, const float *gate, const float *up, int64_t n);
+/* out[i] = x[i] / (1 + sd_expf(-x[i])) (SiLU). out may alias x. */
+void sd_silu(float *out, const float *x, int64_t n);
 /* x[i] += y[i]. */
 void sd_add(float *x, const float *y, int64_t n);
 

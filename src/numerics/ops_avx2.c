@@ -392,6 +392,16 @@ void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
     }
 }
 
+void sd_silu_avx2(float *out, const float *x, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(out + i, _mm256_div_ps(g, _mm256_add_ps(one, expf8(_mm256_xor_ps(g, sign)))));
+    }
+    for (; i < n; i++) out[i] = x[i] / (1.0f + sd_expf(-x[i]));
+}
+
 void sd_add_avx2(float *x, const float *y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));

@@ -37,6 +37,7 @@ void sd_fp16_to_fp32_row_avx2(float *out, const uint16_t *h, int64_t n);
 /* sd_softmax_mq and sd_swiglu (ops.h), the exponentials 8 lanes at a time. */
 void sd_softmax_mq_avx2(float *const *x, const int64_t *n, int nq, float scale);
 void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n);
+void sd_silu_avx2(float *out, const float *x, int64_t n);
 void sd_add_avx2(float *x, const float *y, int64_t n);
 /* out[i] = (x[i] * scale) * w[i] (w may be NULL: out[i] = x[i] * scale). */
 void sd_scale_mul_avx2(float *out, const float *x, float scale, const float *w, int64_t n);

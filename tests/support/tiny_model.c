@@ -199,13 +199,99 @@ static void add_bpe_vocab(builder *b, int32_t n_vocab) {
 
 tiny_model_spec tiny_model_default(const char *arch, uint32_t type) {
     bool qwen = strncmp(arch, "qwen", 4) == 0, qwen3 = strcmp(arch, "qwen3") == 0;
+    bool qwen35 = strcmp(arch, "qwen35") == 0;
     tiny_model_spec sp = {
-        .arch = arch, .type = type, .n_vocab = 320, .n_embd = 256, .n_layer = 2,
+        .arch = arch, .type = type, .n_vocab = 320, .n_embd = 256, .n_layer = qwen35 ? 4 : 2,
         .n_head = qwen3 ? 8 : 4, .n_head_kv = 2, .head_dim = 64, .n_ff = 512, .n_ctx_train = 256,
         .rope_base = qwen ? 1000000.0f : 10000.0f, .rope_scale = 0.0f, .rms_eps = qwen ? 1e-6f : 1e-5f,
         .tied = false, .seed = 1, .alter_type = -1,
     };
+    if (qwen35) {
+        sp.n_rot = 16;
+        sp.ssm_state = 64, sp.ssm_n_v_heads = 4, sp.ssm_n_k_heads = 2, sp.ssm_conv_kernel = 4;
+        sp.attn_interval = 4;
+    }
     return sp;
+}
+
+static bool is_qwen35(const tiny_model_spec *sp) { return strcmp(sp->arch, "qwen35") == 0; }
+
+/* Trunk layer il of a qwen35 spec is Gated DeltaNet (the loader's rule). */
+static bool q35_is_gdn(const tiny_model_spec *sp, int il) {
+    if (sp->pattern) return sp->pattern[il] == 'G';
+    int it = sp->attn_interval > 0 ? sp->attn_interval : 4;
+    return (il + 1) % it != 0;
+}
+
+static void add_qwen35_hparams(builder *b) {
+    const tiny_model_spec *sp = b->sp;
+    gguf_writer *w = b->w;
+    const int32_t pairs = (sp->n_rot ? sp->n_rot : sp->head_dim) / 2, n_trunk = sp->n_layer - sp->n_nextn;
+    const int32_t sections[4] = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}; /* [11, 11, 10, 0] for 32 */
+    check(b, gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)(pairs * 2)), "n_rot");
+    check(b, gguf_writer_set_arr_data(w, "qwen35.rope.dimension_sections", GGUF_TYPE_INT32, sections, 4), "sections");
+    if (sp->n_nextn) check(b, gguf_writer_set_u32(w, "qwen35.nextn_predict_layers", (uint32_t)sp->n_nextn), "nextn");
+    check(b, gguf_writer_set_u32(w, "qwen35.ssm.conv_kernel", (uint32_t)sp->ssm_conv_kernel), "conv_kernel");
+    check(b, gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)sp->ssm_state), "state_size");
+    check(b, gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)sp->ssm_n_v_heads), "time_step_rank");
+    check(b, gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)sp->ssm_n_k_heads), "group_count");
+    check(b, gguf_writer_set_u32(w, "qwen35.ssm.inner_size",
+                                 (uint32_t)(sp->ssm_state * sp->ssm_n_v_heads + sp->ssm_inner_delta)), "inner_size");
+    if (sp->pattern) {
+        int n = sp->n_layer + sp->pattern_extra;
+        bool *flags = keep(b, (size_t)(n > 0 ? n : 1) * sizeof *flags);
+        if (!flags) return;
+        for (int i = 0; i < n; i++) flags[i] = i < n_trunk && q35_is_gdn(sp, i);
+        check(b, gguf_writer_set_arr_data(w, "qwen35.attention.recurrent_layers", GGUF_TYPE_BOOL, flags, (uint64_t)n),
+              "recurrent_layers");
+    } else if (sp->attn_interval > 0) {
+        check(b, gguf_writer_set_u32(w, "qwen35.full_attention_interval", (uint32_t)sp->attn_interval), "interval");
+    }
+}
+
+/* The tensors of qwen35 block il: trunk GDN or attention layer, or an MTP block. */
+static void add_qwen35_block(builder *b, int il) {
+    const tiny_model_spec *sp = b->sp;
+    const int64_t n_embd = sp->n_embd, n_ff = sp->n_ff, hd = sp->head_dim;
+    const int64_t q_dim = sp->n_head * hd, kv_dim = sp->n_head_kv * hd;
+    const int64_t S = sp->ssm_state, hv = sp->ssm_n_v_heads, vd = hv * S;
+    const int64_t conv_dim = (2 * sp->ssm_n_k_heads + hv) * S, K = sp->ssm_conv_kernel;
+    const float s_embd = 1.0f / sqrtf((float)n_embd), s_q = 1.0f / sqrtf((float)q_dim);
+    const float s_ff = 1.0f / sqrtf((float)n_ff), s_v = 1.0f / sqrtf((float)vd);
+    const bool mtp = il >= sp->n_layer - sp->n_nextn;
+    char name[96];
+#define T(suffix, type, ne0, ne1, mean, scale) \
+    (snprintf(name, sizeof name, "blk.%d." suffix, il), add_tensor(b, name, type, ne0, ne1, mean, scale))
+    T("attn_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
+    T("post_attention_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
+    if (!mtp && q35_is_gdn(sp, il)) {
+        T("attn_qkv.weight", sp->type, n_embd, conv_dim, 0.0f, 2.0f * s_embd);
+        T("attn_gate.weight", sp->type, n_embd, vd, 0.0f, 2.0f * s_embd);
+        if (K > 0) T("ssm_conv1d.weight", GGML_TYPE_F32, K, conv_dim, 0.0f, 0.6f);
+        T("ssm_dt.bias", GGML_TYPE_F32, hv, 1, 0.0f, 1.0f);
+        T("ssm_a", GGML_TYPE_F32, hv, 1, -1.0f, 0.8f);
+        T("ssm_beta.weight", sp->type, n_embd, hv, 0.0f, 2.0f * s_embd);
+        T("ssm_alpha.weight", sp->type, n_embd, hv, 0.0f, 2.0f * s_embd);
+        T("ssm_norm.weight", GGML_TYPE_F32, S, 1, 1.0f, 0.2f);
+        T("ssm_out.weight", sp->type, vd, n_embd, 0.0f, 1.5f * s_v);
+    } else {
+        T("attn_q.weight", sp->type, n_embd, 2 * q_dim, 0.0f, 2.0f * s_embd);
+        T("attn_k.weight", sp->type, n_embd, kv_dim, 0.0f, 2.0f * s_embd);
+        T("attn_v.weight", sp->type, n_embd, kv_dim, 0.0f, 1.5f * s_embd);
+        T("attn_output.weight", sp->type, q_dim, n_embd, 0.0f, 1.5f * s_q);
+        T("attn_q_norm.weight", GGML_TYPE_F32, hd, 1, 1.0f, 0.3f);
+        T("attn_k_norm.weight", GGML_TYPE_F32, hd, 1, 1.0f, 0.3f);
+    }
+    if (mtp) {
+        T("nextn.eh_proj.weight", sp->type, 2 * n_embd, n_embd, 0.0f, s_embd);
+        T("nextn.enorm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
+        T("nextn.hnorm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
+        T("nextn.shared_head_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
+    }
+    T("ffn_gate.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
+    T("ffn_up.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
+    T("ffn_down.weight", sp->type, n_ff, n_embd, 0.0f, 1.5f * s_ff);
+#undef T
 }
 
 static void add_hparams(builder *b) {
@@ -223,7 +309,7 @@ static void add_hparams(builder *b) {
     check(b, gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)sp->n_head_kv), key);
     check(b, gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)sp->head_dim), key);
     check(b, gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)sp->head_dim), key);
-    check(b, gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)sp->head_dim), key);
+    if (!is_qwen35(sp)) check(b, gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)sp->head_dim), key);
     check(b, gguf_writer_set_f32(w, KEY("rope.freq_base"), sp->rope_base), key);
     check(b, gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), sp->rms_eps), key);
     if (sp->rope_scale > 0.0f) {
@@ -245,7 +331,8 @@ static void add_tensors(builder *b) {
     add_tensor(b, "output_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
     if (!sp->tied) add_tensor(b, "output.weight", sp->type, n_embd, sp->n_vocab, 0.0f, 3.0f * s_embd);
     if (sp->rope_freqs) add_tensor(b, "rope_freqs.weight", GGML_TYPE_F32, hd / 2, 1, 4.5f, 3.5f);
-    for (int il = 0; il < sp->n_layer; il++) {
+    for (int il = 0; is_qwen35(sp) && il < sp->n_layer; il++) add_qwen35_block(b, il);
+    for (int il = 0; !is_qwen35(sp) && il < sp->n_layer; il++) {
 #define T(suffix, type, ne0, ne1, mean, scale) \
     (snprintf(name, sizeof name, "blk.%d." suffix, il), add_tensor(b, name, type, ne0, ne1, mean, scale))
         T("attn_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
@@ -277,6 +364,7 @@ sd_status tiny_model_write(const tiny_model_spec *sp, const char *path, sd_err *
     builder b = {.sp = sp, .w = gguf_writer_init(), .err = err};
     if (!b.w) return sd_err_set(err, SD_ERR_NOMEM, "tiny_model: out of memory");
     add_hparams(&b);
+    if (is_qwen35(sp)) add_qwen35_hparams(&b);
     if (strcmp(sp->arch, "llama") == 0) add_spm_vocab(&b, sp->n_vocab);
     else add_bpe_vocab(&b, sp->n_vocab);
     add_tensors(&b);

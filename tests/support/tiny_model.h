@@ -1,5 +1,5 @@
 /* Test support: writes tiny random-weight GGUF models of each architecture
- * (llama, qwen2, qwen3) and weight type, loadable by sd_model_load, for the
+ * (llama, qwen2, qwen3, and the hybrid qwen35) and weight type, loadable by sd_model_load, for the
  * model and decode tests. Shapes, keys and tensor names are llama.cpp's; the
  * 2-D weights are random floats quantized with sd_quantize_row, norms and
  * biases are f32. The vocabulary is synthetic but well-formed: SentencePiece
@@ -44,11 +44,21 @@ typedef struct tiny_model_spec {
     bool tied;             /* no output.weight: the lm head is token_embd */
     bool rope_freqs;       /* writes rope_freqs.weight {head_dim/2}, factors in [1, 8] (Llama 3.1 style) */
     uint64_t seed;
+    /* qwen35 only (tiny_model_default("qwen35", t) fills them): n_layer is
+     * block_count, the trunk plus n_nextn MTP blocks. */
+    int32_t n_rot;             /* rope.dimension_count (0 = head_dim); sections written for it */
+    int32_t n_nextn;           /* nextn_predict_layers; their blocks get MTP tensors */
+    int32_t ssm_state, ssm_n_v_heads, ssm_n_k_heads, ssm_conv_kernel;
+    int32_t attn_interval;     /* > 0: writes full_attention_interval (layer i is attention iff (i+1) % it == 0) */
+    const char *pattern;       /* non-NULL: writes attention.recurrent_layers from it, one char per trunk
+                                  layer, 'G' Gated DeltaNet, 'A' attention (overrides attn_interval) */
     /* Hostile variants, for loader error tests (NULL/0 = off): */
     const char *omit;          /* tensor name left out of the file */
     const char *alter;         /* tensor written with the changes below */
     int alter_extra_rows;      /* ... this many extra rows (ne[1], or ne[0] for a 1-D tensor) */
     int alter_type;            /* ... stored as this ggml type (random bytes if not quantizable); -1 = unchanged */
+    int32_t ssm_inner_delta;   /* qwen35: added to ssm.inner_size */
+    int32_t pattern_extra;     /* qwen35: entries added to (negative: removed from) recurrent_layers */
 } tiny_model_spec;
 
 /* A small, valid spec for arch and type: n_vocab 320, n_embd 256, 2 layers,
@@ -56,6 +66,11 @@ typedef struct tiny_model_spec {
  * n_head * head_dim = 512 != n_embd as on real Qwen3), n_ff 512, untied, seed 1,
  * rope_base 10000 (qwen*: 1000000), rms_eps 1e-5 (qwen*: 1e-6). */
 tiny_model_spec tiny_model_default(const char *arch, uint32_t type);
+
+/* qwen35 defaults: n_vocab 320, n_embd 256, 4 layers in the pattern of
+ * full_attention_interval 4 (GDN, GDN, GDN, attention), 4 heads (2 KV) of 64
+ * with n_rot 16 (partial RoPE), GDN heads of S = 64 with H_v = 4 V heads over
+ * H_k = 2 Q/K heads (tiled), conv kernel 4, n_ff 512, no MTP block. */
 
 /* Writes the model to path. Errors: SD_ERR_ARG (spec not realizable: sizes
  * not whole blocks, n_vocab too small), SD_ERR_NOMEM, SD_ERR_IO. */

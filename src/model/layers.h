@@ -1,0 +1,28 @@
+/* Internal to src/model: the mixers of the layer kinds (sd_layer_kind) and
+ * the attention pieces forward.c shares with them. Each mixer reads the
+ * normed input rows c->xb[S][n_embd] of a batch at positions
+ * c->len..c->len+S-1 and writes its output rows (before the residual add)
+ * back to c->xb, computing every row with operations that do not depend on S
+ * or on the thread count (batch invariance, DESIGN.md §5). */
+#ifndef SD_MODEL_LAYERS_H
+#define SD_MODEL_LAYERS_H
+
+#include "model/context.h"
+
+/* forward.c: per head of every row of x[S][n_heads * head_dim], the optional
+ * RMSNorm over the head (norm_w), then RoPE on its first n_rot dims. */
+void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0);
+/* forward.c: rounds the rows c->k, c->v [S][kv_dim] to f16 into the KV cache
+ * of attention layer slot at positions pos0.. */
+void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
+/* forward.c: causal attention of q[S][n_head * head_dim] over the KV cache of
+ * slot (which holds positions up to pos0 + S - 1) into out[S][n_head * head_dim]. */
+void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
+
+/* layer_attn_gated.c: qwen35 full attention (llama.cpp src/models/qwen35.cpp build_layer_attn). */
+void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S);
+/* layer_gdn.c: qwen35 Gated DeltaNet (qwen35.cpp build_layer_attn_linear); advances
+ * the layer's recurrent state by the S tokens. */
+void sd_layer_gdn(sd_context *c, const sd_layer *L, int S);
+
+#endif

@@ -1,0 +1,51 @@
+/* Gated DeltaNet kernels, scalar reference and dispatch (see gdn.h). */
+#include "numerics/gdn.h"
+
+#include <math.h>
+
+#include "numerics/cpu.h"
+#include "numerics/gdn_kernels.h"
+
+void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n) {
+    if (sd_cpu_avx2()) {
+        sd_conv_step_avx2(y, win, w, x, K, ld, n);
+        return;
+    }
+    for (int64_t c = 0; c < n; c++) {
+        float acc = K > 1 ? w[c] * win[c] : w[c] * x[c];
+        for (int j = 1; j < K - 1; j++) acc = fmaf(w[j * ld + c], win[j * ld + c], acc);
+        if (K > 1) acc = fmaf(w[(K - 1) * ld + c], x[c], acc);
+        for (int r = 0; r + 1 < K - 1; r++) win[r * ld + c] = win[(r + 1) * ld + c];
+        if (K > 1) win[(K - 2) * ld + c] = x[c];
+        y[c] = acc;
+    }
+}
+
+void sd_gdn_step(float *st, const float *q, const float *k, const float *v, float decay, float beta, float scale,
+                 float *o, int S) {
+    if (sd_cpu_avx2() && S % 8 == 0) {
+        sd_gdn_step_avx2(st, q, k, v, decay, beta, scale, o, S);
+        return;
+    }
+    float u[SD_GDN_MAX_STATE];
+    for (int j = 0; j < S; j++) u[j] = 0.0f;
+    for (int i = 0; i < S; i++) {
+        float *row = st + (int64_t)i * S;
+        for (int j = 0; j < S; j++) {
+            const float s = row[j] * decay;
+            row[j] = s;
+            u[j] = fmaf(s, k[i], u[j]);
+        }
+    }
+    for (int j = 0; j < S; j++) u[j] = (v[j] - u[j]) * beta; /* u is now d */
+    for (int j = 0; j < S; j++) o[j] = 0.0f;
+    for (int i = 0; i < S; i++) {
+        float *row = st + (int64_t)i * S;
+        for (int j = 0; j < S; j++) {
+            const float s = fmaf(k[i], u[j], row[j]);
+            row[j] = s;
+            o[j] = fmaf(s, q[i], o[j]);
+        }
+    }
+    for (int j = 0; j < S; j++) o[j] *= scale;
+}

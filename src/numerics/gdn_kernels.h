@@ -1,0 +1,13 @@
+/* Internal: AVX2 builds of the Gated DeltaNet kernels of gdn.h (gdn_avx2.c),
+ * bitwise the scalar code of gdn.c; only called when sd_cpu_avx2() is true. */
+#ifndef SD_NUMERICS_GDN_KERNELS_H
+#define SD_NUMERICS_GDN_KERNELS_H
+
+#include <stdint.h>
+
+void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n);
+/* S a multiple of 8. */
+void sd_gdn_step_avx2(float *st, const float *q, const float *k, const float *v, float decay, float beta,
+                      float scale, float *o, int S);
+
+#endif
