@@ -22,7 +22,17 @@ void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float 
 /* layer_attn_gated.c: qwen35 full attention (llama.cpp src/models/qwen35.cpp build_layer_attn). */
 void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S);
 /* layer_gdn.c: qwen35 Gated DeltaNet (qwen35.cpp build_layer_attn_linear); advances
- * the layer's recurrent state by the S tokens. */
+ * the layer's recurrent state by the S tokens. It is the three steps below:
+ * sd_gdn_project: the projections of the normed rows c->xb (batched matmuls)
+ *   into c->mix [S][conv_dim] (the conv inputs), c->z, c->beta and c->alpha
+ *   [S][H_v] (raw): with the state, everything the recurrence reads, so
+ *   keeping them per token is enough to replay it;
+ * sd_gdn_recur: the recurrence token by token (conv, SiLU, L2 norm, gates,
+ *   delta rule, gated norm) into c->gdn_o [S][H_v * S_state], advancing the
+ *   state; no matmul;
+ * then ssm_out · gdn_o into c->xb. */
 void sd_layer_gdn(sd_context *c, const sd_layer *L, int S);
+void sd_gdn_project(sd_context *c, const sd_layer *L, int S);
+void sd_gdn_recur(sd_context *c, const sd_layer *L, int S);
 
 #endif

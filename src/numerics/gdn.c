@@ -21,12 +21,8 @@ void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, i
     }
 }
 
-void sd_gdn_step(float *st, const float *q, const float *k, const float *v, float decay, float beta, float scale,
-                 float *o, int S) {
-    if (sd_cpu_avx2() && S % 8 == 0) {
-        sd_gdn_step_avx2(st, q, k, v, decay, beta, scale, o, S);
-        return;
-    }
+static void gdn_step_scalar(float *st, const float *q, const float *k, const float *v, float decay, float beta,
+                            float scale, float *o, int S) {
     float u[SD_GDN_MAX_STATE];
     for (int j = 0; j < S; j++) u[j] = 0.0f;
     for (int i = 0; i < S; i++) {
@@ -48,4 +44,19 @@ void sd_gdn_step(float *st, const float *q, const float *k, const float *v, floa
         }
     }
     for (int j = 0; j < S; j++) o[j] *= scale;
+}
+
+void sd_gdn_tokens(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
+                   const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo) {
+    if (sd_cpu_avx2() && S % 8 == 0) {
+        sd_gdn_tokens_avx2(st, S, T, q, k, v, ld, decay, beta, ls, scale, o, ldo);
+        return;
+    }
+    for (int t = 0; t < T; t++)
+        gdn_step_scalar(st, q + t * ld, k + t * ld, v + t * ld, decay[t * ls], beta[t * ls], scale, o + t * ldo, S);
+}
+
+void sd_gdn_step(float *st, const float *q, const float *k, const float *v, float decay, float beta, float scale,
+                 float *o, int S) {
+    sd_gdn_tokens(st, S, 1, q, k, v, 0, &decay, &beta, 0, scale, o, 0);
 }

@@ -33,4 +33,12 @@ void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, i
 void sd_gdn_step(float *st, const float *q, const float *k, const float *v, float decay, float beta, float scale,
                  float *o, int S);
 
+/* T tokens of the same head in order, bitwise T calls of sd_gdn_step: token
+ * t reads q + t * ld, k + t * ld, v + t * ld (S floats each), decay[t * ls],
+ * beta[t * ls], and writes o + t * ldo. Column j of the state depends only on
+ * column j, so the AVX2 build runs all T tokens over one block of columns
+ * while it sits in L1, then the next block (the same operations per element). */
+void sd_gdn_tokens(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
+                   const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo);
+
 #endif

@@ -34,40 +34,44 @@ void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int
     }
 }
 
-/* Value indices are processed in blocks of up to 64 (8 accumulators); the
- * state rows i are walked in order for each block, so every element's fma
- * chain is the scalar one. */
-#define GDN_BLOCK 64
+/* Columns (value indices) in blocks of up to 32, four vectors: a block of a
+ * 128-row state is 16 KB and stays in L1 while every token runs over it, and
+ * four independent fma chains cover the fma latency. Per token: pass 1 reads
+ * the rows for u = (decay * st)^T k without storing; pass 2 recomputes
+ * decay * st (the same product), adds k d^T, stores, and sums o. Each element
+ * gets exactly the scalar operations of gdn.c. */
+#define GDN_BLOCK 4
 
-void sd_gdn_step_avx2(float *st, const float *q, const float *k, const float *v, float decay, float beta,
-                      float scale, float *o, int S) {
-    const __m256 vdecay = _mm256_set1_ps(decay), vbeta = _mm256_set1_ps(beta), vscale = _mm256_set1_ps(scale);
-    for (int j0 = 0; j0 < S; j0 += GDN_BLOCK) {
-        const int nb = (S - j0 < GDN_BLOCK ? S - j0 : GDN_BLOCK) / 8;
-        __m256 acc[GDN_BLOCK / 8], d[GDN_BLOCK / 8];
-        for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
-        for (int i = 0; i < S; i++) { /* decay, and u = st^T k */
-            float *row = st + (int64_t)i * S + j0;
-            const __m256 ki = _mm256_set1_ps(k[i]);
-            for (int b = 0; b < nb; b++) {
-                const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(row + 8 * b), vdecay);
-                _mm256_storeu_ps(row + 8 * b, s);
-                acc[b] = _mm256_fmadd_ps(s, ki, acc[b]);
+void sd_gdn_tokens_avx2(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
+                        const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo) {
+    const __m256 vscale = _mm256_set1_ps(scale);
+    for (int j0 = 0; j0 < S; j0 += 8 * GDN_BLOCK) {
+        const int nb = (S - j0) / 8 < GDN_BLOCK ? (S - j0) / 8 : GDN_BLOCK;
+        for (int t = 0; t < T; t++) {
+            const float *qt = q + t * ld, *kt = k + t * ld, *vt = v + t * ld;
+            const __m256 vdecay = _mm256_set1_ps(decay[t * ls]), vbeta = _mm256_set1_ps(beta[t * ls]);
+            __m256 acc[GDN_BLOCK], d[GDN_BLOCK];
+            for (int b = 0; b < nb; b++) acc[b] = _mm256_setzero_ps();
+            for (int i = 0; i < S; i++) { /* u = (decay st)^T k */
+                const float *row = st + (int64_t)i * S + j0;
+                const __m256 ki = _mm256_set1_ps(kt[i]);
+                for (int b = 0; b < nb; b++)
+                    acc[b] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(row + 8 * b), vdecay), ki, acc[b]);
             }
-        }
-        for (int b = 0; b < nb; b++) {
-            d[b] = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + j0 + 8 * b), acc[b]), vbeta);
-            acc[b] = _mm256_setzero_ps();
-        }
-        for (int i = 0; i < S; i++) { /* st += k d^T, and o = st^T q */
-            float *row = st + (int64_t)i * S + j0;
-            const __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
             for (int b = 0; b < nb; b++) {
-                const __m256 s = _mm256_fmadd_ps(ki, d[b], _mm256_loadu_ps(row + 8 * b));
-                _mm256_storeu_ps(row + 8 * b, s);
-                acc[b] = _mm256_fmadd_ps(s, qi, acc[b]);
+                d[b] = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(vt + j0 + 8 * b), acc[b]), vbeta);
+                acc[b] = _mm256_setzero_ps();
             }
+            for (int i = 0; i < S; i++) { /* st = decay st + k d^T, o = st^T q */
+                float *row = st + (int64_t)i * S + j0;
+                const __m256 ki = _mm256_set1_ps(kt[i]), qi = _mm256_set1_ps(qt[i]);
+                for (int b = 0; b < nb; b++) {
+                    const __m256 s = _mm256_fmadd_ps(ki, d[b], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * b), vdecay));
+                    _mm256_storeu_ps(row + 8 * b, s);
+                    acc[b] = _mm256_fmadd_ps(s, qi, acc[b]);
+                }
+            }
+            for (int b = 0; b < nb; b++) _mm256_storeu_ps(o + t * ldo + j0 + 8 * b, _mm256_mul_ps(acc[b], vscale));
         }
-        for (int b = 0; b < nb; b++) _mm256_storeu_ps(o + j0 + 8 * b, _mm256_mul_ps(acc[b], vscale));
     }
 }

@@ -7,7 +7,7 @@
 
 void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n);
 /* S a multiple of 8. */
-void sd_gdn_step_avx2(float *st, const float *q, const float *k, const float *v, float decay, float beta,
-                      float scale, float *o, int S);
+void sd_gdn_tokens_avx2(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
+                        const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo);
 
 #endif
