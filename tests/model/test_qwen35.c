@@ -158,8 +158,11 @@ static void check_invariance(uint32_t type) {
     assert_meaningful(ref, N_TOK, V);
     singles(m, tokens, N_TOK, 2, got);
     assert_rows_equal(ref, got, N_TOK, V, "single steps, 2 threads", 1);
+    /* Under ASan (SD_ASAN, ~100x slower) a subset of S keeps the test short. */
+    const bool asan = getenv("SD_ASAN") != NULL;
     for (int S = 1; S <= N_TOK; S++)
         for (int nt = 1; nt <= 2; nt++) {
+            if (asan && S != 1 && S != 2 && S != 9 && S != N_TOK) continue;
             const int whole[1] = {S};
             memset(got, 0, (size_t)N_TOK * V * sizeof *got);
             run_splits(m, tokens, whole, 1, nt, 32, got);
