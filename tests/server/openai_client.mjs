@@ -101,9 +101,11 @@ assert.equal(st.choices[0].finish_reason, "stop");
 const sst = await collect(await chat({ stop: stopAt, stream: true }));
 assert.equal(sst.text, st.choices[0].message.content, "streamed stop text differs");
 
-// 6. Sampling at temperature > 0: the same seed gives the same text, with and without speculation.
-const t1 = await chat({ temperature: 0.8, seed: 7 });
-const t2 = await chat({ temperature: 0.8, seed: 7 });
+// 6. Sampling at temperature > 0: the same seed gives the same text. Plain sampling only: speculative
+// sampling draws its randomness per drafted token, and how many tokens are drafted depends on the gate's
+// measured timings, so two speculative runs with one seed may differ (both distributed as plain sampling).
+const t1 = await chat({ temperature: 0.8, seed: 7, speculative: false });
+const t2 = await chat({ temperature: 0.8, seed: 7, speculative: false });
 assert.equal(t1.choices[0].message.content, t2.choices[0].message.content, "same seed, different text");
 
 // 7. Prompt-prefix reuse: the second turn prefills only its new tokens.
