@@ -143,6 +143,27 @@ const gguf_tensor_info *gguf_tensor(const gguf_ctx *ctx, int64_t i);
 /* Tensor by name, or NULL. */
 const gguf_tensor_info *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
 
+/* ---- giving file pages back (gguf_release.c) ---- */
+
+/* Tells the reader that bytes [0, prefix) of tensor t's data (t as returned by
+ * gguf_tensor / gguf_find_tensor on this ctx; anything else is ignored) are no
+ * longer needed, e.g. because the caller made its own copy. Whole pages of the
+ * mapping that now hold only released tensor bytes or the padding between
+ * tensors are dropped from the process (madvise MADV_DONTNEED); pages shared
+ * with the header or an unreleased tensor stay. Nothing becomes invalid: t->data
+ * stays mapped and readable, a later read faults the page back in from the file
+ * (and then holds it again). A prefix at most what was released before does
+ * nothing; calls may grow it slab by slab. For gguf_open_memory contexts only
+ * the accounting changes. A madvise failure leaves the pages resident. */
+void gguf_release(gguf_ctx *ctx, const gguf_tensor_info *t, uint64_t prefix);
+/* The prefix of t released so far (bytes; 0 for a tensor not of this ctx). */
+uint64_t gguf_released_bytes(const gguf_ctx *ctx, const gguf_tensor_info *t);
+
+/* Bytes of the file mapping present in this process's memory, measured
+ * (core/resident.h, /proc/self/pagemap), in whole pages. False (and *out = 0)
+ * for a gguf_open_memory context or when it cannot be measured. */
+bool gguf_resident_bytes(const gguf_ctx *ctx, uint64_t *out);
+
 /* ---- writer ---- */
 typedef struct gguf_writer gguf_writer;
 

@@ -44,6 +44,9 @@ struct gguf_ctx {
     int64_t n_tensors;
     gguf_tensor_info *tensors;
     int64_t *t_sorted;    /* tensor indices sorted by name */
+    int64_t *t_by_offset; /* tensor indices sorted by data offset */
+    int64_t *t_rank;      /* t_rank[i]: position of tensor i in t_by_offset */
+    uint64_t *t_released; /* bytes of tensor i's data given back (a prefix), gguf_release */
 };
 
 static inline uint16_t gguf_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }

@@ -178,6 +178,9 @@ void gguf_close(gguf_ctx *ctx) {
     free(ctx->kv_sorted);
     free(ctx->tensors);
     free(ctx->t_sorted);
+    free(ctx->t_by_offset);
+    free(ctx->t_rank);
+    free(ctx->t_released);
     if (ctx->mapped) munmap((void *)ctx->base, ctx->size);
     free(ctx);
 }
@@ -384,6 +387,22 @@ static int cmp_span(const void *a, const void *b) {
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* Keeps the offset order for gguf_release (gguf_release.c), which needs each
+ * tensor's neighbours in the file. sp is sorted by offset. */
+static sd_status keep_offset_order(cursor *c, gguf_ctx *ctx, const span *sp) {
+    size_t n = (size_t)ctx->n_tensors;
+    ctx->t_by_offset = sd_malloc_array(n, sizeof *ctx->t_by_offset);
+    ctx->t_rank = sd_malloc_array(n, sizeof *ctx->t_rank);
+    ctx->t_released = sd_calloc(n, sizeof *ctx->t_released);
+    if (!ctx->t_by_offset || !ctx->t_rank || !ctx->t_released)
+        return sd_err_set(c->err, SD_ERR_NOMEM, "out of memory ordering tensors");
+    for (size_t k = 0; k < n; k++) {
+        ctx->t_by_offset[k] = sp[k].idx;
+        ctx->t_rank[sp[k].idx] = (int64_t)k;
+    }
+    return SD_OK;
+}
+
 /* Each tensor's data is aligned, inside the file, and overlaps no other. */
 static sd_status place_tensors(cursor *c, gguf_ctx *ctx) {
     uint64_t a = ctx->alignment;
@@ -416,6 +435,7 @@ static sd_status place_tensors(cursor *c, gguf_ctx *ctx) {
                                 shown(ctx->tensors[sp[i - 1].idx].name, nb), sp[i - 1].begin, sp[i - 1].end,
                                 shown(ctx->tensors[sp[i].idx].name, nb2), sp[i].begin, sp[i].end);
     }
+    if (!st) st = keep_offset_order(c, ctx, sp);
     free(sp);
     return st;
 }

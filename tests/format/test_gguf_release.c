@@ -1,0 +1,153 @@
+/* format/gguf_release: giving file pages of tensors back. On a file written
+ * with three tensors (A and C span many pages, B is small and sits between
+ * them), after every page was read: a released prefix of A leaves this process
+ * (pagemap says not resident) while the rest of A stays; a page shared with an
+ * unreleased neighbour stays until that neighbour is released too; the data
+ * reads back unchanged after release (faulted in from the file); a prefix
+ * never shrinks; a gguf_open_memory context only keeps the accounting. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/resident.h"
+#include "format/gguf.h"
+
+#define NA (3 * 4096 + 1000) /* f32 elements of A: ~12 pages */
+#define NB 25                /* B: 100 bytes */
+#define NC (5 * 4096 + 8)    /* C: ~20 pages */
+
+static float *filled(size_t n, float base) {
+    float *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++) v[i] = base + (float)i;
+    return v;
+}
+
+/* Resident bytes of the whole pages inside [p, p + n). */
+static uint64_t inner_resident(const void *p, size_t n) {
+    size_t page = sd_page_size();
+    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + n) / page * page;
+    uint64_t r = 0;
+    if (b > a) assert_true(sd_resident_bytes((const void *)a, b - a, &r));
+    return r;
+}
+
+/* Resident bytes of the pages overlapping [p, p + n). */
+static uint64_t outer_resident(const void *p, size_t n) {
+    uint64_t r = 0;
+    assert_true(sd_resident_bytes(p, n, &r));
+    return r;
+}
+
+static uint64_t touch(const gguf_tensor_info *t) {
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < t->nbytes; i += 512) s += ((const uint8_t *)t->data)[i];
+    return s;
+}
+
+static void test_release_file(void **state) {
+    (void)state;
+    uint64_t probe = 0;
+    if (!sd_resident_bytes(&probe, sizeof probe, &probe)) {
+        printf("/proc/self/pagemap unreadable: not tested\n");
+        skip();
+    }
+    char dir[] = "/tmp/sd_release_XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/r.gguf", dir);
+    float *a = filled(NA, 1.0f), *b = filled(NB, -7.0f), *c = filled(NC, 0.5f);
+    gguf_writer *w = gguf_writer_init();
+    int64_t na = NA, nb = NB, nc = NC;
+    assert_int_equal(gguf_writer_add_tensor(w, "a", GGML_TYPE_F32, 1, &na, a, NA * 4), SD_OK);
+    assert_int_equal(gguf_writer_add_tensor(w, "b", GGML_TYPE_F32, 1, &nb, b, NB * 4), SD_OK);
+    assert_int_equal(gguf_writer_add_tensor(w, "c", GGML_TYPE_F32, 1, &nc, c, NC * 4), SD_OK);
+    sd_err e = {0};
+    assert_int_equal(gguf_writer_write(w, path, &e), SD_OK);
+    gguf_writer_free(w);
+    gguf_ctx *ctx = NULL;
+    if (gguf_open(path, &ctx, &e)) fail_msg("%s", e.msg);
+    const gguf_tensor_info *ta = gguf_find_tensor(ctx, "a"), *tb = gguf_find_tensor(ctx, "b"),
+                           *tc = gguf_find_tensor(ctx, "c");
+    touch(ta), touch(tb), touch(tc);
+    size_t page = sd_page_size();
+    assert_true(inner_resident(ta->data, ta->nbytes) > 0);
+
+    /* half of A: its first pages go, the rest stays */
+    gguf_release(ctx, ta, ta->nbytes / 2);
+    assert_int_equal(gguf_released_bytes(ctx, ta), ta->nbytes / 2);
+    assert_int_equal(inner_resident(ta->data, ta->nbytes / 2), 0);
+    assert_true(inner_resident((const uint8_t *)ta->data + ta->nbytes / 2 + page, ta->nbytes / 2 - page) > 0);
+    gguf_release(ctx, ta, 10); /* a smaller prefix changes nothing */
+    assert_int_equal(gguf_released_bytes(ctx, ta), ta->nbytes / 2);
+
+    /* all of A and C: B (unreleased, between them) keeps the pages it touches */
+    gguf_release(ctx, ta, ta->nbytes);
+    gguf_release(ctx, tc, tc->nbytes);
+    assert_int_equal(inner_resident(ta->data, ta->nbytes), 0);
+    assert_int_equal(inner_resident(tc->data, tc->nbytes), 0);
+    assert_true(outer_resident(tb->data, tb->nbytes) > 0);
+    /* of A only the pages shared with the header and with B stay */
+    assert_true(outer_resident(ta->data, ta->nbytes) <= 2 * page);
+    /* releasing B frees the pages it shared with A and C */
+    gguf_release(ctx, tb, tb->nbytes);
+    assert_int_equal(outer_resident(tb->data, tb->nbytes), 0);
+    assert_int_equal(outer_resident((const uint8_t *)ta->data + page, ta->nbytes - page), 0);
+    /* c's last page is the file's partial last page unless the file ends on
+     * a page boundary: it may stay */
+    assert_true(outer_resident(tc->data, tc->nbytes) <= page);
+
+    /* released data reads back unchanged (faulted in from the file) */
+    assert_memory_equal(ta->data, a, NA * 4);
+    assert_memory_equal(tb->data, b, NB * 4);
+    assert_memory_equal(tc->data, c, NC * 4);
+    assert_true(inner_resident(ta->data, ta->nbytes) > 0);
+
+    /* a tensor of another context is ignored */
+    gguf_tensor_info other = *ta;
+    gguf_release(ctx, &other, 4);
+    assert_int_equal(gguf_released_bytes(ctx, &other), 0);
+    gguf_close(ctx);
+    remove(path);
+    rmdir(dir);
+    free(a), free(b), free(c);
+}
+
+static void test_release_memory(void **state) {
+    (void)state;
+    float *a = filled(NA, 3.0f);
+    gguf_writer *w = gguf_writer_init();
+    int64_t na = NA;
+    assert_int_equal(gguf_writer_add_tensor(w, "a", GGML_TYPE_F32, 1, &na, a, NA * 4), SD_OK);
+    void *buf;
+    size_t size;
+    sd_err e = {0};
+    assert_int_equal(gguf_writer_write_memory(w, &buf, &size, &e), SD_OK);
+    gguf_writer_free(w);
+    gguf_ctx *ctx = NULL;
+    assert_int_equal(gguf_open_memory(buf, size, &ctx, &e), SD_OK);
+    const gguf_tensor_info *t = gguf_tensor(ctx, 0);
+    gguf_release(ctx, t, t->nbytes + 99); /* clamped to the tensor */
+    assert_int_equal(gguf_released_bytes(ctx, t), t->nbytes);
+    assert_memory_equal(t->data, a, NA * 4); /* the caller's buffer is untouched */
+    uint64_t r = 1;
+    assert_false(gguf_resident_bytes(ctx, &r));
+    assert_int_equal(r, 0);
+    gguf_close(ctx);
+    free(buf);
+    free(a);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_release_file),
+        cmocka_unit_test(test_release_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
