@@ -13,8 +13,31 @@
 #include "numerics/matmul_impl.h"
 #include "numerics/quant.h"
 
+/* Rows per packing slab: about 4 MiB of source weights (at least one tile), so
+ * the caller can give each slab's file pages back before the next is read. */
+static int64_t slab_tiles(size_t row_bytes) {
+    int64_t t = (int64_t)((4u << 20) / ((size_t)SD_TILE * row_bytes));
+    return t > 0 ? t : 1;
+}
+
+static void pack_slabs(sd_matrix *m, const sd_wtype *wt, const sd_matrix_opts *o) {
+    int64_t n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
+    size_t row_bytes = (size_t)(m->n_in / wt->block) * (size_t)wt->block_bytes;
+    int64_t step = o && o->packed_rows ? slab_tiles(row_bytes) : n_tiles;
+    for (int64_t t0 = 0; t0 < n_tiles; t0 += step) {
+        int64_t t1 = t0 + step < n_tiles ? t0 + step : n_tiles;
+        sd_matmul_pack(m, m->packed, t0, t1);
+        if (o && o->packed_rows) o->packed_rows(o->ctx, t1 * SD_TILE < m->n_out ? t1 * SD_TILE : m->n_out);
+    }
+}
+
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,
                          sd_err *err) {
+    return sd_matrix_init_opts(m, type, n_in, n_out, data, NULL, err);
+}
+
+sd_status sd_matrix_init_opts(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,
+                              const sd_matrix_opts *o, sd_err *err) {
     memset(m, 0, sizeof *m);
     const sd_wtype *wt = sd_wtype_get(type);
     if (!wt) return sd_err_set(err, SD_ERR_UNSUPPORTED, "matmul: weight type %u is not supported", type);
@@ -28,7 +51,7 @@ sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_ou
     m->n_in = n_in;
     m->n_out = n_out;
     m->data = data;
-    if (wt->packed_bytes == 0) return SD_OK;
+    if (wt->packed_bytes == 0 || (o && o->no_pack)) return SD_OK;
     /* The AVX2 copy: (n_out rounded up to 8) x (n_in / block) chunks. */
     uint64_t n_tiles = ((uint64_t)n_out + SD_TILE - 1) / SD_TILE, bytes;
     if (!sd_mul_u64(n_tiles, (uint64_t)(n_in / wt->block), &bytes) ||
@@ -39,7 +62,7 @@ sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_ou
     if (!m->packed) return sd_err_set(err, SD_ERR_NOMEM, "matmul: out of memory repacking %llu bytes",
                                       (unsigned long long)bytes);
     m->packed_bytes = (size_t)bytes;
-    sd_matmul_pack(m, m->packed);
+    pack_slabs(m, wt, o);
     return SD_OK;
 }
 

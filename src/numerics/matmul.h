@@ -10,6 +10,7 @@
 #ifndef SD_NUMERICS_MATMUL_H
 #define SD_NUMERICS_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,33 @@ typedef struct sd_matrix {
  * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, the quantized types are
  * repacked into 8-row tiles (numerics/matmul_pack.c): a second copy of the
  * weights, 1.06x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
- * 1.06x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes; data is still
+ * 1.06x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
+ * gives the file's pages back as it goes, sd_matrix_opts); data is still
  * read by sd_matrix_get_row. Float weights are read in place.
  * Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_ARG (data NULL), SD_ERR_NOMEM. */
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out,
                          const void *data, sd_err *err);
+
+/* Options of sd_matrix_init_opts (a NULL opts is all zero). */
+typedef struct sd_matrix_opts {
+    /* Keep no repacked copy: every product reads data in place (scalar
+     * kernels). For a matrix only looked up by row, e.g. token_embd when it
+     * is not also the lm head: a copy would only cost memory. */
+    bool no_pack;
+    /* When the repacked copy is made, it is made in slabs of rows (about
+     * 4 MiB of data each), and after each slab packed_rows(ctx, rows) says
+     * that rows [0, rows) of data are copied (rows grows to n_out), so the
+     * caller can release the memory behind them (the loader gives the
+     * file pages back, gguf_release) before the next slab is read. Not
+     * called when no copy is made (no_pack, float types, scalar kernels);
+     * data must then stay readable. The copy is the same with or without. */
+    void (*packed_rows)(void *ctx, int64_t rows);
+    void *ctx;
+} sd_matrix_opts;
+
+/* sd_matrix_init with options (see sd_matrix_opts); same errors. */
+sd_status sd_matrix_init_opts(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,
+                              const sd_matrix_opts *o, sd_err *err);
 void sd_matrix_free(sd_matrix *m);
 
 /* y[S][n_out] = x[S][n_in] * W^T, using n_threads OpenMP threads (static split

@@ -66,8 +66,9 @@ void sd_matmul_ref_float(const sd_matrix *m, const float *x, int S, float *y, in
 
 /* AVX2 layout: for tile t (rows 8t..8t+7, missing rows zero) and block b,
  * packed_bytes at packed + (t * nb + b) * packed_bytes. See matmul_pack.c.
- * sd_matmul_pack fills m->packed (32-byte aligned) from m->data. */
-void sd_matmul_pack(const sd_matrix *m, void *packed);
+ * sd_matmul_pack fills tiles [t0, t1) of packed (32-byte aligned) from m->data
+ * (rows [8 t0, 8 t1) of it). */
+void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
 /* AVX2: the rows of one streaming pass for a weight type (sd_matmul_pass_rows). */
 int sd_matmul_avx2_pass_rows(uint32_t type);
 /* AVX2: tile t of y for all S rows; wt = sd_wtype_get(m->type). */

@@ -37,7 +37,10 @@
  * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
  * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
  * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS) of
- * the GGUF bytes, held in addition to the mapping (which get_row still reads). */
+ * the GGUF bytes. The loader gives the file pages of a packed matrix back as
+ * the slabs are done (sd_matrix_opts.packed_rows, gguf_release), so the copy
+ * replaces the mapping's pages rather than doubling them; get_row still reads
+ * the mapping (faulting back in only the rows it looks up). */
 #include <string.h>
 
 #include "numerics/matmul_impl.h"
@@ -172,12 +175,12 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     }
 }
 
-void sd_matmul_pack(const sd_matrix *m, void *packed) {
+void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1) {
     const sd_wtype *wt = sd_wtype_get(m->type);
-    int64_t nb = m->n_in / wt->block, n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
+    int64_t nb = m->n_in / wt->block;
     size_t row_bytes = (size_t)nb * (size_t)wt->block_bytes;
 #pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < n_tiles; t++)
+    for (int64_t t = t0; t < t1; t++)
         for (int64_t b = 0; b < nb; b++) {
             sd_wblock wb;
             uint8_t *c = (uint8_t *)packed + ((size_t)t * (size_t)nb + (size_t)b) * (size_t)wt->packed_bytes;
