@@ -144,14 +144,31 @@ static sd_status check_type(sd_loader *L, const gguf_tensor_info *t, const char 
     return SD_OK;
 }
 
-sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_out, const char *fmt, int il) {
+/* Which tensor's file pages a matrix being repacked gives back (packed_rows). */
+typedef struct release_ctx {
+    gguf_ctx *gguf;
+    const gguf_tensor_info *t;
+    uint64_t row_bytes;
+} release_ctx;
+
+/* The kernels' copy of rows [0, rows) is made: their file pages can go. */
+static void release_rows(void *ctx, int64_t rows) {
+    const release_ctx *r = ctx;
+    gguf_release(r->gguf, r->t, (uint64_t)rows * r->row_bytes);
+}
+
+/* Binds a matrix; no_pack keeps it in the file only (looked up by row). */
+static sd_status bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_out, const char *fmt, int il,
+                             bool no_pack) {
     char name[96];
     const gguf_tensor_info *t = find_tensor(L, fmt, il, name, sizeof name);
     if (!t) return sd_err_set(L->err, SD_ERR_FORMAT, "missing tensor %s", name);
     sd_status st = check_shape(L, t, name, n_in, n_out);
     if (st == SD_OK) st = check_type(L, t, name);
     if (st == SD_OK) {
-        st = sd_matrix_init(out, t->type, n_in, n_out, t->data, L->err);
+        release_ctx rc = {L->m->gguf, t, t->nbytes / (uint64_t)n_out};
+        sd_matrix_opts o = {no_pack, release_rows, &rc};
+        st = sd_matrix_init_opts(out, t->type, n_in, n_out, t->data, &o, L->err);
         if (st == SD_ERR_UNSUPPORTED) /* readable, but no matmul kernel for it */
             sd_err_set(L->err, st, "tensor %s: type %s not supported for weight matrices", name,
                        ggml_type_get(t->type)->name);
@@ -161,12 +178,19 @@ sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_o
     return st;
 }
 
+sd_status sd_bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t n_out, const char *fmt, int il) {
+    return bind_matrix(L, out, n_in, n_out, fmt, il, false);
+}
+
 static float *own_f32(sd_model *m, int64_t n) {
     float **list = realloc(m->owned_f32, (size_t)(m->n_owned_f32 + 1) * sizeof *list);
     if (!list) return NULL;
     m->owned_f32 = list;
     float *v = sd_malloc_array((size_t)n, sizeof *v);
-    if (v) m->owned_f32[m->n_owned_f32++] = v;
+    if (v) {
+        m->owned_f32[m->n_owned_f32++] = v;
+        m->owned_f32_bytes += (uint64_t)n * sizeof *v;
+    }
     return v;
 }
 
@@ -196,6 +220,7 @@ static sd_status bind_f32(sd_loader *L, const float **out, int64_t ne0, int64_t 
         for (int64_t i = 0; transpose && i < ne0; i++) v[i * ne1 + r] = row[i];
     }
     free(row);
+    gguf_release(L->m->gguf, t, t->nbytes); /* the f32 copy is what the forward reads */
     *out = v;
     return SD_OK;
 }
@@ -211,12 +236,15 @@ sd_status sd_bind_f32_2d(sd_loader *L, const float **out, int64_t ne0, int64_t n
 
 sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    sd_status st = sd_bind_matrix(L, &m->tok_embd, hp->n_embd, hp->n_vocab, "token_embd.weight", 0);
+    /* Tied embeddings: the lm head is token_embd (llama.cpp TENSOR_DUPLICATED),
+     * and its repacked copy serves the head while lookups read single rows from
+     * the file (a few pages). Untied, token_embd is only looked up by row, so
+     * it gets no repacked copy. */
+    bool tied = !gguf_find_tensor(L->gguf, "output.weight");
+    sd_status st = bind_matrix(L, &m->tok_embd, hp->n_embd, hp->n_vocab, "token_embd.weight", 0, !tied);
     if (st == SD_OK) st = sd_bind_vector(L, &m->output_norm, hp->n_embd, true, "output_norm.weight", 0);
     if (st != SD_OK) return st;
-    if (gguf_find_tensor(L->gguf, "output.weight"))
-        return sd_bind_matrix(L, &m->output, hp->n_embd, hp->n_vocab, "output.weight", 0);
-    /* Tied embeddings: the lm head is token_embd (llama.cpp TENSOR_DUPLICATED). */
+    if (!tied) return sd_bind_matrix(L, &m->output, hp->n_embd, hp->n_vocab, "output.weight", 0);
     m->hp.tied_output = true;
     m->output = m->tok_embd;
     return SD_OK;
@@ -374,3 +402,20 @@ uint64_t sd_model_recurrent_bytes(const sd_model *m) {
 }
 
 bool sd_model_is_recurrent(const sd_model *m) { return m->hp.n_layer_gdn > 0; }
+
+/* ---- memory ---- */
+
+void sd_model_memory_get(const sd_model *m, sd_model_memory *out) {
+    uint64_t packed = m->tok_embd.packed_bytes;
+    if (!m->hp.tied_output) packed += m->output.packed_bytes;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sd_layer *l = &m->layers[il];
+        /* a matrix of the other layer kind is unbound: zero, packed_bytes 0 */
+        const sd_matrix *mats[] = {&l->wq,     &l->wk,      &l->wv,    &l->wo,       &l->w_gate,    &l->w_up,
+                                   &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) packed += mats[i]->packed_bytes;
+    }
+    out->packed = packed;
+    out->f32 = m->owned_f32_bytes;
+    out->file_measured = gguf_resident_bytes(m->gguf, &out->file);
+}

@@ -90,6 +90,7 @@ typedef struct sd_model {
                                 left in the file, unbound: a drafter finds them in gguf by name) */
     float **owned_f32;       /* f32 copies of norm/bias vectors, freed with the model */
     int n_owned_f32;
+    uint64_t owned_f32_bytes;
 } sd_model;
 
 /* Loads a model file: reads hparams, builds the tokenizer, binds every tensor
@@ -120,6 +121,19 @@ uint64_t sd_model_weight_bytes(const sd_model *m);
 /* Number of parameters: all matrices (a tied lm head counted once), norms,
  * biases. */
 uint64_t sd_model_n_params(const sd_model *m);
+
+/* Memory the weights hold now, in bytes. After load the file pages of every
+ * repacked matrix and copied vector are given back (gguf_release), so the
+ * weights are the kernels' repacked copies plus whatever of the mapping is
+ * still read or was read again: token_embd rows looked up, matrices the kernels
+ * read in place (float types, the scalar path, an untied token_embd). */
+typedef struct sd_model_memory {
+    uint64_t packed;     /* repacked copies on the heap (a tied head counted once) */
+    uint64_t f32;        /* f32 copies of norm weights and biases */
+    uint64_t file;       /* pages of the file mapping present in this process, measured */
+    bool file_measured;  /* false: /proc/self/pagemap unreadable, file = 0 */
+} sd_model_memory;
+void sd_model_memory_get(const sd_model *m, sd_model_memory *out);
 
 /* ---- inference state: KV cache + scratch ---- */
 typedef struct sd_context sd_context;
