@@ -1,7 +1,10 @@
 /* specdec inspect MODEL.gguf [--json]: what a GGUF file holds, read with the
  * checked reader (format/gguf.h): header facts, every metadata pair (arrays
  * abbreviated to their type, length and first elements), the tokenizer, one
- * line per tensor, and totals. --json prints the same as one JSON object. */
+ * line per tensor, and totals. Then, unless --no-load, the model is loaded as
+ * generate loads it and the memory its weights hold is measured
+ * (sd_model_memory_get: repacked copies + file pages still resident).
+ * --json prints the same as one JSON object. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -10,6 +13,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "format/gguf.h"
 #include "model/model.h"
 
@@ -17,14 +21,17 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: specdec inspect MODEL.gguf [--json]\n"
+            "usage: specdec inspect MODEL.gguf [--json] [--no-load]\n"
             "  Prints the GGUF's version, architecture, alignment, every metadata key and value\n"
             "  (arrays: element type, length, first %d elements), the tokenizer (tokenizer.ggml.model\n"
             "  and the number of tokenizer.ggml.tokens), one line per tensor (name, type, shape,\n"
             "  bytes) and the totals; for a hybrid model (qwen35) also the layer pattern and the\n"
-            "  recurrent-state bytes per sequence.\n"
-            "  --json   the same as one JSON object\n"
-            "  --help   this text\n",
+            "  recurrent-state bytes per sequence. Then loads the model as generate does and\n"
+            "  measures the memory its weights hold (repacked copies + file pages still resident)\n"
+            "  and the load time.\n"
+            "  --json     the same as one JSON object\n"
+            "  --no-load  skip the load (header and tensor table only, no layer pattern)\n"
+            "  --help     this text\n",
             N_FIRST);
 }
 
@@ -63,12 +70,10 @@ static void shape_str(const gguf_tensor_info *t, char *buf, size_t cap) {
 
 /* ---- hybrid models: the layer pattern and the recurrent state ---- */
 
-/* A hybrid file (qwen35) is loaded to report what the loader makes of it;
- * NULL (and err set) when it does not load, NULL without error for others. */
-static sd_model *load_hybrid(const char *path, const summary *s, sd_err *err) {
-    if (!s->arch || s->arch_len != 6 || memcmp(s->arch, "qwen35", 6) != 0) return NULL;
-    sd_model *m = NULL;
-    return sd_model_load(path, &m, err) == SD_OK ? m : NULL;
+/* A hybrid file (qwen35): the loaded model's layer pattern and recurrent
+ * state are reported too. */
+static bool is_hybrid(const summary *s) {
+    return s->arch && s->arch_len == 6 && memcmp(s->arch, "qwen35", 6) == 0;
 }
 
 /* "GGGA..." one letter per trunk layer: G Gated DeltaNet, A full attention. */
@@ -153,6 +158,39 @@ static void print_text(const char *path, const gguf_ctx *ctx, const sd_model *hy
            s.params, s.bytes, (double)s.bytes / (1024.0 * 1024.0));
     if (hybrid) print_hybrid(hybrid);
     else if (herr->code) printf("layers: the model does not load: %s\n", herr->msg);
+}
+
+/* ---- the loaded model's memory ---- */
+
+typedef struct loaded {
+    sd_model *m; /* NULL when it did not load */
+    bool ok;
+    double load_s;
+    sd_model_memory mem;
+    sd_err err;
+} loaded;
+
+static loaded load_and_measure(const char *path) {
+    loaded l = {0};
+    double t0 = sd_now_s();
+    l.ok = sd_model_load(path, &l.m, &l.err) == SD_OK;
+    l.load_s = sd_now_s() - t0;
+    if (l.ok) sd_model_memory_get(l.m, &l.mem);
+    return l;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_loaded(const loaded *l) {
+    if (!l->ok) {
+        printf("loaded: n/a (%s)\n", l->err.msg);
+        return;
+    }
+    const sd_model_memory *w = &l->mem;
+    printf("loaded: %.2f s, weights resident %.1f MiB (repacked %.1f + f32 copies %.1f + file pages ", l->load_s,
+           mib(w->packed + w->f32 + w->file), mib(w->packed), mib(w->f32));
+    if (w->file_measured) printf("%.1f)\n", mib(w->file));
+    else printf("n/a)\n");
 }
 
 /* ---- JSON ---- */
@@ -240,7 +278,18 @@ static json_t *jtensor(const gguf_tensor_info *t) {
     return o;
 }
 
-static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hybrid) {
+/* {"load_s", "weights_resident_bytes", "packed_bytes", "f32_bytes",
+ * "file_resident_bytes" (null if unmeasured)}, or {"error": msg}. */
+static json_t *jloaded(const loaded *l) {
+    if (!l->ok) return json_pack("{s:s}", "error", l->err.msg);
+    const sd_model_memory *w = &l->mem;
+    return json_pack("{s:f, s:I, s:I, s:I, s:o}", "load_s", l->load_s, "weights_resident_bytes",
+                     (json_int_t)(w->packed + w->f32 + w->file), "packed_bytes", (json_int_t)w->packed, "f32_bytes",
+                     (json_int_t)w->f32, "file_resident_bytes",
+                     w->file_measured ? json_integer((json_int_t)w->file) : json_null());
+}
+
+static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hybrid, const loaded *l) {
     summary s = summarize(ctx);
     json_t *root = json_object(), *kvs = json_array(), *ts = json_array(), *tok = json_null();
     json_object_set_new(root, "file", jstr(path, strlen(path)));
@@ -264,6 +313,7 @@ static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hyb
     json_object_set_new(total, "bytes", json_integer((json_int_t)s.bytes));
     json_object_set_new(root, "total", total);
     if (hybrid) json_object_set_new(root, "hybrid", jhybrid(hybrid));
+    if (l) json_object_set_new(root, "loaded", jloaded(l));
     int rc = json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(root);
@@ -272,13 +322,14 @@ static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hyb
 
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
-    bool json = false;
+    bool json = false, load = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         }
         if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--no-load")) load = false;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "specdec: inspect: unknown option '%s' (see specdec inspect --help)\n", argv[i]);
             return 2;
@@ -301,11 +352,17 @@ int cmd_inspect(int argc, char **argv) {
     }
     int rc = 0;
     summary s = summarize(ctx);
-    sd_err herr = {0};
-    sd_model *hybrid = load_hybrid(path, &s, &herr);
-    if (json) rc = print_json(path, ctx, hybrid);
-    else print_text(path, ctx, hybrid, &herr);
-    sd_model_free(hybrid);
+    loaded l = {0};
+    if (load) l = load_and_measure(path); /* its own mapping: ctx's pages are not released */
+    const bool hyb = load && is_hybrid(&s);
+    const sd_model *hybrid = hyb ? l.m : NULL;
+    const sd_err none = {0}, *herr = hyb && !l.ok ? &l.err : &none;
+    if (json) rc = print_json(path, ctx, hybrid, load ? &l : NULL);
+    else {
+        print_text(path, ctx, hybrid, herr);
+        if (load) print_loaded(&l);
+    }
+    sd_model_free(l.m);
     gguf_close(ctx);
     return rc; /* main() reports output that could not be written */
 }
