@@ -285,20 +285,21 @@ static void block_rows(uint32_t type, const uint8_t *c, const sd_act *a, int s, 
 /* ---- Q8_0 tiles: accumulators in registers ----
  * Rows of a chunk run in groups of at most Q8_GRP, each group over a span of
  * Q8_SPAN blocks with its accumulators (and the sums of the current block) in
- * registers: 2 * Q8_GRP + 3 vectors. The span's weights (Q8_SPAN * 288 bytes)
+ * registers: 2 * Q8_GRP + 3 vectors. The span's weights (Q8_SPAN * 272 bytes)
  * stay in L1 while the groups pass over it; a lone group (S <= Q8_GRP, decode)
  * streams the whole tile in one pass. The arithmetic per element is the
  * reference's: exact block sums, then acc = fma(isum, d_w * d_x, acc) in block
  * order, so grouping and spans change only speed. */
 #define Q8_GRP 5 /* S = 9: groups of 5 + 4 (2-5% faster than 3 + 3 + 3, sd-matmul_probe) */
 #define Q8_SPAN 8
-#define Q8_CHUNK 288 /* packed bytes per (tile, block) */
+#define Q8_CHUNK 256 /* packed int bytes per (tile, block); the f16 scales follow the tile's ints */
 /* Software prefetch of the weight stream 8 chunks (2.3 KB) ahead: the
  * hardware prefetcher alone left a 2-thread decode at ~8 GB/s; with it the
  * 0.6B-shape probe ran 15-25% faster at S = 1..4 (sd-matmul_probe, cpu time). */
 #define Q8_PREFETCH (8 * Q8_CHUNK)
 
-INLINE void q8_0_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc_io, int N) {
+INLINE void q8_0_span(const uint8_t *c, const uint8_t *d16, const sd_act *a, int s, int64_t b0, int64_t b1,
+                      __m256 *acc_io, int N) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[Q8_GRP];
     const int8_t *xq[Q8_GRP];
@@ -309,14 +310,15 @@ INLINE void q8_0_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
         xq[n] = a->q + (size_t)(s + n) * (size_t)a->n_in + (size_t)b0 * SD_QK;
         xd[n] = a->d + (size_t)(s + n) * (size_t)a->nb + (size_t)b0;
     }
-    for (int64_t b = b0; b < b1; b++, c += Q8_CHUNK) {
+    for (int64_t b = b0; b < b1; b++, c += Q8_CHUNK, d16 += 16) {
         for (int l = 0; l < Q8_CHUNK; l += 64) _mm_prefetch((const char *)c + Q8_PREFETCH + l, _MM_HINT_T0);
         __m256i isum[Q8_GRP];
         _Pragma("GCC unroll 5")
         for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
         _Pragma("GCC unroll 8")
         for (int k = 0; k < 8; k++) {
-            __m256i w = _mm256_load_si256((const __m256i *)(c + 32 * k)), aw = _mm256_abs_epi8(w);
+            /* loadu: a tile's ints are 32-byte aligned only when nb is even */
+            __m256i w = _mm256_loadu_si256((const __m256i *)(c + 32 * k)), aw = _mm256_abs_epi8(w);
             _Pragma("GCC unroll 5")
             for (int n = 0; n < N; n++) {
                 __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast32(xq[n] + 4 * k), w));
@@ -324,7 +326,7 @@ INLINE void q8_0_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
                 if (N > 1) KEEP_ACC(isum[n]);
             }
         }
-        __m256 dw = _mm256_load_ps((const float *)(c + 256));
+        __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d16)); /* exact, as sd_fp16_to_fp32 */
         _Pragma("GCC unroll 5")
         for (int n = 0; n < N; n++) {
             acc[n] = fma_block(isum[n], dw, *xd[n], acc[n]);
@@ -338,16 +340,16 @@ INLINE void q8_0_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
 
 /* Rows [0, ns) of a chunk starting at row s0, over blocks [b0, b1). */
 static void q8_0_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int64_t b0, int64_t b1, __m256 *acc) {
-    const uint8_t *c = tile + (size_t)b0 * Q8_CHUNK;
+    const uint8_t *c = tile + (size_t)b0 * Q8_CHUNK, *d16 = tile + (size_t)a->nb * Q8_CHUNK + (size_t)b0 * 16;
     int groups = (ns + Q8_GRP - 1) / Q8_GRP;
     for (int g = 0, i = 0; g < groups; g++) {
         int n = ns / groups + (g < ns % groups); /* balanced: 9 rows = 5 + 4 */
         switch (n) {
-        case 5: q8_0_span(c, a, s0 + i, b0, b1, acc + i, 5); break;
-        case 4: q8_0_span(c, a, s0 + i, b0, b1, acc + i, 4); break;
-        case 3: q8_0_span(c, a, s0 + i, b0, b1, acc + i, 3); break;
-        case 2: q8_0_span(c, a, s0 + i, b0, b1, acc + i, 2); break;
-        default: q8_0_span(c, a, s0 + i, b0, b1, acc + i, 1); break;
+        case 5: q8_0_span(c, d16, a, s0 + i, b0, b1, acc + i, 5); break;
+        case 4: q8_0_span(c, d16, a, s0 + i, b0, b1, acc + i, 4); break;
+        case 3: q8_0_span(c, d16, a, s0 + i, b0, b1, acc + i, 3); break;
+        case 2: q8_0_span(c, d16, a, s0 + i, b0, b1, acc + i, 2); break;
+        default: q8_0_span(c, d16, a, s0 + i, b0, b1, acc + i, 1); break;
         }
         i += n;
     }

@@ -8,7 +8,10 @@
  * scale work is then one float FMA per (block, 8 rows, activation row)
  * (DESIGN.md §2, "weights repacked 16 rows x 4 bytes", here 8 rows for AVX2).
  * Rows past n_out are zero. Chunk layouts, per (tile, block), offsets in bytes:
- *   Q8_0 (288):  [0,256) 8 vectors of int8 values;          [256,288) d f32[8]
+ *   Q8_0 (272):  not interleaved: a tile is nb chunks of 256 bytes (8 vectors of
+ *                int8 values), then nb x 16 bytes of d f16[8] (the file's bits), so
+ *                the copy is exactly the file's size and the int vectors stay
+ *                32-byte aligned when nb is even
  *   Q4_0 (160):  [0,128) 4 vectors, nibbles: low = value 4k+t, high = 16+4k+t; [128,160) d[8]
  *   Q4_1 (192):  as Q4_0, then [160,192) m[8]
  *   Q5_0 (192):  nibbles as Q4_0, [128,160) one vector of 5th bits (bit p of byte t =
@@ -34,7 +37,7 @@
  *   IQ4_XS (1120): [0,1024) 32 vectors of table indices, vector 4j+i: low nibble =
  *                value 32j+4i+t, high = 32j+16+4i+t; [1024,1088) scales - 32,
  *                i8 [sub j][row]; [1088,1120) d[8]
- * Memory: 288/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
+ * Memory: 272/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
  * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
  * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS) of
  * the GGUF bytes. The loader gives the file pages of a packed matrix back as
@@ -101,11 +104,9 @@ static void pack_row_iq4(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) 
 static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     float *fd;
     switch (type) {
-    case GGML_TYPE_Q8_0:
+    case GGML_TYPE_Q8_0: /* d: sd_matmul_pack copies the f16 bits */
         for (int k = 0; k < 8; k++)
             for (int t = 0; t < 4; t++) *at(c, k, r, t) = (uint8_t)wb->q[4 * k + t];
-        fd = (float *)(c + 256);
-        fd[r] = wb->d;
         break;
     case GGML_TYPE_Q4_0:
     case GGML_TYPE_Q4_1:
@@ -183,13 +184,20 @@ void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++)
         for (int64_t b = 0; b < nb; b++) {
             sd_wblock wb;
-            uint8_t *c = (uint8_t *)packed + ((size_t)t * (size_t)nb + (size_t)b) * (size_t)wt->packed_bytes;
-            memset(c, 0, (size_t)wt->packed_bytes);
+            uint8_t *tile = (uint8_t *)packed + (size_t)t * (size_t)nb * (size_t)wt->packed_bytes;
+            uint8_t *c = tile + (size_t)b * (size_t)wt->packed_bytes, *d16 = NULL;
+            if (m->type == GGML_TYPE_Q8_0) {
+                c = tile + (size_t)b * 256;
+                d16 = tile + (size_t)nb * 256 + (size_t)b * 16;
+                memset(d16, 0, 16);
+            }
+            memset(c, 0, d16 ? 256 : (size_t)wt->packed_bytes);
             for (int r = 0; r < SD_TILE && t * SD_TILE + r < m->n_out; r++) {
                 const uint8_t *src = (const uint8_t *)m->data + (size_t)(t * SD_TILE + r) * row_bytes +
                                      (size_t)b * (size_t)wt->block_bytes;
                 sd_wblock_decode(m->type, src, &wb);
                 pack_row(m->type, &wb, r, c);
+                if (d16) memcpy(d16 + 2 * r, src, 2); /* block_q8_0.d, little-endian f16 */
             }
         }
 }

@@ -10,12 +10,12 @@
 #include "numerics/matmul_impl.h"
 #include "numerics/quant.h"
 
-/* packed_bytes: see matmul_pack.c (ints + f32 scales for 8 rows). */
+/* packed_bytes: see matmul_pack.c (ints + f32 scales for 8 rows; Q8_0: f16). */
 static const sd_wtype k_types[] = {
     {GGML_TYPE_F32, 1, 4, 0, 0},
     {GGML_TYPE_F16, 1, 2, 0, 0},
     {GGML_TYPE_BF16, 1, 2, 0, 0},
-    {GGML_TYPE_Q8_0, 32, 34, 0, 8 * 32 + 8 * 4},
+    {GGML_TYPE_Q8_0, 32, 34, 0, 8 * 32 + 8 * 2},
     {GGML_TYPE_Q4_0, 32, 18, 0, 8 * 16 + 8 * 4},
     {GGML_TYPE_Q4_1, 32, 20, 0, 8 * 16 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q5_0, 32, 22, 0, 8 * 16 + 8 * 4 + 8 * 4},
