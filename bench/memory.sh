@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Peak RSS, load time and decode speed of a short generate, ours against
+# llama.cpp's load time, in alternated rounds (issue 15, memory part):
+#   bench/memory.sh [-r ROUNDS] MODEL.gguf [SPECDEC_BIN...]
+# Each round runs, for every specdec binary given (default build/specdec),
+#   /usr/bin/time -v BIN generate -m MODEL -p "..." -n 16 --spec none -c 256 -t 2 --json
+# (peak RSS = "Maximum resident set size"; load_s, decode_tok_s and the
+# weights' resident bytes from --json), then node vs-llamacpp/load_time.mjs
+# (loadModel + createContext, 2 threads, context 256). Prints one line per
+# binary and one for llama.cpp with medians over the rounds, and the KV
+# cache the run touched: 17 positions (1 prompt + 16 generated) x n_layer x
+# 2 (K, V) x n_head_kv x head_dim x 2 bytes (f16), rounded up to whole pages
+# per layer and K/V (n_ctx-major layout, src/model/context.c), from inspect.
+# Run it under `flock /work/bench.lock` on a shared machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=5
+[ "${1:-}" = "-r" ] && { rounds=$2; shift 2; }
+model=${1:?usage: bench/memory.sh [-r ROUNDS] MODEL.gguf [SPECDEC_BIN...]}; shift
+bins=("$@"); [ ${#bins[@]} -gt 0 ] || bins=(build/specdec)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for r in $(seq "$rounds"); do
+  for i in "${!bins[@]}"; do
+    /usr/bin/time -v "${bins[$i]}" generate -m "$model" -p "The quick brown fox" -n 16 --spec none -c 256 -t 2 \
+      --json >"$tmp/o.json" 2>"$tmp/e.txt"
+    rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$tmp/e.txt")
+    /usr/bin/python3 - "$tmp/o.json" "$rss" >>"$tmp/ours-$i" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sys.argv[2], d["load_s"], d["decode_tok_s"], d.get("weights_resident_bytes") or 0)
+PY
+  done
+  (cd bench/vs-llamacpp && node load_time.mjs "$(realpath "../../$model" 2>/dev/null || realpath "$model")" 2 256) \
+    | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["load_s"])' >>"$tmp/llama"
+done
+/usr/bin/python3 - "$model" "$tmp" "${#bins[@]}" "${bins[@]}" <<'PY'
+import json, os, statistics as st, subprocess, sys
+model, tmp, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bins = sys.argv[4:4 + n]
+size = os.path.getsize(model)
+meta = json.loads(subprocess.run([bins[0], "inspect", "--json", "--no-load", model], capture_output=True, text=True).stdout)
+kv = {m["key"].split(".", 1)[1]: m.get("value") for m in meta["metadata"] if m["key"].startswith(meta["architecture"] + ".")}
+n_layer, n_kv, hd = kv["block_count"], kv.get("attention.head_count_kv", kv["attention.head_count"]), kv.get("attention.key_length", kv["embedding_length"] // kv["attention.head_count"])
+page = os.sysconf("SC_PAGE_SIZE")
+per = 17 * n_kv * hd * 2
+kv_touched = n_layer * 2 * ((per + page - 1) // page + 1) * page  # +1: a range need not start on a page
+print(f"file {size} bytes ({size / 2**20:.1f} MiB); KV touched <= {kv_touched / 2**20:.2f} MiB")
+for i, b in enumerate(bins):
+    rows = [l.split() for l in open(f"{tmp}/ours-{i}")]
+    rss = st.median(int(r[0]) * 1024 for r in rows)
+    print(f"{b}: peak RSS {rss / 2**20:.1f} MiB, less KV {(rss - kv_touched) / size:.3f}x file | load {st.median(float(r[1]) for r in rows):.3f} s"
+          f" | decode {st.median(float(r[2]) for r in rows):.2f} tok/s | weights resident {st.median(int(r[3]) for r in rows) / 2**20:.1f} MiB"
+          f" | rounds {len(rows)}: rss {[int(r[0]) // 1024 for r in rows]} MiB, load {[round(float(r[1]), 2) for r in rows]}, decode {[round(float(r[2]), 1) for r in rows]}")
+ll = [float(l) for l in open(f"{tmp}/llama")]
+print(f"llama.cpp (node-llama-cpp): load {st.median(ll):.3f} s (loadModel + createContext) | rounds {[round(x, 2) for x in ll]}")
+PY
