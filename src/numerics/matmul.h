@@ -32,7 +32,7 @@ typedef struct sd_matrix {
  * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, the quantized types are
  * repacked into 8-row tiles (numerics/matmul_pack.c): a second copy of the
  * weights, 1.0x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
- * 1.06x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
+ * 1.03x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
  * gives the file's pages back as it goes, sd_matrix_opts); data is still
  * read by sd_matrix_get_row. Float weights are read in place.
  * Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_ARG (data NULL), SD_ERR_NOMEM. */

@@ -376,7 +376,7 @@ void sd_avx2_span_tile(span_rows_fn rows, int grp, int64_t span, const uint8_t *
  * of each block instead of 3 (single-thread L2-resident 1024 x 256: S=9
  * 43-54 -> 40-42 us; S=5..6 ~10% faster). */
 #define K4_GRP 6
-#define K4_CHUNK 1216
+#define K4_CHUNK 1184
 #define K4_PREFETCH (2 * K4_CHUNK)
 
 INLINE __m256i k4_scale_pairs(const uint8_t *p) { /* 8 u8 scales -> (scale, scale) int16 pairs per row */
@@ -432,7 +432,8 @@ INLINE void q4_k_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
             _Pragma("GCC unroll 8")
             for (int n = 0; n < N; n++) summ[n] = _mm256_add_epi32(summ[n], _mm256_madd_epi16(mn, bcast32(xs[n] + 16 + 2 * i)));
         }
-        __m256 dw = _mm256_load_ps((const float *)(c + 1152)), dmin = _mm256_load_ps((const float *)(c + 1184));
+        __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(c + 1152))); /* f16: exact */
+        __m256 dmin = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(c + 1168)));
         _Pragma("GCC unroll 8")
         for (int n = 0; n < N; n++) {
             __m256 dxv = _mm256_set1_ps(*xd[n]);

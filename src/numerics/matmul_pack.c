@@ -16,13 +16,13 @@
  *   Q4_1 (192):  as Q4_0, then [160,192) m[8]
  *   Q5_0 (192):  nibbles as Q4_0, [128,160) one vector of 5th bits (bit p of byte t =
  *                value 4p+t), [160,192) d[8];  Q5_1 (224): as Q5_0, then [192,224) m[8]
- *   Q4_K (1216): [0,1024) 32 vectors = the block's qs dwords (i = k/8: low nibble
+ *   Q4_K (1184): [0,1024) 32 vectors = the block's qs dwords (i = k/8: low nibble
  *                value 64i+4(k%8)+t, high nibble 64i+32+4(k%8)+t);
  *                [1024,1088) scales u8 [sub j][row]; [1088,1152) mins u8 [j][row];
- *                [1152,1184) d[8]; [1184,1216) dmin[8]
+ *                [1152,1168) d f16[8]; [1168,1184) dmin f16[8] (the file's bits)
  *   Q5_K (1472): as Q4_K with the low nibbles, then [1024,1280) 8 vectors of high
  *                bits (vector h, bit p = 5th bit of value 32p+4h+t), then scales,
- *                mins, d, dmin as Q4_K, 256 bytes later
+ *                mins as Q4_K, 256 bytes later, then d f32[8], dmin f32[8]
  *   Q6_K (1696): [0,1024) 32 vectors, low nibble of value 4k+t | low nibble of 4(k+32)+t << 4;
  *                [1024,1536) 16 vectors, 2-bit highs of values 4(k+16p)+t at bits 2p;
  *                [1536,1664) scales i8 [sub j][row]; [1664,1696) d[8]
@@ -38,7 +38,7 @@
  *                value 32j+4i+t, high = 32j+16+4i+t; [1024,1088) scales - 32,
  *                i8 [sub j][row]; [1088,1120) d[8]
  * Memory: 272/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
- * 224/192 (Q5_1), 1216/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
+ * 224/192 (Q5_1), 1184/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
  * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS) of
  * the GGUF bytes. The loader gives the file pages of a packed matrix back as
  * the slabs are done (sd_matrix_opts.packed_rows, gguf_release), so the copy
@@ -148,8 +148,10 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
             c[so + 8 * j + r] = (uint8_t)wb->sc[j];
             c[so + 64 + 8 * j + r] = (uint8_t)wb->mn[j];
         }
-        ((float *)(c + so + 128))[r] = wb->d;
-        ((float *)(c + so + 160))[r] = wb->m;
+        if (type == GGML_TYPE_Q5_K) { /* Q4_K: sd_matmul_pack copies the f16 bits */
+            ((float *)(c + so + 128))[r] = wb->d;
+            ((float *)(c + so + 160))[r] = wb->m;
+        }
         break;
     }
     case GGML_TYPE_Q6_K:
@@ -198,6 +200,10 @@ void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1) {
                 sd_wblock_decode(m->type, src, &wb);
                 pack_row(m->type, &wb, r, c);
                 if (d16) memcpy(d16 + 2 * r, src, 2); /* block_q8_0.d, little-endian f16 */
+                if (m->type == GGML_TYPE_Q4_K) { /* block_q4_K.d, .dmin */
+                    memcpy(c + 1152 + 2 * r, src, 2);
+                    memcpy(c + 1168 + 2 * r, src + 2, 2);
+                }
             }
         }
 }

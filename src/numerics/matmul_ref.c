@@ -10,7 +10,7 @@
 #include "numerics/matmul_impl.h"
 #include "numerics/quant.h"
 
-/* packed_bytes: see matmul_pack.c (ints + f32 scales for 8 rows; Q8_0: f16). */
+/* packed_bytes: see matmul_pack.c (ints + f32 scales for 8 rows; Q8_0, Q4_K: f16). */
 static const sd_wtype k_types[] = {
     {GGML_TYPE_F32, 1, 4, 0, 0},
     {GGML_TYPE_F16, 1, 2, 0, 0},
@@ -20,7 +20,7 @@ static const sd_wtype k_types[] = {
     {GGML_TYPE_Q4_1, 32, 20, 0, 8 * 16 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q5_0, 32, 22, 0, 8 * 16 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q5_1, 32, 24, 0, 8 * 16 + 8 * 4 + 8 * 4 + 8 * 4},
-    {GGML_TYPE_Q4_K, 256, 144, 1, 8 * 128 + 8 * 8 + 8 * 8 + 8 * 4 + 8 * 4},
+    {GGML_TYPE_Q4_K, 256, 144, 1, 8 * 128 + 8 * 8 + 8 * 8 + 8 * 2 + 8 * 2},
     {GGML_TYPE_Q5_K, 256, 176, 1, 8 * 128 + 8 * 32 + 8 * 8 + 8 * 8 + 8 * 4 + 8 * 4},
     {GGML_TYPE_Q6_K, 256, 210, 1, 8 * 128 + 8 * 64 + 8 * 16 + 8 * 4},
     {GGML_TYPE_Q2_K, 256, 84, 1, 8 * 64 + 8 * 16 + 8 * 4 + 8 * 4},
