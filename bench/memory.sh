@@ -27,7 +27,8 @@ for r in $(seq "$rounds"); do
     /usr/bin/python3 - "$tmp/o.json" "$rss" >>"$tmp/ours-$i" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(sys.argv[2], d["load_s"], d["decode_tok_s"], d.get("weights_resident_bytes") or 0)
+nan = float("nan")
+print(sys.argv[2], d.get("load_s", nan), d.get("decode_tok_s") or nan, d.get("weights_resident_bytes") or 0)
 PY
   done
   (cd bench/vs-llamacpp && node load_time.mjs "$(realpath "../../$model" 2>/dev/null || realpath "$model")" 2 256) \
