@@ -2,7 +2,8 @@
 # Peak RSS, load time and decode speed of a short generate, ours against
 # llama.cpp's load time, in alternated rounds (issue 15, memory part):
 #   bench/memory.sh [-r ROUNDS] MODEL.gguf [SPECDEC_BIN...]
-# Each round runs, for every specdec binary given (default build/specdec),
+# Each round runs, for every specdec binary given (default build/specdec; the
+# last one must have inspect --no-load),
 #   /usr/bin/time -v BIN generate -m MODEL -p "..." -n 16 --spec none -c 256 -t 2 --json
 # (peak RSS = "Maximum resident set size"; load_s, decode_tok_s and the
 # weights' resident bytes from --json), then node vs-llamacpp/load_time.mjs
@@ -30,16 +31,18 @@ d = json.load(open(sys.argv[1]))
 nan = float("nan")
 print(sys.argv[2], d.get("load_s", nan), d.get("decode_tok_s") or nan, d.get("weights_resident_bytes") or 0)
 PY
+    echo "round $r ${bins[$i]}: $(tail -1 "$tmp/ours-$i")" >&2
   done
   (cd bench/vs-llamacpp && node load_time.mjs "$(realpath "../../$model" 2>/dev/null || realpath "$model")" 2 256) \
     | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["load_s"])' >>"$tmp/llama"
+  echo "round $r llama.cpp: $(tail -1 "$tmp/llama")" >&2
 done
 /usr/bin/python3 - "$model" "$tmp" "${#bins[@]}" "${bins[@]}" <<'PY'
 import json, os, statistics as st, subprocess, sys
 model, tmp, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 bins = sys.argv[4:4 + n]
 size = os.path.getsize(model)
-meta = json.loads(subprocess.run([bins[0], "inspect", "--json", "--no-load", model], capture_output=True, text=True).stdout)
+meta = json.loads(subprocess.run([bins[-1], "inspect", "--json", "--no-load", model], capture_output=True, text=True).stdout)
 kv = {m["key"].split(".", 1)[1]: m.get("value") for m in meta["metadata"] if m["key"].startswith(meta["architecture"] + ".")}
 n_layer, n_kv, hd = kv["block_count"], kv.get("attention.head_count_kv", kv["attention.head_count"]), kv.get("attention.key_length", kv["embedding_length"] // kv["attention.head_count"])
 page = os.sysconf("SC_PAGE_SIZE")
