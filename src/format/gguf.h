@@ -156,6 +156,12 @@ const gguf_tensor_info *gguf_find_tensor(const gguf_ctx *ctx, const char *name);
  * nothing; calls may grow it slab by slab. For gguf_open_memory contexts only
  * the accounting changes. A madvise failure leaves the pages resident. */
 void gguf_release(gguf_ctx *ctx, const gguf_tensor_info *t, uint64_t prefix);
+/* The same for the header (metadata and tensor table, bytes [0, data_offset)
+ * of the file): the caller has read what it needs (a tokenizer keeps its own
+ * tables). Every pointer the reader handed out stays valid; a later metadata
+ * read faults its pages back in. Pages shared with unreleased tensor data stay.
+ * ctx NULL does nothing. */
+void gguf_release_header(gguf_ctx *ctx);
 /* The prefix of t released so far (bytes; 0 for a tensor not of this ctx). */
 uint64_t gguf_released_bytes(const gguf_ctx *ctx, const gguf_tensor_info *t);
 

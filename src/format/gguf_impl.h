@@ -47,6 +47,7 @@ struct gguf_ctx {
     int64_t *t_by_offset; /* tensor indices sorted by data offset */
     int64_t *t_rank;      /* t_rank[i]: position of tensor i in t_by_offset */
     uint64_t *t_released; /* bytes of tensor i's data given back (a prefix), gguf_release */
+    int header_released;  /* gguf_release_header was called */
 };
 
 static inline uint16_t gguf_rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }

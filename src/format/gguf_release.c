@@ -29,7 +29,7 @@ static void released_span(const gguf_ctx *ctx, int64_t i, uint64_t *lo, uint64_t
     const int64_t *ord = ctx->t_by_offset;
     int64_t k = ctx->t_rank[i];
     while (k > 0 && t_done(ctx, ord[k - 1])) k--;
-    *lo = k > 0 ? t_end(ctx, ord[k - 1]) : ctx->data_offset;
+    *lo = k > 0 ? t_end(ctx, ord[k - 1]) : ctx->header_released ? 0 : ctx->data_offset;
     if (!t_done(ctx, i)) {
         *hi = t_begin(ctx, i) + ctx->t_released[i];
         return;
@@ -52,6 +52,20 @@ void gguf_release(gguf_ctx *ctx, const gguf_tensor_info *t, uint64_t prefix) {
     hi = hi / page * page;
     /* A failure only means the pages stay resident, as before. */
     if (hi > lo) (void)madvise((void *)(ctx->base + lo), (size_t)(hi - lo), MADV_DONTNEED);
+}
+
+void gguf_release_header(gguf_ctx *ctx) {
+    if (!ctx || ctx->header_released) return;
+    ctx->header_released = 1;
+    if (!ctx->mapped) return;
+    /* [0, hi): the header, and the released tensors (and padding) after it */
+    uint64_t hi = ctx->data_offset, page = sd_page_size();
+    const int64_t *ord = ctx->t_by_offset;
+    int64_t k = 0;
+    while (k < ctx->n_tensors && t_done(ctx, ord[k])) k++;
+    if (ctx->n_tensors > 0) hi = k < ctx->n_tensors ? t_begin(ctx, ord[k]) + ctx->t_released[ord[k]] : ctx->size;
+    hi = hi / page * page;
+    if (hi > 0) (void)madvise((void *)ctx->base, (size_t)hi, MADV_DONTNEED);
 }
 
 uint64_t gguf_released_bytes(const gguf_ctx *ctx, const gguf_tensor_info *t) {

@@ -292,6 +292,11 @@ static sd_status load_model(sd_loader *L, sd_model *m) {
     if (st == SD_OK) st = def->load_hparams(L, &m->hp);
     if (st == SD_OK) st = sd_tokenizer_init(m->gguf, &m->tok, L->err);
     if (st != SD_OK) return st;
+    /* The tokenizer has its own tables: the header's pages (token strings and
+     * merges, ~5 MiB for a 150k vocabulary) go before the weights are copied,
+     * so they do not add to the load's peak. Tensor lookups by name read a
+     * few of them back. */
+    gguf_release_header(m->gguf);
     m->hp.n_vocab = sd_tokenizer_n_vocab(m->tok);
     if (m->hp.n_vocab <= 0 || m->hp.n_vocab > SD_MAX_DIM)
         return sd_err_set(L->err, SD_ERR_FORMAT, "vocabulary size %d out of range", m->hp.n_vocab);

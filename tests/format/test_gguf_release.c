@@ -4,7 +4,9 @@
  * (pagemap says not resident) while the rest of A stays; a page shared with an
  * unreleased neighbour stays until that neighbour is released too; the data
  * reads back unchanged after release (faulted in from the file); a prefix
- * never shrinks; a gguf_open_memory context only keeps the accounting. */
+ * never shrinks; a gguf_open_memory context only keeps the accounting; the
+ * header (a 40 KB string key) goes with gguf_release_header while the tensor
+ * after it stays, and reads back unchanged. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,6 +121,55 @@ static void test_release_file(void **state) {
     free(a), free(b), free(c);
 }
 
+static void test_release_header(void **state) {
+    (void)state;
+    uint64_t probe = 0;
+    if (!sd_resident_bytes(&probe, sizeof probe, &probe)) {
+        printf("/proc/self/pagemap unreadable: not tested\n");
+        skip();
+    }
+    char dir[] = "/tmp/sd_release_XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/h.gguf", dir);
+    enum { NS = 40000 };
+    char *text = malloc(NS);
+    assert_non_null(text);
+    for (size_t i = 0; i < NS; i++) text[i] = (char)('a' + i % 26);
+    float *a = filled(NA, 2.0f);
+    gguf_writer *w = gguf_writer_init();
+    int64_t na = NA;
+    assert_int_equal(gguf_writer_set_str(w, "big.text", text, NS), SD_OK);
+    assert_int_equal(gguf_writer_add_tensor(w, "a", GGML_TYPE_F32, 1, &na, a, NA * 4), SD_OK);
+    sd_err e = {0};
+    assert_int_equal(gguf_writer_write(w, path, &e), SD_OK);
+    gguf_writer_free(w);
+    gguf_ctx *ctx = NULL;
+    if (gguf_open(path, &ctx, &e)) fail_msg("%s", e.msg);
+    const gguf_tensor_info *ta = gguf_find_tensor(ctx, "a");
+    const char *s;
+    uint64_t len;
+    assert_true(gguf_get_str(ctx, "big.text", &s, &len));
+    assert_int_equal(len, NS);
+    uint64_t sum = touch(ta);
+    for (size_t i = 0; i < NS; i += 512) sum += (uint8_t)s[i];
+    assert_true(sum > 0 && inner_resident(s, NS) > 0);
+
+    gguf_release_header(ctx);
+    assert_int_equal(inner_resident(s, NS), 0);
+    /* the tensor was not released: its pages stay, also the one shared with the header */
+    size_t page = sd_page_size();
+    uintptr_t lo = (uintptr_t)ta->data / page * page, hi = ((uintptr_t)ta->data + ta->nbytes + page - 1) / page * page;
+    assert_int_equal(outer_resident(ta->data, ta->nbytes), hi - lo);
+    assert_memory_equal(s, text, NS); /* read back from the file */
+    assert_memory_equal(ta->data, a, NA * 4);
+    gguf_release_header(ctx); /* twice: nothing more */
+    gguf_release_header(NULL);
+    gguf_close(ctx);
+    remove(path);
+    rmdir(dir);
+    free(a), free(text);
+}
+
 static void test_release_memory(void **state) {
     (void)state;
     float *a = filled(NA, 3.0f);
@@ -147,6 +198,7 @@ static void test_release_memory(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_release_file),
+        cmocka_unit_test(test_release_header),
         cmocka_unit_test(test_release_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
