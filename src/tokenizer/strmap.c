@@ -31,8 +31,8 @@ static size_t pow2_at_least(size_t n) {
 
 bool sd_strmap_init(sd_strmap *m, size_t n_hint) {
     memset(m, 0, sizeof *m);
-    if (n_hint > ((size_t)1 << 30)) n_hint = (size_t)1 << 30;
-    m->n_slots = pow2_at_least(2 * n_hint + 1);
+    if (n_hint > ((size_t)1 << 29)) n_hint = (size_t)1 << 29; /* n_slots <= 2^31: hashes are 32 bits */
+    m->n_slots = pow2_at_least(n_hint + n_hint * 2 / 3 + 1);
     m->slots = sd_calloc(m->n_slots, sizeof *m->slots);
     m->n_alloc = n_hint ? n_hint : 16;
     m->entries = sd_malloc_array(m->n_alloc, sizeof *m->entries);
@@ -83,7 +83,7 @@ bool sd_strmap_get2(const sd_strmap *m, const void *a, size_t alen, const void *
         uint32_t s = m->slots[i];
         if (!s) return false;
         const sd_strmap_entry *e = &m->entries[s - 1];
-        if (e->hash == h && key_equal(m, e, a, alen, b, blen)) {
+        if (e->hash == (uint32_t)h && key_equal(m, e, a, alen, b, blen)) {
             *value = e->value;
             return true;
         }
@@ -98,6 +98,7 @@ static bool grow_storage(sd_strmap *m, size_t len) {
         m->entries = e;
         m->n_alloc = n_alloc;
     }
+    if (len > UINT32_MAX - m->arena_len) return false; /* key_off is 32 bits */
     if (len > m->arena_cap - m->arena_len) {
         size_t cap = m->arena_cap;
         while (len > cap - m->arena_len) {
@@ -113,20 +114,21 @@ static bool grow_storage(sd_strmap *m, size_t len) {
 }
 
 int sd_strmap_put(sd_strmap *m, const void *key, size_t len, int32_t value, int32_t *existing) {
-    if (!m->slots || len > UINT32_MAX || m->n >= INT32_MAX) return -1;
-    if (2 * (m->n + 1) > m->n_slots && !rehash(m)) return -1;
+    /* n_slots >= 5n/3 must stay within the 32 bits of the stored hash */
+    if (!m->slots || len > UINT32_MAX || m->n >= ((size_t)1 << 30)) return -1;
+    if (5 * (m->n + 1) > 3 * m->n_slots && !rehash(m)) return -1;
     uint64_t h = mix(fnv1a(FNV_OFFSET, key, len));
     size_t i = h & (m->n_slots - 1);
     for (; m->slots[i]; i = (i + 1) & (m->n_slots - 1)) {
         const sd_strmap_entry *e = &m->entries[m->slots[i] - 1];
-        if (e->hash == h && key_equal(m, e, key, len, NULL, 0)) {
+        if (e->hash == (uint32_t)h && key_equal(m, e, key, len, NULL, 0)) {
             if (existing) *existing = e->value;
             return 0;
         }
     }
     if (!grow_storage(m, len)) return -1;
     sd_strmap_entry *e = &m->entries[m->n];
-    *e = (sd_strmap_entry){h, m->arena_len, (uint32_t)len, value};
+    *e = (sd_strmap_entry){(uint32_t)h, (uint32_t)m->arena_len, (uint32_t)len, value};
     if (len) memcpy(m->arena + m->arena_len, key, len);
     m->arena_len += len;
     m->slots[i] = (uint32_t)(++m->n);

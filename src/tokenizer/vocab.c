@@ -15,7 +15,8 @@
 #define KEY_SCORES "tokenizer.ggml.scores"
 #define KEY_TYPES "tokenizer.ggml.token_type"
 
-bool sd_vocab_arena_add(sd_tokenizer *tok, const void *s, size_t len, size_t *off) {
+bool sd_vocab_arena_add(sd_tokenizer *tok, const void *s, size_t len, uint32_t *off) {
+    if (len >= UINT32_MAX - tok->arena_len) return false; /* offsets are 32 bits */
     if (len + 1 > tok->arena_cap - tok->arena_len) {
         size_t cap = tok->arena_cap ? tok->arena_cap : 1 << 16;
         while (len + 1 > cap - tok->arena_len) {
@@ -27,7 +28,7 @@ bool sd_vocab_arena_add(sd_tokenizer *tok, const void *s, size_t len, size_t *of
         tok->arena = a;
         tok->arena_cap = cap;
     }
-    *off = tok->arena_len;
+    *off = (uint32_t)tok->arena_len;
     if (len) memcpy(tok->arena + tok->arena_len, s, len);
     tok->arena[tok->arena_len + len] = '\0';
     tok->arena_len += len + 1;
@@ -239,6 +240,7 @@ sd_status sd_tokenizer_init(const gguf_ctx *ctx, sd_tokenizer **out, sd_err *err
         return st;
     }
     build_byte_fallback(tok);
+    if (tok->kind == SD_TOK_BPE) sd_strmap_free(&tok->text_to_id); /* ~5 MiB for 150k tokens */
     *out = tok;
     return SD_OK;
 }

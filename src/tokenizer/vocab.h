@@ -31,8 +31,8 @@ enum {
 #define SD_ATTR_SPECIAL (SD_ATTR_CONTROL | SD_ATTR_USER_DEFINED | SD_ATTR_UNKNOWN)
 
 typedef struct sd_token_data {
-    size_t text_off;  /* GGUF spelling, NUL-terminated, in tok->arena */
-    size_t piece_off; /* decoded bytes (what the token prints as), in tok->arena */
+    uint32_t text_off;  /* GGUF spelling, NUL-terminated, in tok->arena (kept under 4 GiB) */
+    uint32_t piece_off; /* decoded bytes (what the token prints as), in tok->arena */
     uint32_t text_len, piece_len;
     float score; /* `tokenizer.ggml.scores`: SPM merge priority */
     uint8_t attr;
@@ -47,7 +47,9 @@ struct sd_tokenizer {
     char *arena; /* every text and piece */
     size_t arena_len, arena_cap;
 
-    sd_strmap text_to_id; /* GGUF spelling -> id */
+    /* GGUF spelling -> id. BPE reads it only while loading (special tokens
+     * by text) and frees it after: its lookups go through bytes_to_id. */
+    sd_strmap text_to_id;
     /* BPE only: lookups run on raw bytes, so the byte-level spellings are
      * decoded once at load instead of encoding every input. */
     sd_strmap bytes_to_id; /* raw bytes of a token -> id */
@@ -73,8 +75,8 @@ static inline const char *sd_tok_piece(const sd_tokenizer *tok, int32_t id) {
 }
 
 /* Appends len bytes plus a NUL to tok->arena; *off receives their offset.
- * False on allocation failure. */
-bool sd_vocab_arena_add(sd_tokenizer *tok, const void *s, size_t len, size_t *off);
+ * False on allocation failure or when the arena would pass 4 GiB. */
+bool sd_vocab_arena_add(sd_tokenizer *tok, const void *s, size_t len, uint32_t *off);
 
 /* Growable id array used while encoding. */
 typedef struct sd_ids {
