@@ -134,6 +134,26 @@ SPECDEC_API int32_t specdec_model_n_vocab(const specdec_model *model);
 SPECDEC_API int32_t specdec_model_n_ctx_train(const specdec_model *model);
 /* Parameters (all matrices, norms, biases; a tied output head once). */
 SPECDEC_API uint64_t specdec_model_n_params(const specdec_model *model);
+
+/* What the model's weights hold in this process's memory, in bytes, and how
+ * long loading took. The loader gives back the file pages of every tensor it
+ * copies (matrices repacked for the kernels, f32 norms and biases), so the
+ * weights are held once: the copies plus the pages of the file mapping that
+ * are still read (token embedding rows looked up, matrices read in place).
+ * Measured at the call: file_bytes grows as the mapping is read again. */
+typedef struct specdec_model_memory {
+    uint64_t packed_bytes; /* the matmul kernels' repacked copies (heap; a tied output head once) */
+    uint64_t f32_bytes;    /* f32 copies of norm weights, biases and the like (heap) */
+    uint64_t file_bytes;   /* pages of the file mapping resident in this process (0 when !file_measured) */
+    bool file_measured;    /* false: /proc/self/pagemap could not be read, file_bytes unknown */
+    double load_ms;        /* wall time of specdec_model_load (reading, tokenizer, repacking) */
+} specdec_model_memory;
+
+/* Fills *out (the caller's struct). Weights resident = packed_bytes +
+ * f32_bytes + file_bytes. A draft model is a model of its own: ask it too.
+ * Errors: SPECDEC_ERR_ARG (model or out NULL; *out unchanged). */
+SPECDEC_API specdec_status specdec_model_memory_get(const specdec_model *model, specdec_model_memory *out,
+                                                    specdec_error *err);
 /* GGUF `tokenizer.chat_template` (the Jinja source, NUL-terminated copy), or
  * NULL when the file has none. */
 SPECDEC_API const char *specdec_model_chat_template(const specdec_model *model);

@@ -15,6 +15,7 @@
 struct specdec_model {
     sd_model *m;
     char *path, *name, *chat_template;
+    double load_ms; /* specdec_model_load's wall time */
     /* specdec_model_meta_str's copies, made on first use (key, value pairs). */
     pthread_mutex_t meta_lock;
     char **meta;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "core/clock.h"
 #include "numerics/pool.h"
 
 /* The public codes are the internal ones, value for value. */
@@ -82,10 +83,12 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     specdec_model *h = calloc(1, sizeof *h);
     if (!h) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     sd_err e = {0};
+    const double t0 = sd_now_s();
     if (sd_model_load(path, &h->m, &e) != SD_OK) {
         free(h);
         return sd_api_error(err, &e);
     }
+    h->load_ms = (sd_now_s() - t0) * 1e3;
     h->path = strdup(path);
     h->name = meta_copy(h->m->gguf, "general.name");
     if (!h->name) h->name = name_from_path(path);
@@ -120,6 +123,18 @@ const char *specdec_model_arch(const specdec_model *h) { return h->m->hp.arch_na
 int32_t specdec_model_n_vocab(const specdec_model *h) { return h->m->hp.n_vocab; }
 int32_t specdec_model_n_ctx_train(const specdec_model *h) { return h->m->hp.n_ctx_train; }
 uint64_t specdec_model_n_params(const specdec_model *h) { return sd_model_n_params(h->m); }
+
+specdec_status specdec_model_memory_get(const specdec_model *h, specdec_model_memory *out, specdec_error *err) {
+    if (!h || !out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_memory_get: model or out is NULL");
+    sd_model_memory w;
+    sd_model_memory_get(h->m, &w);
+    *out = (specdec_model_memory){.packed_bytes = w.packed,
+                                  .f32_bytes = w.f32,
+                                  .file_bytes = w.file_measured ? w.file : 0,
+                                  .file_measured = w.file_measured,
+                                  .load_ms = h->load_ms};
+    return SPECDEC_OK;
+}
 const char *specdec_model_chat_template(const specdec_model *h) { return h->chat_template; }
 
 /* Looks key up among the copies made so far; makes one if absent. The

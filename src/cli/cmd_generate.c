@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -215,6 +216,24 @@ static int run(const gen_opts *o, engine *e, gen_result *r, specdec_error *err) 
     return 0;
 }
 
+/* The weights' memory of the target and the draft, summed, and the process's
+ * peak RSS (which includes the KV caches and scratch), after the run. */
+static void measure_memory(const engine *e, gen_result *r) {
+    const specdec_model *models[] = {e->target, e->draft};
+    r->mem.file_measured = true;
+    for (size_t i = 0; i < 2; i++) {
+        specdec_model_memory w;
+        if (!models[i] || specdec_model_memory_get(models[i], &w, NULL) != SPECDEC_OK) continue;
+        r->mem.packed_bytes += w.packed_bytes;
+        r->mem.f32_bytes += w.f32_bytes;
+        r->mem.file_bytes += w.file_bytes;
+        r->mem.file_measured = r->mem.file_measured && w.file_measured;
+        r->mem.load_ms += w.load_ms;
+    }
+    struct rusage ru;
+    r->peak_rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024 : 0; /* Linux: KiB */
+}
+
 int cmd_generate(int argc, char **argv) {
     gen_opts o;
     int rc = gen_parse(argc, argv, &o);
@@ -224,6 +243,7 @@ int cmd_generate(int argc, char **argv) {
     specdec_error err = {0};
     rc = run(&o, &e, &r, &err);
     if (rc == 0) {
+        measure_memory(&e, &r);
         gen_print_stats(&r);
         if (o.json && !gen_print_json(&r)) rc = 1;
         if (r.st.lossless_checked && !r.st.lossless) {

@@ -45,6 +45,8 @@ typedef struct gen_result {
     int32_t n_tokens;
     char *text;
     specdec_stats st;
+    specdec_model_memory mem; /* target + draft summed, after the run (load_ms: both loads) */
+    uint64_t peak_rss;        /* the process's peak resident set (getrusage ru_maxrss), bytes; 0 unknown */
 } gen_result;
 
 /* Decode tokens per second: tokens after the first (which the prefill gives)

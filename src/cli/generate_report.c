@@ -46,6 +46,20 @@ static void print_drafting(const specdec_stats *st) {
                 (long long)st->n_probe_hits, (long long)st->n_probes);
 }
 
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+/* Load time; the weights' memory (repacked and f32 copies + file pages still
+ * resident; n/a when pagemap could not be read); the process's peak RSS. */
+static void print_memory(const gen_result *r) {
+    const specdec_model_memory *w = &r->mem;
+    fprintf(stderr, " | load %.2f s | weights resident ", w->load_ms / 1e3);
+    print_figure("%.1f MiB", w->file_measured ? mib(w->packed_bytes + w->f32_bytes + w->file_bytes) : NAN);
+    fprintf(stderr, " (repacked %.1f, file pages ", mib(w->packed_bytes));
+    print_figure("%.1f)", w->file_measured ? mib(w->file_bytes) : NAN);
+    fprintf(stderr, " | peak RSS ");
+    print_figure("%.1f MiB", r->peak_rss ? mib(r->peak_rss) : NAN);
+}
+
 void gen_print_stats(const gen_result *r) {
     const specdec_stats *st = &r->st;
     fprintf(stderr, "prefill ");
@@ -64,6 +78,7 @@ void gen_print_stats(const gen_result *r) {
         if (st->lossless) fprintf(stderr, " | LOSSLESS %d/%d", st->n_gen, st->plain_n_gen);
         else fprintf(stderr, " | MISMATCH at token %d", st->lossless_first_diff);
     }
+    print_memory(r);
     fprintf(stderr, "\n");
 }
 
@@ -90,6 +105,16 @@ bool gen_print_json(const gen_result *r) {
     json_object_set_new(o, "gate_closed_steps", json_integer(st->gate_closed_steps));
     json_object_set_new(o, "probes", json_integer(st->n_probes));
     json_object_set_new(o, "probe_hits", json_integer(st->n_probe_hits));
+    const specdec_model_memory *w = &r->mem;
+    json_t *file = w->file_measured ? json_integer((json_int_t)w->file_bytes) : json_null();
+    json_object_set_new(o, "load_s", json_real(w->load_ms / 1e3));
+    json_object_set_new(o, "weights_resident_bytes",
+                        w->file_measured ? json_integer((json_int_t)(w->packed_bytes + w->f32_bytes + w->file_bytes))
+                                         : json_null());
+    json_object_set_new(o, "weights_packed_bytes", json_integer((json_int_t)w->packed_bytes));
+    json_object_set_new(o, "weights_f32_bytes", json_integer((json_int_t)w->f32_bytes));
+    json_object_set_new(o, "weights_file_resident_bytes", file);
+    json_object_set_new(o, "peak_rss_bytes", r->peak_rss ? json_integer((json_int_t)r->peak_rss) : json_null());
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!s) return false;

@@ -5,7 +5,8 @@
  * speculation on/off giving the same text at temperature 0, the lossless
  * check, prefix reuse (counts, and the same text as a fresh context), and
  * error paths (missing file, bad parameters, a prompt longer than the
- * context, a draft with another vocabulary). Runs on the committed fixture
+ * context, a draft with another vocabulary), and the weights' memory report
+ * (held once: repacked copies, not also the file's pages). Runs on the committed fixture
  * models (models/fixture-*.gguf, from the repository root). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,6 +120,36 @@ static specdec_generate_params greedy(int32_t n_predict, specdec_spec_mode spec)
 
 static const char CODE[] = "class Parser:\n    def __init__(self, text):\n        self.text = text\n"
                            "        self.pos = 0\n\n    def peek(self):\n        return self.text[self.pos]\n";
+
+static void test_memory(void **state) {
+    (void)state;
+    specdec_model *m = load(TARGET);
+    specdec_model_memory w = {0};
+    specdec_error err = {0};
+    assert_int_equal(specdec_model_memory_get(m, &w, &err), SPECDEC_OK);
+    assert_true(w.load_ms > 0);
+    assert_true(w.f32_bytes > 0); /* the norms */
+    FILE *f = fopen(TARGET, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    uint64_t size = (uint64_t)ftell(f);
+    fclose(f);
+    if (w.file_measured) {
+        /* the weights are held once: with the file's pages given back, about the file's size, not twice it */
+        uint64_t held = w.packed_bytes + w.f32_bytes + w.file_bytes;
+        print_message("weights resident %llu bytes (packed %llu, f32 %llu, file pages %llu), file %llu\n",
+                      (unsigned long long)held, (unsigned long long)w.packed_bytes, (unsigned long long)w.f32_bytes,
+                      (unsigned long long)w.file_bytes, (unsigned long long)size);
+        assert_true(held > size / 2 && held < size + size / 8);
+        if (w.packed_bytes > 0) assert_true(w.file_bytes < size / 8);
+    }
+    specdec_model_memory before = w;
+    assert_int_equal(specdec_model_memory_get(NULL, &w, &err), SPECDEC_ERR_ARG);
+    assert_true(strlen(err.message) > 0);
+    assert_memory_equal(&w, &before, sizeof w); /* unchanged on error */
+    assert_int_equal(specdec_model_memory_get(m, NULL, NULL), SPECDEC_ERR_ARG);
+    specdec_model_free(m);
+}
 
 static void test_metadata_and_roundtrip(void **state) {
     (void)state;
@@ -511,6 +542,7 @@ int main(void) {
         cmocka_unit_test(test_lossless_check),         cmocka_unit_test(test_pieces_are_whole_utf8),
         cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

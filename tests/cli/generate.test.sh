@@ -57,7 +57,8 @@ popd >/dev/null
 [ -s "$tmp/out" ] || fail "no text on stdout"
 [ "$(wc -l <"$tmp/err")" = 1 ] || fail "stderr is not one stats line: $(cat "$tmp/err")"
 for f in "prefill .* tok/s" "decode .* tok/s" "spec auto (ngram)" "rounds" "α" "accepted/round" \
-  "tokens/forward" "greedy .* tok/s" "speedup" "LOSSLESS 40/40"; do
+  "tokens/forward" "greedy .* tok/s" "speedup" "LOSSLESS 40/40" "load [0-9.]* s" \
+  "weights resident [0-9.]* MiB (repacked [0-9.]*, file pages [0-9.]*)" "peak RSS [0-9.]* MiB"; do
   grep -q "$f" "$tmp/err" || fail "stats line lacks '$f': $(cat "$tmp/err")"
 done
 
@@ -88,12 +89,18 @@ import json, sys
 o = json.load(open(sys.argv[1]))
 keys = ["text", "n_prompt", "n_gen", "prefill_tok_s", "decode_tok_s", "tokens", "spec", "rounds",
         "drafted", "accepted", "acceptance", "accepted_per_round", "tokens_per_forward",
-        "target_forwards", "draft_forwards", "lossless", "greedy_tok_s", "speedup"]
+        "target_forwards", "draft_forwards", "lossless", "greedy_tok_s", "speedup", "load_s",
+        "weights_resident_bytes", "weights_packed_bytes", "weights_f32_bytes", "weights_file_resident_bytes",
+        "peak_rss_bytes"]
 missing = [k for k in keys if k not in o]
 assert not missing, missing
 assert o["n_gen"] == len(o["tokens"]) == 24, o
 assert o["lossless"] is True and o["speedup"] > 0 and o["spec"].startswith("auto"), o
 assert 0 <= o["accepted"] <= o["drafted"] and o["target_forwards"] >= o["rounds"], o
+# the weights are part of what the process holds; the packed and f32 copies are in the total
+assert o["load_s"] > 0 and o["peak_rss_bytes"] > o["weights_packed_bytes"] + o["weights_f32_bytes"] > 0, o
+if o["weights_resident_bytes"] is not None:
+    assert o["weights_resident_bytes"] == o["weights_packed_bytes"] + o["weights_f32_bytes"] + o["weights_file_resident_bytes"], o
 PY
 
 # Sampling: the seed fixes the output; no lossless check at temp > 0.
