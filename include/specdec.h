@@ -263,6 +263,23 @@ SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
 
+/* How a hybrid model (recurrent layers: qwen35's Gated DeltaNet) rolls its
+ * state back past rejected draft tokens (DESIGN.md §4). The KV cache rolls
+ * back by a counter; the recurrent state cannot, so one of: */
+typedef enum specdec_rollback {
+    SPECDEC_ROLLBACK_AUTO = 0,   /* the fastest measured here: replay */
+    SPECDEC_ROLLBACK_CHECKPOINT, /* keep the state after every verified position; roll back by choosing one */
+    SPECDEC_ROLLBACK_REPLAY,     /* keep a snapshot and each position's inputs to the recurrence; roll back by
+                                    restoring it and re-running the recurrence of the kept positions (no weights read) */
+    SPECDEC_ROLLBACK_REDECODE,   /* keep a snapshot; roll back by restoring it and running the forward again over
+                                    the kept tokens (llama.cpp's way) */
+} specdec_rollback;
+
+/* "auto", "checkpoint", "replay", "redecode"; NULL outside the enum. */
+SPECDEC_API const char *specdec_rollback_name(specdec_rollback r);
+/* The discipline named name into *r; false if none has that name. */
+SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
+
 #define SPECDEC_MAX_STOP 8 /* stop strings per generate call */
 
 typedef struct specdec_generate_params {
@@ -300,6 +317,10 @@ typedef struct specdec_generate_params {
      * Greedy only (SPECDEC_ERR_ARG at temperature > 0). Costs a second
      * generation. Default false. */
     bool check_lossless;
+    /* Hybrid models only (ignored for dense ones): the rollback discipline
+     * of the target and of a hybrid draft model. Output is the same with
+     * every one; only speed and memory differ. Default SPECDEC_ROLLBACK_AUTO. */
+    specdec_rollback hybrid_rollback;
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -347,6 +368,17 @@ typedef struct specdec_stats {
     bool lossless_checked, lossless;
     int32_t lossless_first_diff, plain_n_gen;
     double plain_decode_ms;
+    /* Hybrid models: the rollback discipline that ran ("checkpoint", "replay",
+     * "redecode"; "none" for a dense target; static storage), the target's
+     * rollbacks (verify rounds that dropped positions), the time spent in them
+     * and in the snapshots they need (ms), the recurrent-state bytes copied
+     * (snapshots, restores, checkpoint captures), the tokens forwarded a second
+     * time (redecode, and any fallback), and the bytes the discipline holds
+     * besides the state (snapshot and capture ring). */
+    const char *rollback;
+    int64_t n_rollbacks, n_redecoded;
+    double rollback_ms;
+    uint64_t rollback_bytes_moved, rollback_bytes_held;
 } specdec_stats;
 
 /* One piece of generated text for the streaming callback. */

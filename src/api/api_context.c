@@ -12,6 +12,29 @@ specdec_context_params specdec_context_default_params(void) { return (specdec_co
  * not depend on n_ctx. */
 static int32_t resolve_n_batch(int32_t n_batch) { return n_batch > 0 ? n_batch : 64; }
 
+/* The lm of a context: the plain one for a dense model, a rollback
+ * discipline (replay, ring for the default K = 8; generate reconfigures it)
+ * over the context for a hybrid one. A target's forwards always start on
+ * committed positions; a draft's do not (its own proposals). */
+static sd_status make_lm(sd_lm *lm, sd_lm_hybrid **hy, sd_context *c, const sd_model *m, bool target, sd_err *e) {
+    if (!sd_model_is_recurrent(m)) {
+        sd_lm_from_context(lm, c, m);
+        return SD_OK;
+    }
+    *hy = calloc(1, sizeof **hy);
+    if (!*hy) return sd_err_set(e, SD_ERR_NOMEM, "out of memory");
+    sd_recm r;
+    sd_recm_from_context(&r, c);
+    sd_status st = sd_lm_hybrid_init(*hy, &r, SD_ROLLBACK_REPLAY, 9, target, e);
+    if (st != SD_OK) {
+        free(*hy);
+        *hy = NULL;
+        return st;
+    }
+    sd_lm_hybrid_as_lm(lm, *hy);
+    return SD_OK;
+}
+
 specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
                                     specdec_context **out, specdec_error *err) {
     if (!out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: out is NULL");
@@ -30,13 +53,15 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     c->n_batch = resolve_n_batch(p.n_batch);
     sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
     if (st == SD_OK) {
-        sd_lm_from_context(&c->tlm, c->tctx, model->m);
+        st = make_lm(&c->tlm, &c->th, c->tctx, model->m, true, &e);
+    }
+    if (st == SD_OK) {
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK && p.draft) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
-        if (st == SD_OK) sd_lm_from_context(&c->dlm, c->dctx, p.draft->m);
+        if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);
     }
     if (st != SD_OK) {
         specdec_context_free(c);
@@ -48,6 +73,10 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
 
 void specdec_context_free(specdec_context *c) {
     if (!c) return;
+    sd_lm_hybrid_free(c->th);
+    sd_lm_hybrid_free(c->dh);
+    free(c->th);
+    free(c->dh);
     sd_context_free(c->dctx);
     sd_context_free(c->tctx);
     free(c->hist);
@@ -76,6 +105,20 @@ bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
     for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_AUTO; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
+            return true;
+        }
+    return false;
+}
+
+const char *specdec_rollback_name(specdec_rollback r) {
+    static const char *names[] = {"auto", "checkpoint", "replay", "redecode"};
+    return (unsigned)r < sizeof names / sizeof *names ? names[r] : NULL;
+}
+
+bool specdec_rollback_parse(const char *name, specdec_rollback *r) {
+    for (specdec_rollback m = SPECDEC_ROLLBACK_AUTO; name && m <= SPECDEC_ROLLBACK_REDECODE; m++)
+        if (!strcmp(name, specdec_rollback_name(m))) {
+            *r = m;
             return true;
         }
     return false;

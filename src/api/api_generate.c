@@ -56,6 +56,8 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     for (int32_t i = 0; i < g->n_stop; i++)
         if (!g->stop[i] || !g->stop[i][0])
             return sd_api_fail(err, SPECDEC_ERR_ARG, "stop string %d is empty", i);
+    if ((unsigned)g->hybrid_rollback > SPECDEC_ROLLBACK_REDECODE)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown hybrid rollback %d", g->hybrid_rollback);
     if (g->check_lossless && g->temperature > 0)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "check_lossless compares with greedy decoding: it needs temperature 0");
     return SPECDEC_OK;
@@ -72,17 +74,6 @@ static sd_status build_drafter(run *r, sd_err *err) {
     specdec_context *c = r->c;
     r->pub.drafter = "none";
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
-    /* A verify round rolls rejected drafts back; a recurrent state cannot be
-     * truncated (model/model.h), so until the rollback disciplines exist this
-     * is refused rather than run wrong. */
-    const sd_model *rec = sd_model_is_recurrent(c->model->m) ? c->model->m
-                          : c->draft && g->spec != SPECDEC_SPEC_NGRAM && sd_model_is_recurrent(c->draft->m) ? c->draft->m
-                                                                                                              : NULL;
-    if (rec)
-        return sd_err_set(err, SD_ERR_UNSUPPORTED,
-                          "%s has recurrent (Gated DeltaNet) layers: speculative decoding is not supported for it "
-                          "yet; use --spec none",
-                          rec->hp.arch_name);
     sd_sampling s = sampling_of(g);
     sd_drafter ng = {0}, dm = {0};
     bool use_draft = c->draft && g->spec != SPECDEC_SPEC_NGRAM;
@@ -109,6 +100,36 @@ static sd_status build_drafter(run *r, sd_err *err) {
         }
     }
     return st;
+}
+
+/* A hybrid model's rollback discipline for this call (lm_hybrid.h): the
+ * one asked for (auto = replay, the fastest measured: bench/RESULTS.md),
+ * with a ring for the largest verify window, K + 1 positions; its counters
+ * start from zero. */
+static sd_status setup_rollback(run *r, sd_err *err) {
+    specdec_context *c = r->c;
+    static const sd_rollback of[] = {SD_ROLLBACK_REPLAY, SD_ROLLBACK_CHECKPOINT, SD_ROLLBACK_REPLAY,
+                                     SD_ROLLBACK_REDECODE};
+    const sd_rollback d = of[r->gp->hybrid_rollback];
+    const int32_t slots = r->gp->draft_max + 1;
+    sd_lm_hybrid *hs[2] = {c->th, c->dh};
+    r->pub.rollback = c->th ? sd_rollback_name(d) : "none";
+    for (int i = 0; i < 2; i++) {
+        if (!hs[i]) continue;
+        if (hs[i]->disc != d || hs[i]->n_slots != slots) {
+            sd_status st = sd_lm_hybrid_configure(hs[i], d, slots, err);
+            if (st != SD_OK) return st;
+        }
+        hs[i]->st = (sd_hybrid_stats){0};
+    }
+    if (c->th) {
+        const sd_model *m = c->model->m;
+        r->pub.rollback_bytes_held = (uint64_t)sd_context_state_bytes(c->tctx) +
+                                     (uint64_t)slots * sd_model_capture_bytes(m, d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE
+                                                                                 : d == SD_ROLLBACK_REPLAY ? SD_CAPTURE_INPUTS
+                                                                                                           : SD_CAPTURE_NONE);
+    }
+    return SD_OK;
 }
 
 /* The running counters the piece callback sees. */
@@ -154,7 +175,7 @@ static void keep_history(specdec_context *c, const specdec_token *prompt, int32_
     memcpy(c->hist + n_prompt, out, (size_t)n_out * sizeof *out);
     c->n_hist = n_prompt + n_out;
     c->n_kv = c->n_hist < len ? c->n_hist : len;
-    sd_context_truncate(c->tctx, c->n_kv);
+    c->tlm.truncate(c->tlm.self, c->n_kv); /* a hybrid model rolls back through its discipline */
 }
 
 /* The same prompt through plain greedy decoding from an empty cache,
@@ -182,7 +203,7 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
          * plain run's tokens, which agree with it up to the first difference */
         keep_history(r->c, prompt, n_prompt, out, n_out);
         if (r->c->n_kv > n_prompt + i) r->c->n_kv = n_prompt + i;
-        sd_context_truncate(r->c->tctx, r->c->n_kv);
+        r->c->tlm.truncate(r->c->tlm.self, r->c->n_kv);
     }
     free(plain);
     return st;
@@ -208,6 +229,13 @@ static void final_stats(run *r, specdec_stats *stats) {
     r->pub.n_draft_forwards = r->ist.draft_forwards;
     r->pub.gate_open = r->ist.gate_open;
     r->pub.stop_index = r->stream.stop_index;
+    if (r->c->th) {
+        const sd_hybrid_stats *h = &r->c->th->st;
+        r->pub.n_rollbacks = h->rollbacks;
+        r->pub.n_redecoded = h->redecoded;
+        r->pub.rollback_ms = h->rollback_s * 1e3;
+        r->pub.rollback_bytes_moved = h->bytes_moved;
+    }
     if (stats) *stats = r->pub;
 }
 
@@ -233,8 +261,11 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
 static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_prompt, specdec_piece_cb cb,
                               void *user, sd_err *err) {
     specdec_context *c = r->c;
+    sd_status st = setup_rollback(r, err);
+    if (st != SD_OK) return st;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
-    if (sd_context_truncate(c->tctx, n_past) != SD_OK) { /* recurrent: cannot drop positions, start over */
+    c->tlm.truncate(c->tlm.self, n_past); /* a hybrid model re-decodes from its snapshot if it must */
+    if (c->tlm.len(c->tlm.self) != n_past) { /* cannot happen; start over rather than reuse a wrong state */
         sd_context_truncate(c->tctx, 0);
         n_past = 0;
     }
@@ -245,7 +276,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     sd_spec_params p = spec_params(r, n_prompt, n_past);
     int32_t *out = malloc(((size_t)p.n_predict + 1) * sizeof *out), n_out = 0;
     if (!out) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-    sd_status st = build_drafter(r, err);
+    st = build_drafter(r, err);
     if (st == SD_OK)
         st = sd_api_stream_init(&r->stream, c->model->m->tok, r->gp->stop, r->gp->n_stop, cb, user, &r->pub, err);
     if (st == SD_OK) {
@@ -274,7 +305,7 @@ specdec_status specdec_generate(specdec_context *ctx, const specdec_token *promp
                                 const specdec_generate_params *params, specdec_piece_cb on_piece, void *user,
                                 specdec_stats *stats, specdec_error *err) {
     specdec_generate_params g = params ? *params : specdec_generate_default_params();
-    if (stats) *stats = (specdec_stats){.stop_index = -1, .drafter = "none"};
+    if (stats) *stats = (specdec_stats){.stop_index = -1, .drafter = "none", .rollback = "none"};
     if (!ctx || (!prompt && n_prompt)) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_generate: NULL argument");
     if (n_prompt == 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "the prompt is empty");
     if (n_prompt > (size_t)specdec_context_n_ctx(ctx)) {
@@ -284,7 +315,7 @@ specdec_status specdec_generate(specdec_context *ctx, const specdec_token *promp
     }
     specdec_status pst = check_params(ctx, &g, err);
     if (pst != SPECDEC_OK) return pst;
-    run r = {.c = ctx, .gp = &g};
+    run r = {.c = ctx, .gp = &g, .pub = {.rollback = "none"}};
     sd_err e = {0};
     sd_status st = run_generate(&r, prompt, (int32_t)n_prompt, on_piece, user, &e);
     final_stats(&r, stats);

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "decode/lm.h"
+#include "decode/lm_hybrid.h"
 #include "model/model.h"
 #include "specdec.h"
 
@@ -28,6 +29,9 @@ struct specdec_context {
     const specdec_model *model, *draft;
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
+    /* For a hybrid (recurrent) model, the rollback discipline behind tlm /
+     * dlm (decode/lm_hybrid.h); NULL for a dense one. */
+    sd_lm_hybrid *th, *dh;
     int32_t n_batch;
     /* [n_ctx + 1]: the last call's prompt and generated tokens; the target's
      * cache holds the first n_kv of them (the last token generated has not

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "decode/drafter.h"
 #include "decode/lm.h"
+#include "decode/lm_hybrid.h"
 #include "decode/spec.h"
 #include "model/model.h"
 #include "numerics/membw.h"
@@ -33,7 +34,7 @@ typedef struct bench_opts {
     const char *target, *draft, *prompts_dir, *json, *plot;
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
-    bool t_classes, t_cv, t_ksweep, t_oracle;
+    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback;
     bool drafters[BENCH_N_DRAFTERS]; /* which of ngram, draft, auto the class table runs */
     double alphas[BENCH_MAX_ALPHAS];
     int n_alphas;
@@ -53,6 +54,7 @@ typedef struct bench_env {
     sd_model *tm, *dm;   /* target, draft (NULL without -md) */
     sd_context *tc, *dc;
     sd_lm tlm, dlm;
+    sd_lm_hybrid *th, *dh; /* hybrid (recurrent) models: the rollback discipline behind tlm / dlm, else NULL */
     bench_prompt *prompts;
     int n_prompts;
     int32_t *scratch_ids;  /* [n_predict], generation output */
@@ -104,6 +106,17 @@ typedef struct bench_oracle_row {
     int lossless_ok, lossless_n;
 } bench_oracle_row;
 
+/* One discipline at one synthetic α (the rollback table, hybrid targets). */
+typedef struct bench_rb_row {
+    const char *disc;
+    double alpha, tok_s, speedup, acc_per_round;
+    double fwd_per_round;      /* target forwards per verify round, re-decodes included */
+    double rb_ms_per_round;    /* time in rollbacks and their snapshots, per round */
+    double mb_moved_per_round; /* recurrent-state bytes copied per round */
+    double mb_held;            /* snapshot + capture ring */
+    int lossless_ok, lossless_n;
+} bench_rb_row;
+
 typedef struct bench_results {
     bench_prompt_row *rows;  /* [n_prompts] */
     int n_rows;
@@ -115,6 +128,9 @@ typedef struct bench_results {
     bench_oracle_row oracle[BENCH_MAX_ALPHAS];
     int n_oracle;
     double oracle_greedy_tok_s;
+    bench_rb_row rb[SD_ROLLBACK_N * BENCH_MAX_ALPHAS];
+    int n_rb;
+    double rb_greedy_tok_s;
 } bench_results;
 
 extern const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS];
@@ -155,6 +171,10 @@ sd_status bench_classes(bench_env *e, bench_results *r, sd_err *err);
 sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err);
 sd_status bench_ksweep(bench_env *e, bench_results *r, sd_err *err);
 sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err);
+/* bench_rollback.c: a hybrid target's rollback disciplines side by side at
+ * the synthetic α's (oracle drafter, K = -k): speedup, forwards per round,
+ * rollback ms and bytes per round. Nothing for a dense target. */
+sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err);
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* bench_report.c */

@@ -101,12 +101,32 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
     printf("\n");
 }
 
+static void md_rollback(const bench_env *e, const bench_results *r) {
+    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
+    printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s. "
+           "forwards/round counts a redecode's second forward; rollback ms and MB moved are per verify round "
+           "(snapshots, restores, replays, checkpoint copies); MB held = snapshot + capture ring (%d positions).\n\n",
+           r->rb_greedy_tok_s, BENCH_MAX_K + 1);
+    printf("| discipline | α | accepted/round | forwards/round | rollback ms/round | MB moved/round | MB held |"
+           " spec tok/s | speedup | LOSSLESS |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < r->n_rb; i++) {
+        const bench_rb_row *a = &r->rb[i];
+        printf("| %s | %.2f | %.2f | %.3f | %.3f | %.1f | %.1f | %.2f | %.2f× | %d/%d |\n", a->disc, a->alpha,
+               a->acc_per_round, a->fwd_per_round, a->rb_ms_per_round, a->mb_moved_per_round, a->mb_held, a->tok_s,
+               a->speedup, a->lossless_ok, a->lossless_n);
+    }
+    printf("\n");
+}
+
 void bench_print_markdown(const bench_env *e, const bench_results *r) {
     md_header(e);
     if (r->n_rows) md_classes(e, r);
     if (r->cv.present) md_cv(e, r);
     if (r->n_k) md_ksweep(e, r);
     if (r->n_oracle) md_oracle(e, r);
+    if (r->n_rb) md_rollback(e, r);
     fflush(stdout);
 }
 
@@ -191,6 +211,19 @@ sd_status bench_write_json(const bench_env *e, const bench_results *r, const cha
     if (r->cv.present) json_object_set_new(root, "cv", json_cv(r));
     if (r->n_k) json_object_set_new(root, "ksweep", json_ksweep(r));
     if (r->n_oracle) json_object_set_new(root, "oracle", json_oracle(e, r));
+    if (r->n_rb) {
+        json_t *arr = json_array();
+        for (int i = 0; i < r->n_rb; i++) {
+            const bench_rb_row *a = &r->rb[i];
+            json_array_append_new(arr, json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:i}",
+                "discipline", a->disc, "alpha", num(a->alpha), "accepted_per_round", num(a->acc_per_round),
+                "forwards_per_round", num(a->fwd_per_round), "rollback_ms_per_round", num(a->rb_ms_per_round),
+                "mb_moved_per_round", num(a->mb_moved_per_round), "mb_held", num(a->mb_held), "tok_s", num(a->tok_s),
+                "speedup", num(a->speedup), "greedy_tok_s", num(r->rb_greedy_tok_s), "lossless_ok", a->lossless_ok,
+                "lossless_n", a->lossless_n));
+        }
+        json_object_set_new(root, "rollback", arr);
+    }
     int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc ? sd_err_set(err, SD_ERR_IO, "%s: cannot write JSON", path) : SD_OK;

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
         "  -t T             threads (default 2)\n"
         "  -k K             draft tokens per round (default 8)\n"
-        "  --tables LIST    any of classes,cv,ksweep,oracle (default all)\n"
+        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback (default all; rollback: hybrid\n"
+        "                   targets only, each rollback discipline at the --alphas)\n"
         "  --drafters LIST  drafters of the class table: any of ngram,draft,auto, or none (default all)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
@@ -45,7 +46,7 @@ static int usage_error(const char *msg, const char *arg) {
 }
 
 static bool parse_tables(bench_opts *o, const char *list) {
-    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = false;
+    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -53,6 +54,7 @@ static bool parse_tables(bench_opts *o, const char *list) {
         else if (!strcmp(tok, "cv")) o->t_cv = true;
         else if (!strcmp(tok, "ksweep")) o->t_ksweep = true;
         else if (!strcmp(tok, "oracle")) o->t_oracle = true;
+        else if (!strcmp(tok, "rollback")) o->t_rollback = true;
         else return false;
     }
     return true;
@@ -115,7 +117,7 @@ static bool known_option(const char *a) {
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
                         .membw_mb = 256};
-    parse_tables(o, "classes,cv,ksweep,oracle");
+    parse_tables(o, "classes,cv,ksweep,oracle,rollback");
     parse_alphas(o, "0.5,0.7,0.9");
     parse_drafters(o, "ngram,draft,auto");
     for (int i = 1; i < argc; i++) {
@@ -173,12 +175,28 @@ static int32_t needed_ctx(const bench_env *e) {
     return m + e->o->n_predict + BENCH_MAX_S + 8;
 }
 
+/* A hybrid model's lm is a rollback discipline over the context (replay,
+ * the default; the rollback table switches it), a ring for the largest K. */
 static sd_status env_open_model(const char *path, int32_t n_ctx, int threads, sd_model **m, sd_context **c,
-                                sd_lm *lm, sd_err *err) {
+                                sd_lm *lm, sd_lm_hybrid **hy, bool target, sd_err *err) {
     sd_status st = *m ? SD_OK : sd_model_load(path, m, err);
     if (!st) st = sd_context_init(*m, n_ctx, 64, threads, c, err);
-    if (!st) sd_lm_from_context(lm, *c, *m);
-    return st;
+    if (st || !sd_model_is_recurrent(*m)) {
+        if (!st) sd_lm_from_context(lm, *c, *m);
+        return st;
+    }
+    *hy = sd_calloc(1, sizeof **hy);
+    if (!*hy) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    sd_recm r;
+    sd_recm_from_context(&r, *c);
+    st = sd_lm_hybrid_init(*hy, &r, SD_ROLLBACK_REPLAY, BENCH_MAX_K + 1, target, err);
+    if (st) {
+        free(*hy);
+        *hy = NULL;
+        return st;
+    }
+    sd_lm_hybrid_as_lm(lm, *hy);
+    return SD_OK;
 }
 
 /* The benchmark measures the internals directly (model/model.h), not
@@ -216,8 +234,8 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     }
     if (st) return st;
     int32_t n_ctx = needed_ctx(e);
-    st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, err);
-    if (!st && e->dm) st = env_open_model(o->draft, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, err);
+    st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, &e->th, true, err);
+    if (!st && e->dm) st = env_open_model(o->draft, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, &e->dh, false, err);
     if (st) return st;
     e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
     e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
@@ -229,24 +247,14 @@ static void env_free(bench_env *e) {
     bench_prompts_free(e);
     free(e->scratch_ids);
     free(e->logits);
+    sd_lm_hybrid_free(e->th);
+    sd_lm_hybrid_free(e->dh);
+    free(e->th);
+    free(e->dh);
     sd_context_free(e->dc);
     sd_context_free(e->tc);
     sd_model_free(e->dm);
     sd_model_free(e->tm);
-}
-
-/* Speculation rolls rejected drafts back, which a recurrent state cannot do
- * yet (model.h sd_context_truncate): with a qwen35 target only greedy and
- * c_v(S) run; a qwen35 draft model drops the draft-based drafters. */
-static void skip_recurrent_speculation(bench_env *e, bench_opts *o) {
-    const bool target = sd_model_is_recurrent(e->tm), draft = e->dm && sd_model_is_recurrent(e->dm);
-    if (!target && !draft) return;
-    fprintf(stderr, "specdec: %s has recurrent (Gated DeltaNet) layers: speculative decoding over them is not "
-                    "supported yet; %s\n",
-            target ? o->target : o->draft,
-            target ? "running the greedy and c_v(S) tables only" : "the draft and auto drafters are skipped");
-    for (int d = target ? 0 : 1; d < BENCH_N_DRAFTERS; d++) o->drafters[d] = false;
-    if (target) o->t_ksweep = o->t_oracle = false;
 }
 
 static sd_status print_greedy_ids(bench_env *e, sd_err *err) {
@@ -268,6 +276,7 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     if (!st && need_cv) st = bench_cv_measure(e, r, err);
     if (!st && o->t_ksweep) st = bench_ksweep(e, r, err);
     if (!st && o->t_oracle) st = bench_oracle(e, r, err);
+    if (!st && o->t_rollback) st = bench_rollback(e, r, err);
     bench_progress("done");
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
@@ -286,7 +295,6 @@ int cmd_bench(int argc, char **argv) {
     memset(&r, 0, sizeof r);
     sd_err err = {0};
     sd_status st = env_init(&e, &o, greedy_text, &err);
-    if (!st) skip_recurrent_speculation(&e, &o);
     if (!st && greedy_text) st = print_greedy_ids(&e, &err);
     else if (!st) {
         st = run_tables(&e, &r, &err);

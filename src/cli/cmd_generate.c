@@ -162,6 +162,7 @@ static specdec_generate_params generate_params(const gen_opts *o) {
     gp.n_predict = o->n_predict;
     gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto */
     gp.draft_max = o->draft_max;
+    gp.hybrid_rollback = o->rollback;
     gp.ngram_min = o->ngram_min;
     gp.ngram_max = o->ngram_max;
     gp.gate = o->gate;

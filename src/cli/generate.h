@@ -26,6 +26,7 @@ typedef struct gen_opts {
     int32_t n_predict, n_ctx, threads;
     gen_sampling sampling;
     gen_spec spec;
+    specdec_rollback rollback; /* --hybrid-rollback */
     int32_t draft_max, ngram_min, ngram_max, gate;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     bool json, chat;

@@ -34,6 +34,9 @@ static void usage(FILE *f) {
             "  --ngram-min N            shortest n-gram looked up (default 1)\n"
             "  --ngram-max N            longest n-gram looked up (default 3)\n"
             "  --gate G                 zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
+            "  --hybrid-rollback R      hybrid models (qwen35): how rejected drafts leave the recurrent\n"
+            "                           state: auto | checkpoint | replay | redecode (default auto =\n"
+            "                           replay; the output is the same with each, only the cost differs)\n"
             "  --check-lossless         also run plain greedy and compare token by token, report the\n"
             "                           speedup (default on for --spec other than none at --temp 0)\n"
             "  --no-check               skip that\n"
@@ -141,6 +144,9 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_AUTO; m++)
             if (!strcmp(v, gen_spec_name(m))) o->spec = m, found = 1;
         if (!found) return bad("--spec must be none, ngram, draft or auto, not '%s'", v);
+    } else if (!strcmp(flag, "--hybrid-rollback")) {
+        if (!specdec_rollback_parse(v, &o->rollback))
+            return bad("--hybrid-rollback must be auto, checkpoint, replay or redecode, not '%s'", v);
     } else
         return bad("unknown option '%s'", flag);
     return -1;
@@ -148,7 +154,7 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
 
 static bool takes_value(const char *flag) {
     static const char *with_value[] = {"-m", "-md", "-p", "-f", "--temp", "--top-p", "--min-p",
-                                       "--top-k", "--seed", "--spec"};
+                                       "--top-k", "--seed", "--spec", "--hybrid-rollback"};
     for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
         if (!strcmp(flag, with_value[i])) return true;
     for (size_t i = 0; i < sizeof INT_FLAGS / sizeof *INT_FLAGS; i++)

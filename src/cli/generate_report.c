@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/generate.h"
 
@@ -70,6 +71,10 @@ void gen_print_stats(const gen_result *r) {
     if (st->n_rounds || st->n_drafted || st->gate_closed_steps) print_drafting(st);
     fprintf(stderr, " | tokens/forward ");
     print_figure("%.2f", tokens_per_forward(st));
+    if (strcmp(st->rollback, "none") != 0 && st->n_rounds > 0) /* a hybrid target: what its rollbacks cost */
+        fprintf(stderr, " | rollback %s: %lld of %lld rounds, %.3f ms/round, %.1f MB moved/round, %.1f MB held",
+                st->rollback, (long long)st->n_rollbacks, (long long)st->n_rounds, st->rollback_ms / (double)st->n_rounds,
+                (double)st->rollback_bytes_moved / 1e6 / (double)st->n_rounds, (double)st->rollback_bytes_held / 1e6);
     if (st->lossless_checked) {
         fprintf(stderr, " | greedy ");
         print_figure("%.2f tok/s", greedy_tok_s(r));
@@ -115,6 +120,12 @@ bool gen_print_json(const gen_result *r) {
     json_object_set_new(o, "weights_f32_bytes", json_integer((json_int_t)w->f32_bytes));
     json_object_set_new(o, "weights_file_resident_bytes", file);
     json_object_set_new(o, "peak_rss_bytes", r->peak_rss ? json_integer((json_int_t)r->peak_rss) : json_null());
+    json_object_set_new(o, "rollback", json_string(st->rollback));
+    json_object_set_new(o, "rollbacks", json_integer(st->n_rollbacks));
+    json_object_set_new(o, "rollback_ms", json_real(st->rollback_ms));
+    json_object_set_new(o, "rollback_bytes_moved", json_integer((json_int_t)st->rollback_bytes_moved));
+    json_object_set_new(o, "rollback_bytes_held", json_integer((json_int_t)st->rollback_bytes_held));
+    json_object_set_new(o, "redecoded", json_integer(st->n_redecoded));
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!s) return false;

@@ -1,14 +1,15 @@
 /* sd_lm over a model's inference context: the decode loop's calls map one to
  * one onto sd_forward / sd_context_truncate (model/model.h). */
 #include "decode/lm.h"
+#include "decode/lm_hybrid.h"
 
 #include <string.h>
 
 static int32_t ctx_n_ctx(void *self) { return sd_context_n_ctx(self); }
 static int32_t ctx_len(void *self) { return sd_context_len(self); }
-/* A context with recurrent layers refuses to drop positions (model.h); the
- * front ends do not run a drafter on one (speculation over recurrent state is
- * not implemented yet), so every truncate reaching here succeeds. */
+/* A context with recurrent layers refuses to drop positions (model.h): its
+ * lm is an sd_lm_hybrid over sd_recm_from_context instead (lm_hybrid.h), and
+ * a truncate reaching here on one is ignored. */
 static void ctx_truncate(void *self, int32_t n) { (void)sd_context_truncate(self, n); }
 static sd_status ctx_forward(void *self, const int32_t *tokens, int32_t S, float *logits,
                              sd_err *err) {
@@ -55,4 +56,29 @@ sd_status sd_lm_check_same_vocab(const sd_model *target, const sd_model *draft, 
                       "the draft model's vocabulary (%d tokens) differs from the target's (%d tokens): "
                       "a draft must share the target's tokenizer",
                       draft->hp.n_vocab, target->hp.n_vocab);
+}
+
+/* ---- the rollback primitives of lm_hybrid.h over a context ---- */
+static sd_status ctx_capture_init(void *self, sd_capture_kind kind, int32_t n_slots, sd_err *err) {
+    return sd_context_capture_init(self, kind, n_slots, err);
+}
+static void ctx_capture_from(void *self, int32_t p) { sd_context_capture_from(self, p); }
+static sd_status ctx_load(void *self, int32_t p, sd_err *err) { return sd_context_capture_load(self, p, err); }
+static sd_status ctx_replay(void *self, int32_t p, sd_err *err) { return sd_context_replay(self, p, err); }
+static sd_status ctx_save(void *self, void *buf, sd_err *err) {
+    return sd_context_state_save(self, buf, sd_context_state_bytes(self), err);
+}
+static sd_status ctx_restore(void *self, const void *buf, sd_err *err) {
+    return sd_context_state_restore(self, buf, sd_context_state_bytes(self), err);
+}
+static void ctx_reset(void *self) { (void)sd_context_truncate(self, 0); }
+
+void sd_recm_from_context(sd_recm *r, sd_context *c) {
+    const sd_model *m = sd_context_model(c);
+    *r = (sd_recm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
+                   .forward_tail = ctx_forward_tail, .forward_first = ctx_forward_first,
+                   .logits_rest = ctx_logits_rest, .capture_init = ctx_capture_init,
+                   .capture_from = ctx_capture_from, .load = ctx_load, .replay = ctx_replay, .save = ctx_save,
+                   .restore = ctx_restore, .reset = ctx_reset, .state_bytes = sd_context_state_bytes(c),
+                   .state_bytes_moved = sd_model_recurrent_bytes(m)};
 }

@@ -64,6 +64,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
         c->alpha = alloc_f32(nb, hv, 1, &ok);
     }
     if (ok && sd_recurrent_init(&c->rec, hp, NULL) != SD_OK) ok = false;
+    c->cap_from = INT32_MAX;
     if (!ok) {
         sd_context_free(c);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory for a context of %d positions (KV cache %.1f MiB)",
@@ -78,6 +79,8 @@ void sd_context_free(sd_context *c) {
     free(c->k_cache);
     free(c->v_cache);
     free(c->hid);
+    free(c->cap);
+    free(c->cap_pos);
     float *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att_out, c->hb, c->hb2, c->att,
                      c->qg, c->gate, c->mix, c->conv, c->z, c->gdn_o, c->beta, c->alpha};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);

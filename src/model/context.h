@@ -47,7 +47,22 @@ struct sd_context {
     int hid_n;                           /* number of layer ids */
     int32_t hid_ids[SD_HIDDEN_MAX_IDS];
     float *hid;                          /* [n_ctx][hid_n * n_embd] */
+    /* Rollback captures (model.h sd_context_capture_init): slot p % cap_slots
+     * holds what the step from p - 1 to p tokens left (STATE: the whole
+     * recurrent state after it, the layout of rec.data; INPUTS: per GDN layer
+     * [mix conv_dim | conv conv_dim | decay H_v | beta H_v]). cap_pos[slot] is
+     * the p a slot holds (-1: none). Forwards capture steps p >= cap_from. */
+    sd_capture_kind cap_kind;
+    int32_t cap_slots, cap_from;
+    int64_t cap_layer_floats, cap_floats; /* per GDN layer, per slot (all layers) */
+    float *cap;                           /* [cap_slots][cap_floats] */
+    int32_t *cap_pos;                     /* [cap_slots] */
 };
+
+/* The capture slot of step p (the step that makes the p-th token's state), GDN layer slot `layer`. */
+static inline float *sd_cap_slot(const struct sd_context *c, int32_t p, int32_t layer) {
+    return c->cap + (int64_t)(p % c->cap_slots) * c->cap_floats + (int64_t)layer * c->cap_layer_floats;
+}
 
 /* Queries (query head x position pairs of one KV head) that attention()
  * scores together: each key and value row is read once for all of them. */

@@ -210,6 +210,9 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
     if (c->hid) hidden_store(c, hp->n_layer, S, pos0);
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
     output_head(c, r0, r1, logits);
+    if (c->cap) /* the rollback ring now holds these steps (layer_gdn.c wrote them) */
+        for (int t = 0; t < S; t++)
+            if (pos0 + t + 1 >= c->cap_from) c->cap_pos[(pos0 + t + 1) % c->cap_slots] = pos0 + t + 1;
     c->len += S;
 }
 

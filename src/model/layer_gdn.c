@@ -15,6 +15,7 @@
  * never a reduction, so the thread count does not change a bit either. */
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "model/layers.h"
 #include "numerics/gdn.h"
@@ -22,6 +23,28 @@
 
 /* Channels per conv work item: whole AVX2 vectors. */
 #define CONV_CHUNK 256
+
+/* The first token t of this batch of S whose step (position len + t, step
+ * p = len + t + 1) the forward captures as kind (model.h
+ * sd_context_capture_from); S when none. */
+static int capture_start(const sd_context *c, sd_capture_kind kind, int S) {
+    if (c->cap_kind != kind || c->cap_from > c->len + S) return S;
+    const int t = c->cap_from - c->len - 1;
+    return t > 0 ? t : 0;
+}
+
+/* INPUTS capture: per captured token, the recurrence's inputs as the steps
+ * below leave them (mix, conv output after SiLU and L2 norms, decay, beta). */
+static void capture_inputs(sd_context *c, const sd_layer *L, int S) {
+    const int64_t cd = c->m->hp.ssm_conv_dim, Hv = c->m->hp.ssm_n_v_heads;
+    for (int t = capture_start(c, SD_CAPTURE_INPUTS, S); t < S; t++) {
+        float *slot = sd_cap_slot(c, c->len + t + 1, L->slot);
+        memcpy(slot, c->mix + t * cd, (size_t)cd * sizeof *slot);
+        memcpy(slot + cd, c->conv + t * cd, (size_t)cd * sizeof *slot);
+        memcpy(slot + 2 * cd, c->alpha + t * Hv, (size_t)Hv * sizeof *slot);
+        memcpy(slot + 2 * cd + Hv, c->beta + t * Hv, (size_t)Hv * sizeof *slot);
+    }
+}
 
 /* x / sqrt(sum x^2 + eps), in place (ggml_l2_norm as qwen35 uses it: eps
  * inside the root; llama.cpp src/models/models.h). */
@@ -51,9 +74,22 @@ static void head_tokens(sd_context *c, const sd_layer *L, int h, int S) {
     const int64_t cd = hp->ssm_conv_dim, vd = (int64_t)Hv * Sd;
     const int kh = h % Hk; /* tiled: V head h reads Q/K head h mod H_k */
     float *st = sd_recurrent_ssm(&c->rec, L->slot) + (int64_t)h * Sd * Sd;
-    sd_gdn_tokens(st, Sd, S, c->conv + (int64_t)kh * Sd, c->conv + (int64_t)(Hk + kh) * Sd,
-                  c->conv + (int64_t)(2 * Hk + h) * Sd, cd, c->alpha + h, c->beta + h, Hv, 1.0f / sqrtf((float)Sd),
-                  c->gdn_o + (int64_t)h * Sd, vd);
+    const float scale = 1.0f / sqrtf((float)Sd);
+    const int t_cap = capture_start(c, SD_CAPTURE_STATE, S);
+    /* Up to the first captured step in one call, then step by step with a copy
+     * of the head's state after each: sd_gdn_tokens is bitwise a sequence of
+     * single steps, however it is split. */
+    for (int t0 = 0; t0 < S;) {
+        const int T = t0 < t_cap ? t_cap - t0 : 1;
+        sd_gdn_tokens(st, Sd, T, c->conv + t0 * cd + (int64_t)kh * Sd, c->conv + t0 * cd + (int64_t)(Hk + kh) * Sd,
+                      c->conv + t0 * cd + (int64_t)(2 * Hk + h) * Sd, cd, c->alpha + t0 * Hv + h, c->beta + t0 * Hv + h,
+                      Hv, scale, c->gdn_o + t0 * vd + (int64_t)h * Sd, vd);
+        t0 += T;
+        if (t0 > t_cap) {
+            const int64_t off = c->rec.conv_floats + (int64_t)h * Sd * Sd;
+            memcpy(sd_cap_slot(c, c->len + t0, L->slot) + off, st, (size_t)Sd * (size_t)Sd * sizeof *st);
+        }
+    }
     for (int t = 0; t < S; t++) {
         float *o = c->gdn_o + t * vd + (int64_t)h * Sd;
         sd_rmsnorm(o, o, L->ssm_norm, Sd, hp->rms_eps);
@@ -73,6 +109,7 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
     const int64_t cd = hp->ssm_conv_dim;
     float *win = sd_recurrent_conv(&c->rec, L->slot);
     const int n_chunks = (int)((cd + CONV_CHUNK - 1) / CONV_CHUNK);
+    const int t_cap = capture_start(c, SD_CAPTURE_STATE, S);
 #pragma omp parallel num_threads(c->n_threads)
     {
         /* conv + SiLU: each chunk of channels through the tokens in order */
@@ -83,6 +120,10 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
                 float *y = c->conv + t * cd + c0;
                 sd_conv_step(y, win + c0, L->conv_w + c0, c->mix + t * cd + c0, K, cd, n);
                 sd_silu(y, y, n);
+                if (t >= t_cap) /* STATE capture: this chunk of the window after step t */
+                    for (int r = 0; r < K - 1; r++)
+                        memcpy(sd_cap_slot(c, c->len + t + 1, L->slot) + r * cd + c0, win + r * cd + c0,
+                               (size_t)n * sizeof *win);
             }
         }
 #pragma omp for schedule(static)
@@ -94,6 +135,7 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
 #pragma omp for schedule(static)
         for (int h = 0; h < Hv; h++) head_tokens(c, L, h, S);
     }
+    capture_inputs(c, L, S);
 }
 
 void sd_layer_gdn(sd_context *c, const sd_layer *L, int S) {

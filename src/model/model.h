@@ -204,6 +204,45 @@ sd_status sd_context_state_restore(sd_context *c, const void *buf, size_t size, 
  * SD_ERR_CONTEXT (dst too short); dst unchanged. */
 sd_status sd_context_state_copy(sd_context *dst, const sd_context *src, sd_err *err);
 
+/* ---- rollback captures (the primitives of decode/lm_hybrid.c) ----
+ * A verify forward can keep, per position, what a rollback to that position
+ * needs, in a ring of n_slots slots (slot p % n_slots for the step that takes
+ * the sequence from p - 1 to p tokens):
+ *   SD_CAPTURE_STATE   the whole recurrent state after the step (conv windows
+ *                      and delta-rule states: sd_model_recurrent_bytes per
+ *                      position): rolling back is copying one slot back;
+ *   SD_CAPTURE_INPUTS  the step's inputs to the recurrence, per GDN layer the
+ *                      conv input row (mix, conv_dim), the conv output after
+ *                      SiLU and the q/k L2 norms (q | k | v, conv_dim), the
+ *                      decay exp(g) and beta (H_v each): rolling back is
+ *                      restoring a snapshot and re-running the recurrence
+ *                      (sd_context_replay), no weight matrix read.
+ * Nothing is captured for a dense model (the calls still work). */
+typedef enum sd_capture_kind { SD_CAPTURE_NONE = 0, SD_CAPTURE_STATE, SD_CAPTURE_INPUTS } sd_capture_kind;
+
+/* Sets the capture kind and ring size (n_slots >= 1; kind NONE frees the
+ * ring), forgetting earlier captures; capturing is off until
+ * sd_context_capture_from. Errors: SD_ERR_ARG, SD_ERR_NOMEM (nothing changed). */
+sd_status sd_context_capture_init(sd_context *c, sd_capture_kind kind, int32_t n_slots, sd_err *err);
+/* Bytes one captured position takes for kind (all GDN layers). */
+uint64_t sd_model_capture_bytes(const sd_model *m, sd_capture_kind kind);
+/* Forwards from now on capture every step p >= p_first (INT32_MAX: none). */
+void sd_context_capture_from(sd_context *c, int32_t p_first);
+/* SD_CAPTURE_STATE: rolls c back to p tokens (1 <= p <= len) by copying the
+ * state captured at step p back, the KV cache truncated to p. Errors, nothing
+ * changed: SD_ERR_ARG (no STATE capture of step p in the ring). */
+sd_status sd_context_capture_load(sd_context *c, int32_t p, sd_err *err);
+/* SD_CAPTURE_INPUTS: advances c from len to p tokens (len < p <= n_ctx) by
+ * re-running the recurrence of steps len + 1..p on their captured inputs: the
+ * conv windows shift in the captured conv inputs (sd_conv_step) and every V
+ * head runs sd_gdn_tokens on the captured q, k, v, decay, beta, the very
+ * calls of the forward, so the state is bitwise the one a forward of those
+ * tokens leaves. The KV rows of positions len..p-1 must still be the ones
+ * the capturing forward wrote (it is a rollback: restore a snapshot taken
+ * before that forward, then replay). Errors, nothing changed: SD_ERR_ARG (a
+ * step missing from the ring, or no INPUTS capture). */
+sd_status sd_context_replay(sd_context *c, int32_t p, sd_err *err);
+
 /* Runs tokens[S] at positions len..len+S-1, appends them to the KV cache, and
  * writes logits[S][n_vocab] (every position; row s = the distribution of the
  * token after tokens[s]). Batches larger than n_batch are split internally.

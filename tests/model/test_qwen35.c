@@ -12,9 +12,9 @@
  *   a snapshot restored and re-forwarded reproduces the bits, a state copy
  *   continues like the original;
  * - bad files give one clear error naming the key or tensor;
- * - the command line: generate refuses speculation on a recurrent model in
- *   one line and runs with --spec none, inspect shows the layer pattern and
- *   the recurrent-state bytes, bench runs its greedy and c_v(S) tables. */
+ * - the command line: generate speculates losslessly with every
+ *   --hybrid-rollback discipline and runs with --spec none, inspect shows the layer pattern and
+ *   the recurrent-state bytes, bench runs its greedy, c_v(S) and rollback tables. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -358,11 +358,18 @@ static void test_cli(void **state) {
     assert_int_equal(tiny_model_write(&sp, path, &err), SD_OK);
     enum { CAP = 1 << 16 };
     char *out = malloc(CAP), *etext = malloc(CAP);
-    int rc = run_cli("generate -t 1 -n 4 -p 'ab cd' -m", path, out, etext, CAP);
-    if (rc != 1 || count_lines(etext) != 1 || !strstr(etext, "speculative decoding is not supported"))
-        fail_msg("generate with speculation: rc %d, stderr '%s'", rc, etext);
-    rc = run_cli("generate -t 1 -n 4 -p 'ab cd' --spec ngram -m", path, out, etext, CAP);
-    assert_int_equal(rc, 1);
+    /* speculation rolls the recurrent state back by each discipline: lossless */
+    int rc = run_cli("generate -t 1 -n 24 -p 'ab cd ab cd ab' -m", path, out, etext, CAP);
+    if (rc != 0 || !strstr(etext, "LOSSLESS")) fail_msg("generate with speculation: rc %d, stderr '%s'", rc, etext);
+    const char *disc[] = {"checkpoint", "replay", "redecode", "auto"};
+    for (int i = 0; i < 4; i++) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "generate -t 1 -n 24 -p 'ab cd ab cd ab' --spec ngram --hybrid-rollback %s -m", disc[i]);
+        rc = run_cli(cmd, path, out, etext, CAP);
+        if (rc != 0 || !strstr(etext, "LOSSLESS")) fail_msg("%s: rc %d, stderr '%s'", cmd, rc, etext);
+    }
+    rc = run_cli("generate -t 1 -n 4 -p 'ab' --hybrid-rollback window2 -m", path, out, etext, CAP);
+    if (rc != 2 || count_lines(etext) != 1) fail_msg("bad --hybrid-rollback: rc %d, stderr '%s'", rc, etext);
     rc = run_cli("generate -t 1 -n 4 -p 'ab cd' --spec none -m", path, out, etext, CAP);
     if (rc != 0 || !strstr(etext, "decode")) fail_msg("generate --spec none: rc %d, stderr '%s'", rc, etext);
     rc = run_cli("inspect", path, out, etext, CAP);
@@ -370,8 +377,9 @@ static void test_cli(void **state) {
     if (!strstr(out, "layer pattern: GGGA") || !strstr(out, "recurrent state: 215040 bytes") ||
         !strstr(out, "1 MTP block(s) not run"))
         fail_msg("inspect output lacks the hybrid lines:\n%s", out);
-    rc = run_cli("bench -t 1 -n 4 --reps 1 --membw-mb 8 --tables classes,cv -m", path, out, etext, CAP);
-    if (rc != 0 || !strstr(out, "c_v") || !strstr(etext, "greedy and c_v(S) tables only"))
+    rc = run_cli("bench -t 1 -n 8 --reps 1 --membw-mb 8 --alphas 0.7 --tables classes,cv,rollback -m", path, out, etext,
+                 CAP);
+    if (rc != 0 || !strstr(out, "c_v") || !strstr(out, "Hybrid rollback") || !strstr(out, "| redecode | 0.70 |"))
         fail_msg("bench: rc %d, stdout '%s', stderr '%s'", rc, out, etext);
     free(out);
     free(etext);

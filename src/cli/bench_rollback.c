@@ -1,0 +1,120 @@
+/* specdec bench, the rollback table (issue 12, DESIGN.md §4): on a hybrid
+ * target, each rollback discipline (checkpoint, replay, redecode) runs the
+ * oracle drafter at every synthetic α, alternated rep by rep with a plain
+ * greedy run, and reports its speedup over that greedy, target forwards per
+ * verify round (a redecode's second forward counts), the time and the
+ * recurrent-state bytes its rollbacks cost per round, and the bytes it holds. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/bench.h"
+#include "core/checked.h"
+#include "decode/drafter_oracle.h"
+
+typedef struct rb_acc {
+    double tok_s[64];
+    int n, ok;
+    int64_t rounds, accepted, redecodes;
+    double rb_s;
+    uint64_t moved;
+} rb_acc;
+
+/* Switches the target's (and a hybrid draft's) discipline. */
+static sd_status use_discipline(bench_env *e, sd_rollback d, sd_err *err) {
+    sd_status st = sd_lm_hybrid_configure(e->th, d, BENCH_MAX_K + 1, err);
+    if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, BENCH_MAX_K + 1, err);
+    return st;
+}
+
+static sd_status greedy_once(bench_env *e, int32_t **ref, int32_t *n_ref, double *tok_s, sd_err *err) {
+    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+    bench_run run;
+    sd_status st = bench_generate(e, &e->prompts[0], NULL, &sp, *ref, *n_ref, &run, err);
+    if (st) return st;
+    *tok_s = run.tok_s;
+    if (!*ref) {
+        *ref = sd_malloc_array((size_t)run.n + 1, sizeof **ref);
+        if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+        memcpy(*ref, e->scratch_ids, (size_t)run.n * sizeof **ref);
+        *n_ref = run.n;
+    }
+    return SD_OK;
+}
+
+/* One oracle run at alpha with the current discipline, into a. */
+static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, double alpha, uint64_t seed, rb_acc *a,
+                             sd_err *err) {
+    const int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    sd_spec_params sp = bench_params(e->o, k, false, false);
+    sd_drafter dr;
+    sd_status st = sd_drafter_oracle_init(&dr, ref, n_ref, e->prompts[0].n_ids, alpha, e->tm->hp.n_vocab, seed, err);
+    if (st) return st;
+    e->th->st = (sd_hybrid_stats){0};
+    bench_run run;
+    st = bench_generate(e, &e->prompts[0], &dr, &sp, ref, n_ref, &run, err);
+    sd_drafter_free(&dr);
+    if (st) return st;
+    if (a->n < 64) a->tok_s[a->n] = run.tok_s;
+    a->n++;
+    a->ok += run.same_as_ref;
+    a->rounds += run.st.rounds;
+    a->accepted += run.st.accepted;
+    a->redecodes += e->th->st.redecodes;
+    a->rb_s += e->th->st.rollback_s;
+    a->moved += e->th->st.bytes_moved;
+    return SD_OK;
+}
+
+static void fill_row(bench_env *e, sd_rollback d, double alpha, rb_acc *a, double greedy, bench_rb_row *row) {
+    const double rounds = a->rounds > 0 ? (double)a->rounds : NAN;
+    const sd_capture_kind kind = d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE
+                                 : d == SD_ROLLBACK_REPLAY   ? SD_CAPTURE_INPUTS
+                                                             : SD_CAPTURE_NONE;
+    *row = (bench_rb_row){
+        .disc = sd_rollback_name(d),
+        .alpha = alpha,
+        .tok_s = bench_median(a->tok_s, a->n < 64 ? a->n : 64),
+        .acc_per_round = (double)a->accepted / rounds,
+        .fwd_per_round = ((double)a->rounds + (double)a->redecodes) / rounds,
+        .rb_ms_per_round = a->rb_s * 1e3 / rounds,
+        .mb_moved_per_round = (double)a->moved / 1e6 / rounds,
+        .mb_held = ((double)sd_context_state_bytes(e->tc) +
+                    (double)(BENCH_MAX_K + 1) * (double)sd_model_capture_bytes(e->tm, kind)) / 1e6,
+        .lossless_ok = a->ok,
+        .lossless_n = a->n,
+    };
+    row->speedup = row->tok_s / greedy;
+}
+
+sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err) {
+    if (!e->th) return SD_OK;
+    const bench_opts *o = e->o;
+    const int reps = o->reps > 64 ? 64 : o->reps;
+    int32_t *ref = NULL, n_ref = 0;
+    double g_tok[64];
+    rb_acc acc[SD_ROLLBACK_N][BENCH_MAX_ALPHAS];
+    memset(acc, 0, sizeof acc);
+    sd_status st = SD_OK;
+    for (int rep = 0; !st && rep < reps; rep++) {
+        bench_progress("rollback: greedy rep %d/%d", rep + 1, reps);
+        st = greedy_once(e, &ref, &n_ref, &g_tok[rep], err);
+        for (int d = 0; !st && d < SD_ROLLBACK_N; d++) {
+            st = use_discipline(e, (sd_rollback)d, err);
+            for (int a = 0; !st && a < o->n_alphas; a++) {
+                bench_progress("rollback: %s α=%.2f rep %d/%d", sd_rollback_name((sd_rollback)d), o->alphas[a],
+                               rep + 1, reps);
+                st = oracle_once(e, ref, n_ref, o->alphas[a], o->seed + (uint64_t)rep, &acc[d][a], err);
+            }
+        }
+    }
+    if (!st) st = use_discipline(e, SD_ROLLBACK_REPLAY, err);
+    free(ref);
+    if (st) return st;
+    r->rb_greedy_tok_s = bench_median(g_tok, reps);
+    for (int d = 0; d < SD_ROLLBACK_N; d++)
+        for (int a = 0; a < o->n_alphas; a++)
+            fill_row(e, (sd_rollback)d, o->alphas[a], &acc[d][a], r->rb_greedy_tok_s, &r->rb[r->n_rb++]);
+    return SD_OK;
+}

@@ -1,0 +1,304 @@
+/* Rollback disciplines for recurrent models behind sd_lm (lm_hybrid.h).
+ *
+ * Bookkeeping, in positions: a snapshot holds state(base); the capture ring
+ * holds the steps cap_lo + 1 .. cap_hi (STATE for checkpoint, INPUTS for
+ * replay); hist holds the tokens, for re-decoding. A "run" starts where the
+ * positions held are committed (every forward of a target, or the first
+ * forward after a truncate): the snapshot moves there (replay, redecode) and
+ * the captures restart. truncate(n) then rolls back with the discipline, or,
+ * when its data does not reach n (a caller rolling back further than it
+ * promised, a ring too small), re-decodes from the snapshot or from position
+ * 0: slower, never wrong. */
+#include "decode/lm_hybrid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/checked.h"
+#include "core/clock.h"
+
+static const char *const ROLLBACK_NAMES[SD_ROLLBACK_N] = {"checkpoint", "replay", "redecode"};
+
+const char *sd_rollback_name(sd_rollback r) { return (unsigned)r < SD_ROLLBACK_N ? ROLLBACK_NAMES[r] : NULL; }
+
+bool sd_rollback_parse(const char *name, sd_rollback *r) {
+    for (int i = 0; name && i < SD_ROLLBACK_N; i++)
+        if (!strcmp(name, ROLLBACK_NAMES[i])) {
+            *r = (sd_rollback)i;
+            return true;
+        }
+    return false;
+}
+
+static sd_capture_kind kind_of(sd_rollback d) {
+    return d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE : d == SD_ROLLBACK_REPLAY ? SD_CAPTURE_INPUTS : SD_CAPTURE_NONE;
+}
+
+/* Forgets captures and snapshot, keeping the tokens of positions still held. */
+static void forget(sd_lm_hybrid *h, int32_t len) {
+    h->len = len;
+    h->base = -1;
+    h->cap_lo = h->cap_hi = len;
+    h->committed = true;
+    h->m.capture_from(h->m.self, INT32_MAX);
+}
+
+/* Notices a change made to the model behind this lm's back (a reset or a
+ * forward on the context itself): what was kept no longer describes it. */
+static void sync(sd_lm_hybrid *h) {
+    int32_t len = h->m.len(h->m.self);
+    if (len == h->len) return;
+    if (h->known > (len < h->len ? len : h->len)) h->known = len < h->len ? len : h->len;
+    forget(h, len);
+}
+
+static sd_status save(sd_lm_hybrid *h, sd_err *err) {
+    double t0 = sd_now_s();
+    sd_status st = h->m.save(h->m.self, h->snap, err);
+    if (st != SD_OK) return st;
+    h->base = h->len;
+    h->st.saves++;
+    h->st.bytes_moved += h->m.state_bytes_moved;
+    h->st.rollback_s += sd_now_s() - t0;
+    return SD_OK;
+}
+
+/* Before a forward of S tokens at len: where the run starts, the snapshot,
+ * and which steps the forward captures (*cap_first; INT32_MAX: none). */
+static sd_status prepare(sd_lm_hybrid *h, int32_t S, int32_t *cap_first, sd_err *err) {
+    const int32_t L = h->len;
+    /* A target's one-token forward (a plain step) has nothing a rollback could
+     * keep: it is kept whole or dropped whole, and dropping it (which the
+     * decode loop never does) falls back to re-decoding. It costs nothing. */
+    const bool plain = h->commit_on_forward && S <= 1;
+    sd_status st = SD_OK;
+    if (h->committed || h->commit_on_forward) { /* a run starts here */
+        h->committed = false;
+        h->cap_lo = h->cap_hi = L;
+        if (!plain && h->disc != SD_ROLLBACK_CHECKPOINT && h->base != L) st = save(h, err);
+    }
+    *cap_first = INT32_MAX;
+    if (st != SD_OK || S <= 0 || plain) return st;
+    if (h->disc == SD_ROLLBACK_CHECKPOINT) {
+        /* all steps when they fit the ring, else the last one (a rollback into a
+         * long forward, e.g. a draft's catch-up, lands on its end) */
+        *cap_first = S <= h->n_slots ? L + 1 : L + S;
+    } else if (h->disc == SD_ROLLBACK_REPLAY && S <= h->n_slots) {
+        if (L + S - h->base > h->n_slots) { /* the run outgrew the ring: it restarts here */
+            st = save(h, err);
+            h->cap_lo = h->cap_hi = L;
+        }
+        *cap_first = L + 1;
+    }
+    return st;
+}
+
+/* After a successful forward of tokens[S] at len that captured steps >= cap_first. */
+static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t cap_first, sd_err *err) {
+    const int32_t L = h->len;
+    memcpy(h->hist + L, tokens, (size_t)S * sizeof *tokens);
+    if (h->known >= L) h->known = L + S;
+    h->len = L + S;
+    h->m.capture_from(h->m.self, INT32_MAX);
+    if (cap_first != INT32_MAX) {
+        if (cap_first > h->cap_hi + 1) h->cap_lo = cap_first - 1; /* not contiguous with what the ring held */
+        h->cap_hi = L + S;
+        if (h->cap_lo < h->cap_hi - h->n_slots) h->cap_lo = h->cap_hi - h->n_slots;
+        if (h->disc == SD_ROLLBACK_CHECKPOINT)
+            h->st.bytes_moved += (uint64_t)(L + S - cap_first + 1) * h->m.state_bytes_moved;
+    } else if (h->disc == SD_ROLLBACK_REPLAY && S > h->n_slots) {
+        /* too long to capture: the run restarts at its end */
+        h->cap_lo = h->cap_hi = L + S;
+        return save(h, err);
+    }
+    return SD_OK;
+}
+
+static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                                 sd_err *err) {
+    sd_lm_hybrid *h = self;
+    sync(h);
+    if (S < 0 || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
+        return h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
+    int32_t cap_first;
+    sd_status st = prepare(h, S, &cap_first, err);
+    if (st != SD_OK) return st;
+    h->m.capture_from(h->m.self, cap_first);
+    st = h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
+    if (st != SD_OK) {
+        h->m.capture_from(h->m.self, INT32_MAX);
+        return st;
+    }
+    return finish(h, tokens, S, cap_first, err);
+}
+
+static sd_status hy_forward(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
+    return hy_forward_tail(self, tokens, S, S, logits, err);
+}
+
+static sd_status hy_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
+                                  sd_err *err) {
+    sd_lm_hybrid *h = self;
+    sync(h);
+    if (S < 1 || S > h->m.n_ctx(h->m.self) - h->len)
+        return h->m.forward_first(h->m.self, tokens, S, logits, n_first, err);
+    int32_t cap_first;
+    sd_status st = prepare(h, S, &cap_first, err);
+    if (st != SD_OK) return st;
+    h->m.capture_from(h->m.self, cap_first);
+    st = h->m.forward_first(h->m.self, tokens, S, logits, n_first, err);
+    if (st != SD_OK) {
+        h->m.capture_from(h->m.self, INT32_MAX);
+        return st;
+    }
+    return finish(h, tokens, S, cap_first, err);
+}
+
+static sd_status hy_logits_rest(void *self, float *logits, sd_err *err) {
+    sd_lm_hybrid *h = self;
+    return h->m.logits_rest(h->m.self, logits, err);
+}
+
+/* Re-runs the forward over hist[from..to) (no logits, no capture). */
+static sd_status redecode(sd_lm_hybrid *h, int32_t from, int32_t to, sd_err *err) {
+    h->st.redecoded += to - from;
+    h->st.redecodes += to > from;
+    return to > from ? h->m.forward_tail(h->m.self, h->hist + from, to - from, 0, NULL, err) : SD_OK;
+}
+
+static sd_status restore(sd_lm_hybrid *h, sd_err *err) {
+    h->st.restores++;
+    h->st.bytes_moved += h->m.state_bytes_moved;
+    return h->m.restore(h->m.self, h->snap, err);
+}
+
+/* The discipline's own way back to n; false when its data does not reach. */
+static bool roll_back(sd_lm_hybrid *h, int32_t n, sd_status *st, sd_err *err) {
+    switch (h->disc) {
+    case SD_ROLLBACK_CHECKPOINT:
+        if (n <= h->cap_lo || n > h->cap_hi) return false;
+        h->st.loads++;
+        h->st.bytes_moved += h->m.state_bytes_moved;
+        *st = h->m.load(h->m.self, n, err);
+        return true;
+    case SD_ROLLBACK_REPLAY:
+        if (h->base < 0 || n < h->base || h->cap_lo > h->base || n > h->cap_hi) return false;
+        *st = restore(h, err);
+        if (*st == SD_OK && n > h->base) *st = h->m.replay(h->m.self, n, err);
+        h->st.replayed += n - h->base;
+        return true;
+    case SD_ROLLBACK_REDECODE:
+        if (h->base < 0 || n < h->base || h->known < n) return false;
+        *st = restore(h, err);
+        if (*st == SD_OK) *st = redecode(h, h->base, n, err);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The way back that always works: from the snapshot if it is not past n,
+ * else from position 0, re-decoding the known tokens. */
+static sd_status fall_back(sd_lm_hybrid *h, int32_t n, sd_err *err) {
+    h->st.fallbacks++;
+    if (h->known < n) return sd_err_set(err, SD_ERR_ARG, "rollback: the tokens of positions below %d are unknown", n);
+    if (h->base >= 0 && h->base <= n) {
+        sd_status st = restore(h, err);
+        return st == SD_OK ? redecode(h, h->base, n, err) : st;
+    }
+    h->m.reset(h->m.self);
+    return redecode(h, 0, n, err);
+}
+
+static void hy_truncate(void *self, int32_t n) {
+    sd_lm_hybrid *h = self;
+    sync(h);
+    h->committed = true;
+    if (n >= h->len) return;
+    double t0 = sd_now_s();
+    h->m.capture_from(h->m.self, INT32_MAX);
+    if (n > 0 && h->mutant == SD_MUTANT_SHORT) n--;
+    sd_err err = {0};
+    sd_status st = SD_OK;
+    if (n <= 0) {
+        h->m.reset(h->m.self);
+        h->known = 0;
+        forget(h, 0);
+        return;
+    }
+    h->st.rollbacks++;
+    if (h->mutant == SD_MUTANT_COUNTER && h->m.set_len) {
+        h->m.set_len(h->m.self, n);
+    } else if (!roll_back(h, n, &st, &err) || st != SD_OK) {
+        st = fall_back(h, n, &err);
+    }
+    h->len = h->m.len(h->m.self);
+    if (st != SD_OK || h->len != n) { /* cannot happen with consistent primitives; start over rather than lie */
+        h->m.reset(h->m.self);
+        h->known = 0;
+        forget(h, 0);
+    }
+    if (h->cap_hi > h->len) h->cap_hi = h->len;
+    if (h->cap_lo > h->cap_hi) h->cap_lo = h->cap_hi;
+    if (h->base > h->len) h->base = -1;
+    h->st.rollback_s += sd_now_s() - t0;
+}
+
+static int32_t hy_n_ctx(void *self) {
+    sd_lm_hybrid *h = self;
+    return h->m.n_ctx(h->m.self);
+}
+
+static int32_t hy_len(void *self) {
+    sd_lm_hybrid *h = self;
+    sync(h);
+    return h->len;
+}
+
+sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots, sd_err *err) {
+    if ((unsigned)d >= SD_ROLLBACK_N || n_slots < 1)
+        return sd_err_set(err, SD_ERR_ARG, "rollback: discipline %d with %d slots", (int)d, n_slots);
+    sd_status st = h->m.capture_init(h->m.self, kind_of(d), n_slots, err);
+    if (st != SD_OK) return st;
+    h->disc = d;
+    h->n_slots = n_slots;
+    h->cap_lo = h->cap_hi = h->len;
+    return SD_OK;
+}
+
+sd_status sd_lm_hybrid_init(sd_lm_hybrid *h, const sd_recm *m, sd_rollback d, int32_t n_slots,
+                            bool commit_on_forward, sd_err *err) {
+    memset(h, 0, sizeof *h);
+    h->m = *m;
+    h->commit_on_forward = commit_on_forward;
+    h->hist = sd_malloc_array((size_t)m->n_ctx(m->self) + 1, sizeof *h->hist);
+    h->snap = malloc(m->state_bytes ? m->state_bytes : 1);
+    if (!h->hist || !h->snap) {
+        sd_lm_hybrid_free(h);
+        return sd_err_set(err, SD_ERR_NOMEM, "rollback: out of memory");
+    }
+    h->len = m->len(m->self);
+    h->known = 0;
+    forget(h, h->len);
+    sd_status st = sd_lm_hybrid_configure(h, d, n_slots, err);
+    if (st != SD_OK) sd_lm_hybrid_free(h);
+    return st;
+}
+
+void sd_lm_hybrid_free(sd_lm_hybrid *h) {
+    if (!h) return;
+    if (h->m.capture_init && h->hist) h->m.capture_init(h->m.self, SD_CAPTURE_NONE, 0, NULL);
+    free(h->hist);
+    free(h->snap);
+    h->hist = NULL;
+    h->snap = NULL;
+}
+
+void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h) {
+    *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = hy_n_ctx, .len = hy_len, .forward = hy_forward,
+                  .forward_tail = hy_forward_tail, .truncate = hy_truncate};
+    if (h->m.forward_first && h->m.logits_rest) {
+        lm->forward_first = hy_forward_first;
+        lm->logits_rest = hy_logits_rest;
+    }
+}

@@ -1,0 +1,270 @@
+/* decode/lm_hybrid: speculative decoding over a state that cannot be
+ * truncated is lossless with every rollback discipline. For each discipline,
+ * 3000 random cases through the real sd_spec_generate with the recurrent
+ * oracle (oracle_rec.h) as the target behind sd_lm_hybrid, and every kind of
+ * drafter: n-gram, a draft model (a second recurrent oracle behind its own
+ * sd_lm_hybrid, the same seed or another), auto, perfect, always-wrong and
+ * random; random capture rings (some too small, so the fallbacks run too).
+ * Each output must equal plain greedy computed from scratch. Then the same
+ * cases with a deliberately broken rollback (an off-by-one, and a rollback
+ * of the length only) must fail: the test can tell. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/lm_hybrid.h"
+#include "decode/sampler.h"
+#include "decode/spec.h"
+#include "oracle_rec.h"
+
+typedef enum { D_NGRAM, D_DRAFT, D_AUTO, D_PERFECT, D_WRONG, D_RANDOM, D_KINDS } drafter_kind;
+static const char *KIND_NAME[D_KINDS] = {"ngram", "draft", "auto", "perfect", "wrong", "random"};
+
+/* ---- test drafters over the oracle's own greedy: perfect, wrong, random ---- */
+typedef struct toy {
+    const rec_oracle *o;
+    drafter_kind kind;
+    sd_rng rng;
+    int32_t *buf;
+} toy;
+
+static int toy_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
+    (void)q, (void)err;
+    toy *t = self;
+    if (t->kind == D_RANDOM) {
+        for (int i = 0; i < k; i++) out[i] = (int32_t)(sd_rng_next(&t->rng) % (uint64_t)t->o->V);
+        return (int)(sd_rng_next(&t->rng) % (uint64_t)(k + 1));
+    }
+    memcpy(t->buf, ctx, (size_t)n * sizeof *ctx);
+    for (int i = 0; i < k; i++) {
+        int32_t next = rec_next(t->o, t->buf, n + i);
+        out[i] = t->kind == D_WRONG ? (next + 1) % t->o->V : next;
+        t->buf[n + i] = out[i];
+    }
+    return k;
+}
+
+static void toy_free(void *self) {
+    toy *t = self;
+    free(t->buf);
+    free(t);
+}
+
+static sd_drafter toy_drafter(const rec_oracle *o, drafter_kind kind, uint64_t seed, int32_t cap) {
+    toy *t = calloc(1, sizeof *t);
+    t->o = o;
+    t->kind = kind;
+    t->buf = malloc((size_t)cap * sizeof *t->buf);
+    sd_rng_seed(&t->rng, seed);
+    return (sd_drafter){.name = KIND_NAME[kind], .self = t, .propose = toy_propose, .free = toy_free};
+}
+
+static int32_t pick(sd_rng *r, int32_t lo, int32_t hi) { return lo + (int32_t)(sd_rng_next(r) % (uint64_t)(hi - lo + 1)); }
+
+static int32_t g_eog = -1;
+static bool is_eog(void *user, int32_t tok) {
+    (void)user;
+    return tok == g_eog;
+}
+
+/* Plain greedy from scratch: at most n_predict tokens and n_ctx - n_prompt + 1. */
+static int32_t reference(const rec_oracle *o, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
+                         int32_t *out) {
+    rec_state s = {0};
+    for (int32_t i = 0; i < n_prompt; i++) rec_step(o->salt, &s, prompt[i]);
+    int32_t n_out = 0, cap = o->n_ctx - n_prompt + 1;
+    while (n_out < n_predict && n_out < cap) {
+        int32_t next = rec_argmax_of(o, &s);
+        out[n_out++] = next;
+        rec_step(o->salt, &s, next);
+        if (next == g_eog) break;
+    }
+    return n_out;
+}
+
+typedef struct tally {
+    int cases, lossless, misuse, rejects, ctx_limited;
+    int64_t rollbacks, fallbacks_target, replayed, redecoded, loads;
+} tally;
+
+static void run_case(uint64_t seed, sd_rollback disc, sd_hybrid_mutant mutant, tally *tl) {
+    sd_rng R;
+    sd_rng_seed(&R, seed);
+    static const int KS[] = {1, 2, 3, 4, 8};
+    int32_t V = pick(&R, 0, 3) == 0 ? pick(&R, 2, 8) : pick(&R, 9, 64);
+    int32_t n_prompt = pick(&R, 0, 3) ? pick(&R, 1, 4) : pick(&R, 5, 40);
+    int32_t n_predict = pick(&R, 0, 60);
+    int32_t n_ctx = pick(&R, 0, 2) ? n_prompt + pick(&R, 0, 12) : n_prompt + n_predict + pick(&R, 0, 10);
+    rec_oracle target, draft_o;
+    rec_oracle_init(&target, V, n_ctx, seed * 3 + 1);
+    int32_t *prompt = malloc((size_t)n_prompt * sizeof *prompt);
+    for (int32_t i = 0; i < n_prompt; i++)
+        prompt[i] = i == 0 || pick(&R, 0, 3) ? pick(&R, 0, V - 1) : prompt[pick(&R, 0, i - 1)];
+    g_eog = pick(&R, 0, 5) == 0 ? pick(&R, 0, V - 1) : -1;
+
+    sd_spec_params p = sd_spec_default_params();
+    p.n_predict = n_predict;
+    p.draft_max = KS[pick(&R, 0, 4)];
+    p.adaptive_k = pick(&R, 0, 1);
+    p.gate_misses = pick(&R, 0, 2) == 0 ? 0 : pick(&R, 1, 4);
+    p.gate_probe = pick(&R, 1, 8);
+    p.n_batch = pick(&R, 1, 16);
+    p.is_eog = is_eog;
+    drafter_kind dk = (drafter_kind)pick(&R, 0, D_KINDS - 1);
+    int nmin = pick(&R, 1, 3), nmax = pick(&R, nmin, 3);
+    /* rings from too small (fallbacks) to roomy */
+    int32_t slots = pick(&R, 0, 3) == 0 ? pick(&R, 1, p.draft_max + 1) : p.draft_max + 1 + pick(&R, 0, 4);
+    sd_err err = {0};
+
+    sd_lm_hybrid th, dh;
+    sd_recm tm = rec_oracle_recm(&target);
+    assert_int_equal(sd_lm_hybrid_init(&th, &tm, disc, slots, true, &err), SD_OK);
+    th.mutant = mutant;
+    sd_lm lm;
+    sd_lm_hybrid_as_lm(&lm, &th);
+
+    bool same = pick(&R, 0, 1);
+    rec_oracle_init(&draft_o, V, pick(&R, 0, 3) ? n_ctx + 8 : pick(&R, 1, n_ctx + 1), same ? seed * 3 + 1 : seed * 7 + 5);
+    sd_recm dmm = rec_oracle_recm(&draft_o);
+    assert_int_equal(sd_lm_hybrid_init(&dh, &dmm, disc, pick(&R, 1, 12), false, &err), SD_OK);
+    dh.mutant = mutant;
+    sd_lm draft_lm;
+    sd_lm_hybrid_as_lm(&draft_lm, &dh);
+
+    sd_drafter dr = {0}, ng = {0}, dm = {0};
+    if (dk == D_NGRAM || dk == D_AUTO) assert_int_equal(sd_drafter_ngram_init(&ng, nmin, nmax, &err), SD_OK);
+    if (dk == D_DRAFT || dk == D_AUTO)
+        assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, NULL, pick(&R, 1, 8), &err), SD_OK);
+    if (dk == D_NGRAM) dr = ng, ng = (sd_drafter){0};
+    else if (dk == D_DRAFT) dr = dm, dm = (sd_drafter){0};
+    else if (dk == D_AUTO) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, &err), SD_OK);
+    else dr = toy_drafter(&target, dk, seed, n_prompt + n_predict + 16);
+
+    int32_t *want = malloc((size_t)(n_predict + 1) * sizeof *want);
+    int32_t *got = malloc((size_t)(n_predict + 1) * sizeof *got);
+    int32_t n_want = reference(&target, prompt, n_prompt, n_predict, want), n_got = -1;
+    sd_spec_stats st;
+    sd_status rc = sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err);
+    bool ok = rc == SD_OK && target.misuse == 0 && draft_o.misuse == 0 && n_got == n_want &&
+              !memcmp(got, want, (size_t)n_want * sizeof *got);
+    if (!ok && mutant == SD_MUTANT_NONE)
+        fprintf(stderr, "case %llu FAILED (%s): V=%d prompt=%d n_predict=%d n_ctx=%d K=%d slots=%d drafter=%s"
+                        " want %d got %d misuse %d/%d rc %d %s\n",
+                (unsigned long long)seed, sd_rollback_name(disc), V, n_prompt, n_predict, n_ctx, p.draft_max, slots,
+                KIND_NAME[dk], n_want, n_got, target.misuse, draft_o.misuse, rc, rc ? err.msg : "");
+    tl->cases++;
+    tl->lossless += ok;
+    tl->misuse += target.misuse + draft_o.misuse;
+    tl->rejects += st.drafted > st.accepted;
+    tl->ctx_limited += n_want < n_predict && n_want == n_ctx - n_prompt + 1;
+    tl->rollbacks += th.st.rollbacks;
+    if (slots >= p.draft_max + 1) tl->fallbacks_target += th.st.fallbacks;
+    tl->replayed += th.st.replayed;
+    tl->redecoded += th.st.redecoded;
+    tl->loads += th.st.loads;
+    sd_drafter_free(&dr);
+    sd_drafter_free(&ng);
+    sd_drafter_free(&dm);
+    sd_lm_hybrid_free(&th);
+    sd_lm_hybrid_free(&dh);
+    rec_oracle_free(&target);
+    rec_oracle_free(&draft_o);
+    free(prompt);
+    free(want);
+    free(got);
+}
+
+static tally run_all(sd_rollback disc, sd_hybrid_mutant mutant, int n) {
+    tally tl = {0};
+    for (int i = 0; i < n; i++) run_case(0x4b1d0000ull + (uint64_t)i, disc, mutant, &tl);
+    return tl;
+}
+
+static void check_discipline(sd_rollback disc) {
+    const int n = 3000;
+    tally tl = run_all(disc, SD_MUTANT_NONE, n);
+    printf("%s: LOSSLESS %d/%d; %d cases with rejections, %d stopped by a full context; target rollbacks %lld"
+           " (loads %lld, replayed positions %lld, re-decoded tokens %lld), fallbacks with a ring >= K+1: %lld\n",
+           sd_rollback_name(disc), tl.lossless, tl.cases, tl.rejects, tl.ctx_limited, (long long)tl.rollbacks,
+           (long long)tl.loads, (long long)tl.replayed, (long long)tl.redecoded, (long long)tl.fallbacks_target);
+    assert_int_equal(tl.lossless, n);
+    assert_int_equal(tl.misuse, 0);
+    assert_true(tl.rejects > n / 10);
+    assert_true(tl.ctx_limited > n / 20);
+    assert_true(tl.rollbacks > n);
+    /* the discipline itself served the target's rollbacks, not the fallback */
+    assert_int_equal(tl.fallbacks_target, 0);
+    if (disc == SD_ROLLBACK_CHECKPOINT) assert_true(tl.loads > n);
+    if (disc == SD_ROLLBACK_REPLAY) assert_true(tl.replayed > n);
+}
+
+static void test_checkpoint(void **state) {
+    (void)state;
+    check_discipline(SD_ROLLBACK_CHECKPOINT);
+}
+static void test_replay(void **state) {
+    (void)state;
+    check_discipline(SD_ROLLBACK_REPLAY);
+}
+static void test_redecode(void **state) {
+    (void)state;
+    check_discipline(SD_ROLLBACK_REDECODE);
+}
+
+/* The mutants: the same cases must catch a broken rollback. */
+static void test_mutants_fail(void **state) {
+    (void)state;
+    const int n = 3000;
+    for (int d = 0; d < SD_ROLLBACK_N; d++)
+        for (int mu = SD_MUTANT_SHORT; mu <= SD_MUTANT_COUNTER; mu++) {
+            tally tl = run_all((sd_rollback)d, (sd_hybrid_mutant)mu, n);
+            printf("mutant %s on %s: LOSSLESS %d/%d (the test fails it)\n",
+                   mu == SD_MUTANT_SHORT ? "off-by-one" : "length-only", sd_rollback_name((sd_rollback)d),
+                   tl.lossless, tl.cases);
+            assert_true(tl.lossless < n - n / 10);
+        }
+}
+
+/* Rollback primitives misused from outside: a truncate below the snapshot
+ * (further back than the caller's contract) still lands right, by re-decoding. */
+static void test_deep_truncate(void **state) {
+    (void)state;
+    for (int d = 0; d < SD_ROLLBACK_N; d++) {
+        rec_oracle o;
+        rec_oracle_init(&o, 50, 64, 11);
+        sd_recm m = rec_oracle_recm(&o);
+        sd_lm_hybrid h;
+        sd_err err = {0};
+        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 4, true, &err), SD_OK);
+        sd_lm lm;
+        sd_lm_hybrid_as_lm(&lm, &h);
+        int32_t toks[40];
+        float logits[50];
+        for (int i = 0; i < 40; i++) toks[i] = (i * 7) % 50;
+        for (int i = 0; i < 40; i += 5) assert_int_equal(lm.forward_tail(lm.self, toks + i, 5, 1, logits, &err), SD_OK);
+        for (int32_t n = 39; n >= 1; n -= 6) {
+            lm.truncate(lm.self, n);
+            assert_int_equal(lm.len(lm.self), n);
+            rec_state s = {0};
+            for (int i = 0; i < n; i++) rec_step(o.salt, &s, toks[i]);
+            assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
+        }
+        assert_int_equal(o.misuse, 0);
+        assert_true(h.st.fallbacks > 0);
+        sd_lm_hybrid_free(&h);
+        rec_oracle_free(&o);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deep_truncate), cmocka_unit_test(test_checkpoint), cmocka_unit_test(test_replay),
+        cmocka_unit_test(test_redecode), cmocka_unit_test(test_mutants_fail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
