@@ -273,9 +273,12 @@ typedef enum specdec_rollback {
                                     restoring it and re-running the recurrence of the kept positions (no weights read) */
     SPECDEC_ROLLBACK_REDECODE,   /* keep a snapshot; roll back by restoring it and running the forward again over
                                     the kept tokens (llama.cpp's way) */
+    SPECDEC_ROLLBACK_WINDOW,     /* the source design (DESIGN.md §4): the state holds only a committed prefix; every
+                                    round feeds exactly hybrid_window tokens (the committed tail, a0, drafts, pad)
+                                    and restores a snapshot unless all of them were committed */
 } specdec_rollback;
 
-/* "auto", "checkpoint", "replay", "redecode"; NULL outside the enum. */
+/* "auto", "checkpoint", "replay", "redecode", "window"; NULL outside the enum. */
 SPECDEC_API const char *specdec_rollback_name(specdec_rollback r);
 /* The discipline named name into *r; false if none has that name. */
 SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
@@ -321,6 +324,8 @@ typedef struct specdec_generate_params {
      * of the target and of a hybrid draft model. Output is the same with
      * every one; only speed and memory differ. Default SPECDEC_ROLLBACK_AUTO. */
     specdec_rollback hybrid_rollback;
+    /* SPECDEC_ROLLBACK_WINDOW: the static window S, 2..64. Default 9. */
+    int32_t hybrid_window;
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);

@@ -111,12 +111,12 @@ bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
 }
 
 const char *specdec_rollback_name(specdec_rollback r) {
-    static const char *names[] = {"auto", "checkpoint", "replay", "redecode"};
+    static const char *names[] = {"auto", "checkpoint", "replay", "redecode", "window"};
     return (unsigned)r < sizeof names / sizeof *names ? names[r] : NULL;
 }
 
 bool specdec_rollback_parse(const char *name, specdec_rollback *r) {
-    for (specdec_rollback m = SPECDEC_ROLLBACK_AUTO; name && m <= SPECDEC_ROLLBACK_REDECODE; m++)
+    for (specdec_rollback m = SPECDEC_ROLLBACK_AUTO; name && m <= SPECDEC_ROLLBACK_WINDOW; m++)
         if (!strcmp(name, specdec_rollback_name(m))) {
             *r = m;
             return true;

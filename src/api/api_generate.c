@@ -23,6 +23,7 @@ specdec_generate_params specdec_generate_default_params(void) {
         .min_p = 0,
         .seed = 42,
         .stop_at_eog = true,
+        .hybrid_window = 9,
     };
 }
 
@@ -56,8 +57,10 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     for (int32_t i = 0; i < g->n_stop; i++)
         if (!g->stop[i] || !g->stop[i][0])
             return sd_api_fail(err, SPECDEC_ERR_ARG, "stop string %d is empty", i);
-    if ((unsigned)g->hybrid_rollback > SPECDEC_ROLLBACK_REDECODE)
+    if ((unsigned)g->hybrid_rollback > SPECDEC_ROLLBACK_WINDOW)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown hybrid rollback %d", g->hybrid_rollback);
+    if (g->hybrid_rollback == SPECDEC_ROLLBACK_WINDOW && (g->hybrid_window < 2 || g->hybrid_window > 64))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "hybrid_window must be in [2, 64], not %d", g->hybrid_window);
     if (g->check_lossless && g->temperature > 0)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "check_lossless compares with greedy decoding: it needs temperature 0");
     return SPECDEC_OK;
@@ -109,9 +112,9 @@ static sd_status build_drafter(run *r, sd_err *err) {
 static sd_status setup_rollback(run *r, sd_err *err) {
     specdec_context *c = r->c;
     static const sd_rollback of[] = {SD_ROLLBACK_REPLAY, SD_ROLLBACK_CHECKPOINT, SD_ROLLBACK_REPLAY,
-                                     SD_ROLLBACK_REDECODE};
+                                     SD_ROLLBACK_REDECODE, SD_ROLLBACK_WINDOW};
     const sd_rollback d = of[r->gp->hybrid_rollback];
-    const int32_t slots = r->gp->draft_max + 1;
+    const int32_t slots = d == SD_ROLLBACK_WINDOW ? r->gp->hybrid_window : r->gp->draft_max + 1;
     sd_lm_hybrid *hs[2] = {c->th, c->dh};
     r->pub.rollback = c->th ? sd_rollback_name(d) : "none";
     for (int i = 0; i < 2; i++) {

@@ -105,7 +105,7 @@ static void md_rollback(const bench_env *e, const bench_results *r) {
     int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
     printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
     printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s. "
-           "forwards/round counts a redecode's second forward; rollback ms and MB moved are per verify round "
+           "forwards/round counts a redecode's second forward and window's re-anchors (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
            "(snapshots, restores, replays, checkpoint copies); MB held = snapshot + capture ring (%d positions).\n\n",
            r->rb_greedy_tok_s, BENCH_MAX_K + 1);
     printf("| discipline | α | accepted/round | forwards/round | rollback ms/round | MB moved/round | MB held |"

@@ -1,5 +1,6 @@
 /* specdec bench, the rollback table (issue 12, DESIGN.md §4): on a hybrid
- * target, each rollback discipline (checkpoint, replay, redecode) runs the
+ * target, each rollback discipline (checkpoint, replay, redecode, window
+ * with S = K + 1) runs the
  * oracle drafter at every synthetic α, alternated rep by rep with a plain
  * greedy run, and reports its speedup over that greedy, target forwards per
  * verify round (a redecode's second forward counts), the time and the
@@ -23,8 +24,10 @@ typedef struct rb_acc {
 
 /* Switches the target's (and a hybrid draft's) discipline. */
 static sd_status use_discipline(bench_env *e, sd_rollback d, sd_err *err) {
-    sd_status st = sd_lm_hybrid_configure(e->th, d, BENCH_MAX_K + 1, err);
-    if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, BENCH_MAX_K + 1, err);
+    const int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int32_t n = d == SD_ROLLBACK_WINDOW ? k + 1 : BENCH_MAX_K + 1; /* window: S = K + 1 */
+    sd_status st = sd_lm_hybrid_configure(e->th, d, n, err);
+    if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, n, err);
     return st;
 }
 

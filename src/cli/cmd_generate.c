@@ -163,6 +163,7 @@ static specdec_generate_params generate_params(const gen_opts *o) {
     gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto */
     gp.draft_max = o->draft_max;
     gp.hybrid_rollback = o->rollback;
+    gp.hybrid_window = o->window;
     gp.ngram_min = o->ngram_min;
     gp.ngram_max = o->ngram_max;
     gp.gate = o->gate;

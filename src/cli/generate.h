@@ -27,7 +27,7 @@ typedef struct gen_opts {
     gen_sampling sampling;
     gen_spec spec;
     specdec_rollback rollback; /* --hybrid-rollback */
-    int32_t draft_max, ngram_min, ngram_max, gate;
+    int32_t draft_max, ngram_min, ngram_max, gate, window;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     bool json, chat;
 } gen_opts;

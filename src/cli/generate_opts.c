@@ -35,8 +35,9 @@ static void usage(FILE *f) {
             "  --ngram-max N            longest n-gram looked up (default 3)\n"
             "  --gate G                 zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
             "  --hybrid-rollback R      hybrid models (qwen35): how rejected drafts leave the recurrent\n"
-            "                           state: auto | checkpoint | replay | redecode (default auto =\n"
-            "                           replay; the output is the same with each, only the cost differs)\n"
+            "                           state: auto | checkpoint | replay | redecode | window (default\n"
+            "                           auto = replay; the output is the same with each, only the cost differs)\n"
+            "  --window S               the window discipline's static window, 2..64 (default 9)\n"
             "  --check-lossless         also run plain greedy and compare token by token, report the\n"
             "                           speedup (default on for --spec other than none at --temp 0)\n"
             "  --no-check               skip that\n"
@@ -91,6 +92,7 @@ static void defaults(gen_opts *o) {
         .ngram_min = 1,
         .ngram_max = 3,
         .gate = 4,
+        .window = 9,
         .check = -1,
     };
 }
@@ -106,7 +108,7 @@ static const int_flag INT_FLAGS[] = {
     {"-n", OFF(n_predict), 0, 1 << 24},       {"-c", OFF(n_ctx), 1, 1 << 24},
     {"-t", OFF(threads), 1, 1024},            {"--draft-max", OFF(draft_max), 1, 64},
     {"--ngram-min", OFF(ngram_min), 1, 8},    {"--ngram-max", OFF(ngram_max), 1, 8},
-    {"--gate", OFF(gate), 0, 1 << 20},
+    {"--gate", OFF(gate), 0, 1 << 20},        {"--window", OFF(window), 2, 64},
 };
 
 static int parse_value(gen_opts *o, const char *flag, const char *v) {
@@ -146,7 +148,7 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         if (!found) return bad("--spec must be none, ngram, draft or auto, not '%s'", v);
     } else if (!strcmp(flag, "--hybrid-rollback")) {
         if (!specdec_rollback_parse(v, &o->rollback))
-            return bad("--hybrid-rollback must be auto, checkpoint, replay or redecode, not '%s'", v);
+            return bad("--hybrid-rollback must be auto, checkpoint, replay, redecode or window, not '%s'", v);
     } else
         return bad("unknown option '%s'", flag);
     return -1;

@@ -38,6 +38,11 @@ typedef struct sd_lm {
     sd_status (*logits_rest)(void *self, float *logits, sd_err *err);
     /* Rolls back to n positions (n <= len). */
     void (*truncate)(void *self, int32_t n);
+    /* Optional (NULL: no preference): the most tokens the next forward
+     * should carry, for an lm whose forward costs the same up to a fixed
+     * batch (the window discipline of lm_hybrid.h); the decode loop cuts its
+     * draft to that minus one (a plain step when it is 1). */
+    int32_t (*max_batch)(void *self);
 } sd_lm;
 
 /* lm->forward_tail, or lm->forward when it has none: then logits must hold

@@ -17,7 +17,7 @@
 #include "core/checked.h"
 #include "core/clock.h"
 
-static const char *const ROLLBACK_NAMES[SD_ROLLBACK_N] = {"checkpoint", "replay", "redecode"};
+static const char *const ROLLBACK_NAMES[SD_ROLLBACK_N] = {"checkpoint", "replay", "redecode", "window"};
 
 const char *sd_rollback_name(sd_rollback r) { return (unsigned)r < SD_ROLLBACK_N ? ROLLBACK_NAMES[r] : NULL; }
 
@@ -117,6 +117,7 @@ static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32
 static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                                  sd_err *err) {
     sd_lm_hybrid *h = self;
+    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_forward_tail(h, tokens, S, n_tail, logits, err);
     sync(h);
     if (S < 0 || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
         return h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
@@ -139,6 +140,10 @@ static sd_status hy_forward(void *self, const int32_t *tokens, int32_t S, float 
 static sd_status hy_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
                                   sd_err *err) {
     sd_lm_hybrid *h = self;
+    if (h->disc == SD_ROLLBACK_WINDOW) { /* one pass: every row */
+        *n_first = S;
+        return sd_window_forward_tail(h, tokens, S, S, logits, err);
+    }
     sync(h);
     if (S < 1 || S > h->m.n_ctx(h->m.self) - h->len)
         return h->m.forward_first(h->m.self, tokens, S, logits, n_first, err);
@@ -212,6 +217,10 @@ static sd_status fall_back(sd_lm_hybrid *h, int32_t n, sd_err *err) {
 
 static void hy_truncate(void *self, int32_t n) {
     sd_lm_hybrid *h = self;
+    if (h->disc == SD_ROLLBACK_WINDOW) {
+        sd_window_truncate(h, n);
+        return;
+    }
     sync(h);
     h->committed = true;
     if (n >= h->len) return;
@@ -251,6 +260,7 @@ static int32_t hy_n_ctx(void *self) {
 
 static int32_t hy_len(void *self) {
     sd_lm_hybrid *h = self;
+    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_len(h);
     sync(h);
     return h->len;
 }
@@ -258,11 +268,20 @@ static int32_t hy_len(void *self) {
 sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots, sd_err *err) {
     if ((unsigned)d >= SD_ROLLBACK_N || n_slots < 1)
         return sd_err_set(err, SD_ERR_ARG, "rollback: discipline %d with %d slots", (int)d, n_slots);
-    sd_status st = h->m.capture_init(h->m.self, kind_of(d), n_slots, err);
+    if (d == SD_ROLLBACK_WINDOW && n_slots < 2) return sd_err_set(err, SD_ERR_ARG, "rollback: window %d < 2", n_slots);
+    sd_status st = h->m.capture_init(h->m.self, kind_of(d), d == SD_ROLLBACK_WINDOW ? 1 : n_slots, err);
     if (st != SD_OK) return st;
+    const bool restart = (d == SD_ROLLBACK_WINDOW) != (h->disc == SD_ROLLBACK_WINDOW) && h->hist;
     h->disc = d;
     h->n_slots = n_slots;
+    h->window = n_slots;
+    if (restart) { /* the two keep different books: start from an empty model */
+        h->m.reset(h->m.self);
+        h->known = 0;
+        forget(h, 0);
+    }
     h->cap_lo = h->cap_hi = h->len;
+    if (d == SD_ROLLBACK_WINDOW) sd_window_start(h);
     return SD_OK;
 }
 
@@ -271,6 +290,7 @@ sd_status sd_lm_hybrid_init(sd_lm_hybrid *h, const sd_recm *m, sd_rollback d, in
     memset(h, 0, sizeof *h);
     h->m = *m;
     h->commit_on_forward = commit_on_forward;
+    h->disc = d;
     h->hist = sd_malloc_array((size_t)m->n_ctx(m->self) + 1, sizeof *h->hist);
     h->snap = malloc(m->state_bytes ? m->state_bytes : 1);
     if (!h->hist || !h->snap) {
@@ -290,13 +310,20 @@ void sd_lm_hybrid_free(sd_lm_hybrid *h) {
     if (h->m.capture_init && h->hist) h->m.capture_init(h->m.self, SD_CAPTURE_NONE, 0, NULL);
     free(h->hist);
     free(h->snap);
+    free(h->wlogits);
     h->hist = NULL;
     h->snap = NULL;
+    h->wlogits = NULL;
+}
+
+static int32_t hy_max_batch(void *self) {
+    sd_lm_hybrid *h = self;
+    return h->disc == SD_ROLLBACK_WINDOW ? sd_window_max_batch(h) : INT32_MAX;
 }
 
 void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h) {
     *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = hy_n_ctx, .len = hy_len, .forward = hy_forward,
-                  .forward_tail = hy_forward_tail, .truncate = hy_truncate};
+                  .forward_tail = hy_forward_tail, .truncate = hy_truncate, .max_batch = hy_max_batch};
     if (h->m.forward_first && h->m.logits_rest) {
         lm->forward_first = hy_forward_first;
         lm->logits_rest = hy_logits_rest;

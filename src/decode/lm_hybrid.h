@@ -65,13 +65,19 @@ typedef enum sd_rollback {
      * and running the forward again over the kept tokens (llama.cpp's
      * host-checkpoint path). */
     SD_ROLLBACK_REDECODE,
+    /* The source design (DESIGN.md §4, lm_window.c): the model's state only
+     * ever holds a committed prefix at an anchor m, with a snapshot there;
+     * every forward feeds the committed tail since m plus the new tokens,
+     * padded to exactly `window` tokens; a fully committed unpadded feed
+     * moves the anchor, anything else restores the snapshot. */
+    SD_ROLLBACK_WINDOW,
     SD_ROLLBACK_N
 } sd_rollback;
 
 /* The primitives over a model context (lm_model.c): c must outlive r. */
 void sd_recm_from_context(sd_recm *r, sd_context *c);
 
-/* "checkpoint", "replay", "redecode"; NULL outside the enum. */
+/* "checkpoint", "replay", "redecode", "window"; NULL outside the enum. */
 const char *sd_rollback_name(sd_rollback r);
 /* The discipline named name into *r; false if none is. */
 bool sd_rollback_parse(const char *name, sd_rollback *r);
@@ -113,6 +119,12 @@ typedef struct sd_lm_hybrid {
     int32_t cap_lo, cap_hi; /* the captures of steps cap_lo + 1 .. cap_hi are in the ring */
     bool committed;         /* the next forward starts on committed positions (after a truncate) */
     void *snap;             /* [m.state_bytes]: state(base) */
+    /* window only: the static window S, the model's own length (the anchor
+     * base plus what the last feed put on top: fed real tokens, pad pads),
+     * the committed length, and a logits buffer for the padded rows. */
+    int32_t window, fed, pad, commit;
+    float *wlogits;
+    int32_t wlogits_rows;
     sd_hybrid_stats st;
 } sd_lm_hybrid;
 
@@ -124,8 +136,19 @@ typedef struct sd_lm_hybrid {
 sd_status sd_lm_hybrid_init(sd_lm_hybrid *h, const sd_recm *m, sd_rollback d, int32_t n_slots,
                             bool commit_on_forward, sd_err *err);
 /* Switches discipline and ring size (the state held is kept, the captures
- * are not). Errors as init; h is unchanged on error. */
+ * are not; switching to or from window starts the model over at 0).
+ * For SD_ROLLBACK_WINDOW n_slots is the window S (>= 2). Errors as init; h
+ * is unchanged on error. */
 sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots, sd_err *err);
+
+/* lm_window.c: the sd_lm calls of the window discipline (lm_hybrid.c's
+ * routes to them while h->disc is SD_ROLLBACK_WINDOW), and its reset. */
+void sd_window_start(sd_lm_hybrid *h);
+sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                                 sd_err *err);
+void sd_window_truncate(sd_lm_hybrid *h, int32_t n);
+int32_t sd_window_len(sd_lm_hybrid *h);
+int32_t sd_window_max_batch(sd_lm_hybrid *h);
 void sd_lm_hybrid_free(sd_lm_hybrid *h);
 /* The sd_lm view of h (borrowing h). */
 void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h);

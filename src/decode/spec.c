@@ -117,6 +117,10 @@ static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
     if (!d->dr) return 0;
     int32_t k = sd_gate_k(g);
     int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
+    if (d->lm->max_batch) { /* the lm's cheapest batch */
+        int32_t mb = d->lm->max_batch(d->lm->self) - 1;
+        if (mb < room) room = mb;
+    }
     int32_t budget = d->p->n_predict - d->n_out - 1;
     if (k > room) k = room;
     if (k > budget) k = budget;

@@ -119,6 +119,7 @@ static void run_case(uint64_t seed, sd_rollback disc, sd_hybrid_mutant mutant, t
     int nmin = pick(&R, 1, 3), nmax = pick(&R, nmin, 3);
     /* rings from too small (fallbacks) to roomy */
     int32_t slots = pick(&R, 0, 3) == 0 ? pick(&R, 1, p.draft_max + 1) : p.draft_max + 1 + pick(&R, 0, 4);
+    if (disc == SD_ROLLBACK_WINDOW) slots = pick(&R, 2, 12); /* the window S */
     sd_err err = {0};
 
     sd_lm_hybrid th, dh;
@@ -131,7 +132,7 @@ static void run_case(uint64_t seed, sd_rollback disc, sd_hybrid_mutant mutant, t
     bool same = pick(&R, 0, 1);
     rec_oracle_init(&draft_o, V, pick(&R, 0, 3) ? n_ctx + 8 : pick(&R, 1, n_ctx + 1), same ? seed * 3 + 1 : seed * 7 + 5);
     sd_recm dmm = rec_oracle_recm(&draft_o);
-    assert_int_equal(sd_lm_hybrid_init(&dh, &dmm, disc, pick(&R, 1, 12), false, &err), SD_OK);
+    assert_int_equal(sd_lm_hybrid_init(&dh, &dmm, disc, pick(&R, 2, 12), false, &err), SD_OK);
     dh.mutant = mutant;
     sd_lm draft_lm;
     sd_lm_hybrid_as_lm(&draft_lm, &dh);
@@ -163,7 +164,7 @@ static void run_case(uint64_t seed, sd_rollback disc, sd_hybrid_mutant mutant, t
     tl->rejects += st.drafted > st.accepted;
     tl->ctx_limited += n_want < n_predict && n_want == n_ctx - n_prompt + 1;
     tl->rollbacks += th.st.rollbacks;
-    if (slots >= p.draft_max + 1) tl->fallbacks_target += th.st.fallbacks;
+    if (disc == SD_ROLLBACK_WINDOW || slots >= p.draft_max + 1) tl->fallbacks_target += th.st.fallbacks;
     tl->replayed += th.st.replayed;
     tl->redecoded += th.st.redecoded;
     tl->loads += th.st.loads;
@@ -215,13 +216,17 @@ static void test_redecode(void **state) {
     (void)state;
     check_discipline(SD_ROLLBACK_REDECODE);
 }
+static void test_window(void **state) {
+    (void)state;
+    check_discipline(SD_ROLLBACK_WINDOW);
+}
 
 /* The mutants: the same cases must catch a broken rollback. */
 static void test_mutants_fail(void **state) {
     (void)state;
     const int n = 3000;
     for (int d = 0; d < SD_ROLLBACK_N; d++)
-        for (int mu = SD_MUTANT_SHORT; mu <= SD_MUTANT_COUNTER; mu++) {
+        for (int mu = SD_MUTANT_SHORT; mu <= (d == SD_ROLLBACK_WINDOW ? SD_MUTANT_SHORT : SD_MUTANT_COUNTER); mu++) {
             tally tl = run_all((sd_rollback)d, (sd_hybrid_mutant)mu, n);
             printf("mutant %s on %s: LOSSLESS %d/%d (the test fails it)\n",
                    mu == SD_MUTANT_SHORT ? "off-by-one" : "length-only", sd_rollback_name((sd_rollback)d),
@@ -234,7 +239,7 @@ static void test_mutants_fail(void **state) {
  * (further back than the caller's contract) still lands right, by re-decoding. */
 static void test_deep_truncate(void **state) {
     (void)state;
-    for (int d = 0; d < SD_ROLLBACK_N; d++) {
+    for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) { /* (window's state sits at its anchor, not at len) */
         rec_oracle o;
         rec_oracle_init(&o, 50, 64, 11);
         sd_recm m = rec_oracle_recm(&o);
@@ -264,7 +269,7 @@ static void test_deep_truncate(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deep_truncate), cmocka_unit_test(test_checkpoint), cmocka_unit_test(test_replay),
-        cmocka_unit_test(test_redecode), cmocka_unit_test(test_mutants_fail),
+        cmocka_unit_test(test_redecode), cmocka_unit_test(test_window), cmocka_unit_test(test_mutants_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,9 @@
  *   hybrid draft rolled back through the same code): every discipline x
  *   drafter (n-gram, draft, auto), an always-wrong drafter over 1000 tokens,
  *   a drafter rejected at each position j = 0..K in turn, and K running into
- *   the end of the context. */
+ *   the end of the context; the window discipline on every prompt length
+ *   mod S from 1 to 2S;
+ * - temperature > 0: chi-square of speculative against plain sampling. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,7 +54,7 @@ static void check_bitwise(sd_model *m) {
     sd_context *ref = NULL;
     assert_int_equal(sd_context_init(m, 64, 16, 2, &ref, &err), SD_OK);
     const size_t nb = sd_context_state_bytes(ref);
-    for (int d = 0; d < SD_ROLLBACK_N; d++)
+    for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) /* (window's state sits at its anchor: tested by its output) */
         for (int32_t j = 0; j <= S; j++) {
             sd_context *c = NULL;
             assert_int_equal(sd_context_init(m, 64, 16, 2, &c, &err), SD_OK);
@@ -290,6 +292,38 @@ static void test_fixture_always_wrong_long(void **state) {
     sd_model_free(t);
 }
 
+/* window: every prompt length mod S from 1 to 2S (the length = 0 mod S case,
+ * S and 2S, included: a pad row must never be read as a0), with the n-gram
+ * drafter and the hybrid draft model, S = 5 and K = 8 (cut to the window). */
+static void test_fixture_window_prompt_lengths(void **state) {
+    (void)state;
+    if (!have_fixtures()) skip();
+    sd_model *t = NULL, *dm = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_model_load(TP, &t, &err), SD_OK);
+    assert_int_equal(sd_model_load(DP, &dm, &err), SD_OK);
+    int32_t n;
+    int32_t *ids = tokens_of(t, "The following copyright notice applies to the following files and to all of them", &n);
+    const int32_t W = 5, n_predict = asan() ? 12 : 32;
+    assert_true(n >= 2 * W);
+    int runs = 0;
+    for (int32_t len = 1; len <= 2 * W; len++) {
+        int32_t want[64];
+        int32_t n_want = greedy(t, ids, len, 256, n_predict, want);
+        for (kind k = K_NGRAM; k <= K_DRAFT; k++) {
+            int64_t rollbacks = 0;
+            run_cfg cfg = {SD_ROLLBACK_WINDOW, k, 256, n_predict, W - 1};
+            assert_int_equal(run_one(t, dm, ids, len, cfg, want, n_want, &rollbacks), n_want);
+            runs++;
+        }
+    }
+    printf("window S = %d: LOSSLESS %d/%d runs, prompt lengths 1..%d (%d and %d = 0 mod S), ngram and draft\n", W,
+           runs, runs, 2 * W, W, 2 * W);
+    free(ids);
+    sd_model_free(t);
+    sd_model_free(dm);
+}
+
 /* ---- temperature > 0: speculative sampling keeps plain sampling's law ----
  * Pearson chi-square, as tests/decode/test_spec_sampling.c (there on Markov
  * oracles, here on the hybrid fixture): 3-token continuations at temperature
@@ -472,6 +506,7 @@ int main(void) {
         cmocka_unit_test(test_bitwise_fixture),
         cmocka_unit_test(test_fixture_matrix),
         cmocka_unit_test(test_fixture_always_wrong_long),
+        cmocka_unit_test(test_fixture_window_prompt_lengths),
         cmocka_unit_test(test_fixture_sampling_law),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -361,8 +361,8 @@ static void test_cli(void **state) {
     /* speculation rolls the recurrent state back by each discipline: lossless */
     int rc = run_cli("generate -t 1 -n 24 -p 'ab cd ab cd ab' -m", path, out, etext, CAP);
     if (rc != 0 || !strstr(etext, "LOSSLESS")) fail_msg("generate with speculation: rc %d, stderr '%s'", rc, etext);
-    const char *disc[] = {"checkpoint", "replay", "redecode", "auto"};
-    for (int i = 0; i < 4; i++) {
+    const char *disc[] = {"checkpoint", "replay", "redecode", "window --window 4", "auto"};
+    for (int i = 0; i < 5; i++) {
         char cmd[160];
         snprintf(cmd, sizeof cmd, "generate -t 1 -n 24 -p 'ab cd ab cd ab' --spec ngram --hybrid-rollback %s -m", disc[i]);
         rc = run_cli(cmd, path, out, etext, CAP);
