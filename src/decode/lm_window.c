@@ -108,15 +108,16 @@ sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t
     memcpy(h->hist + L, tokens, (size_t)S * sizeof *tokens);
     if (h->known >= L) h->known = L + S;
     double t0 = sd_now_s();
+    const bool decoding = n_tail == S; /* a verify round or plain step, not a prefill */
     st = settle(h, c, err);
     while (st == SD_OK && c - h->base >= W) { /* re-anchor: a full window of committed tokens */
         st = h->m.forward_tail(h->m.self, h->hist + h->base, W, 0, NULL, err);
         h->fed = st == SD_OK ? W : 0;
         if (st == SD_OK) st = keep(h, err);
-        h->st.redecodes++;
-        h->st.redecoded += W;
+        h->st.redecodes += decoding; /* the discipline's extra forwards (a prefill's windows are its prefill) */
+        h->st.redecoded += decoding ? W : 0;
     }
-    h->st.rollback_s += sd_now_s() - t0;
+    if (decoding) h->st.rollback_s += sd_now_s() - t0;
     if (st != SD_OK) return st;
     h->commit = c;
     h->len = L + S;

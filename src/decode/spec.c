@@ -201,6 +201,9 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
                                    &d->sm, d->p->accept, d->scratch, v, err);
     if (st != SD_OK) return st;
+    /* the round's time includes the lm's rollback (for a hybrid model its
+     * discipline's snapshot, capture, restore or replay), so the gate's
+     * c_v(S) and its predicted speedup carry that cost too */
     time_forward(d, k + 1, sd_now_s() - t0);
     d->st->target_forwards++;
     d->st->rounds++;
