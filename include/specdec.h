@@ -220,7 +220,13 @@ typedef struct specdec_context_params {
     int32_t n_threads; /* <= 0: specdec_default_threads(). Results do not depend on it. Default 0 */
     /* An optional draft model for SPECDEC_SPEC_DRAFT / SPECDEC_SPEC_AUTO:
      * borrowed (must outlive the context), must share the target's vocabulary.
-     * The context then holds a second KV cache of the same n_ctx for it. */
+     * The context then holds a second KV cache of the same n_ctx for it.
+     * Or an EAGLE-3 head (a model of architecture "eagle3", llama.cpp's format)
+     * for SPECDEC_SPEC_EAGLE3 / SPECDEC_SPEC_AUTO: it must fit the target
+     * (target_hidden_size = the target's n_embd, target_layers within its
+     * layers, the same vocabulary); the context then keeps the target's
+     * hidden states at the head's 3 layers for every position
+     * (n_ctx * 3 * n_embd floats) and the head's own one-layer KV cache. */
     const specdec_model *draft;
 } specdec_context_params;
 
@@ -230,8 +236,9 @@ SPECDEC_API specdec_context_params specdec_context_default_params(void);
  * context). KV cache memory: 2 * n_layer * n_ctx * n_head_kv * head_dim * 2
  * bytes (f16), e.g. 448 MiB for Qwen3-0.6B at n_ctx 4096, plus the draft's.
  * params NULL = defaults. Errors: SPECDEC_ERR_VOCAB (the draft's vocabulary
- * differs; the message starts with the draft's path), SPECDEC_ERR_NOMEM,
- * SPECDEC_ERR_ARG. On error *out is NULL. */
+ * differs; the message starts with the draft's path), SPECDEC_ERR_ARG (also
+ * an EAGLE-3 head that does not fit the target, saying what differs, after
+ * the head's path), SPECDEC_ERR_NOMEM. On error *out is NULL. */
 SPECDEC_API specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
                                                 specdec_context **out, specdec_error *err);
 SPECDEC_API void specdec_context_free(specdec_context *ctx);
@@ -255,10 +262,11 @@ typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NONE = 0, /* plain decoding */
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
     SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
-    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the draft model if the context has one */
+    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the context's draft model or EAGLE-3 head */
+    SPECDEC_SPEC_EAGLE3,   /* the context's EAGLE-3 head (SPECDEC_ERR_ARG without one) */
 } specdec_spec_mode;
 
-/* "none", "ngram", "draft", "auto"; NULL for a value outside the enum. */
+/* "none", "ngram", "draft", "auto", "eagle3"; NULL for a value outside the enum. */
 SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
@@ -291,6 +299,10 @@ typedef struct specdec_generate_params {
     int32_t n_predict;
     specdec_spec_mode spec; /* default SPECDEC_SPEC_AUTO */
     int32_t draft_max;      /* K: most draft tokens per verify round, 1..64. Default 8 */
+    /* Every round drafts draft_max tokens. Default false: K adapts (starts at
+     * 1, doubles on full acceptance, halves on none; the gate cuts it to the
+     * best predicted K). */
+    bool fixed_k;
     int32_t ngram_min;      /* shortest n-gram looked up, 1..8. Default 1 */
     int32_t ngram_max;      /* longest n-gram looked up, ngram_min..8. Default 3 */
     /* G: zero-accept rounds in a row that close the hit-rate gate (drafting
@@ -299,12 +311,20 @@ typedef struct specdec_generate_params {
     int32_t gate;
     /* Sampling. temperature <= 0 is greedy (argmax, the lowest id on ties).
      * Otherwise softmax(logits / temperature), then top-k, top-p, min-p,
-     * renormalised; speculative sampling keeps exactly that distribution. */
+     * renormalised, and one uniform draw that is a function of (seed,
+     * position) only: drafts that are deterministic (n-gram, a draft model or
+     * head proposing its argmax) are accepted iff they equal the target's own
+     * pick at their position, so speculative output is byte-identical to plain
+     * sampling with the same seed (DESIGN.md §6). */
     float temperature; /* default 0, at most 100 */
     int32_t top_k;     /* 0 = off (default) */
     float top_p;       /* (0, 1]; 1 = off (default) */
     float min_p;       /* [0, 1); 0 = off (default) */
     uint64_t seed;     /* generator seed, default 42; the same seed gives the same text */
+    /* At temperature > 0 the draft model samples its proposals and they are
+     * verified by rejection sampling (min(1, p/q)): the same distribution as
+     * plain sampling, not the same bytes. Default false (argmax proposals). */
+    bool draft_sample;
     /* Stop strings (up to SPECDEC_MAX_STOP, each non-empty, borrowed for the
      * call): generation stops when the output text contains one, and the text
      * from the match on is never delivered. Text that could be the start of a
@@ -317,8 +337,8 @@ typedef struct specdec_generate_params {
     bool stop_at_eog;
     /* After generating, decode the same prompt again plainly (no drafter) and
      * compare token by token; the result goes to the stats (lossless_*).
-     * Greedy only (SPECDEC_ERR_ARG at temperature > 0). Costs a second
-     * generation. Default false. */
+     * At temperature > 0 the plain run samples with the same seed (not with
+     * draft_sample: SPECDEC_ERR_ARG). Costs a second generation. Default false. */
     bool check_lossless;
     /* Hybrid models only (ignored for dense ones): the rollback discipline
      * of the target and of a hybrid draft model. Output is the same with
@@ -362,13 +382,13 @@ typedef struct specdec_stats {
      * end (true = drafting; false also when no drafter ran). */
     int64_t gate_closed_steps, n_probes, n_probe_hits;
     bool gate_open;
-    /* The drafter that ran: "none", "ngram", "draft", "auto (ngram)",
-     * "auto (ngram + draft)". Static storage. */
+    /* The drafter that ran: "none", "ngram", "draft", "eagle3", "auto (ngram)",
+     * "auto (ngram + draft)", "auto (ngram + eagle3)". Static storage. */
     const char *drafter;
     specdec_stop_reason stop_reason;
     int32_t stop_index; /* the stop string that matched (index into params.stop), else -1 */
     /* check_lossless: whether the check ran, its verdict (the speculative
-     * tokens equal the plain greedy tokens), the first differing position
+     * tokens equal the plain run's: greedy, or sampling with the same seed), the first differing position
      * (= n_gen when equal), and the plain run's token count and decode time. */
     bool lossless_checked, lossless;
     int32_t lossless_first_diff, plain_n_gen;

@@ -42,6 +42,11 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     if (!model) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: model is NULL");
     specdec_context_params p = params ? *params : specdec_context_default_params();
     sd_err e = {0};
+    const bool head = p.draft && p.draft->m->hp.arch == SD_ARCH_EAGLE3;
+    if (head && sd_eagle3_check(p.draft->m, model->m, &e) != SD_OK) {
+        sd_err_prefix(&e, "%s", p.draft->path);
+        return sd_api_error(err, &e);
+    }
     if (p.draft && sd_lm_check_same_vocab(model->m, p.draft->m, &e) != SD_OK) {
         sd_err_prefix(&e, "%s", p.draft->path);
         return sd_api_error(err, &e);
@@ -50,6 +55,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     if (!c) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "out of memory");
     c->model = model;
     c->draft = p.draft;
+    c->head = head;
     c->n_batch = resolve_n_batch(p.n_batch);
     sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
     if (st == SD_OK) {
@@ -59,7 +65,8 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
-    if (st == SD_OK && p.draft) {
+    if (st == SD_OK && head) st = sd_context_request_hidden(c->tctx, p.draft->m->hp.target_layers, 3, &e);
+    if (st == SD_OK && p.draft && !head) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
         if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);
     }
@@ -97,12 +104,12 @@ void specdec_context_reset(specdec_context *c) {
 }
 
 const char *specdec_spec_mode_name(specdec_spec_mode mode) {
-    static const char *names[] = {"none", "ngram", "draft", "auto"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3"};
     return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
 }
 
 bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
-    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_AUTO; m++)
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_EAGLE3; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
             return true;

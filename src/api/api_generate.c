@@ -39,9 +39,17 @@ typedef struct run {
 } run;
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
-    if ((unsigned)g->spec > SPECDEC_SPEC_AUTO) return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
-    if (g->spec == SPECDEC_SPEC_DRAFT && !c->draft)
-        return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model");
+    if ((unsigned)g->spec > SPECDEC_SPEC_EAGLE3)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
+    if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
+                           c->head ? " (it has an EAGLE-3 head: use spec mode eagle3)" : "");
+    if (g->spec == SPECDEC_SPEC_EAGLE3 && !c->head)
+        return c->draft ? sd_api_fail(err, SPECDEC_ERR_ARG,
+                                      "spec mode eagle3 needs an EAGLE-3 head; the context's draft %s has "
+                                      "architecture '%s', not eagle3",
+                                      c->draft->path, c->draft->m->hp.arch_name)
+                        : sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode eagle3 needs a context with an EAGLE-3 head");
     if (g->draft_max < 1 || g->draft_max > 64)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "draft_max must be in [1, 64], not %d", g->draft_max);
     if (g->ngram_min < 1 || g->ngram_max > 8 || g->ngram_min > g->ngram_max)
@@ -61,8 +69,9 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown hybrid rollback %d", g->hybrid_rollback);
     if (g->hybrid_rollback == SPECDEC_ROLLBACK_WINDOW && (g->hybrid_window < 2 || g->hybrid_window > 64))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "hybrid_window must be in [2, 64], not %d", g->hybrid_window);
-    if (g->check_lossless && g->temperature > 0)
-        return sd_api_fail(err, SPECDEC_ERR_ARG, "check_lossless compares with greedy decoding: it needs temperature 0");
+    if (g->check_lossless && g->temperature > 0 && g->draft_sample)
+        return sd_api_fail(err, SPECDEC_ERR_ARG,
+                           "check_lossless at temperature > 0 needs deterministic drafts: draft_sample off");
     return SPECDEC_OK;
 }
 
@@ -81,11 +90,14 @@ static sd_status build_drafter(run *r, sd_err *err) {
     sd_drafter ng = {0}, dm = {0};
     bool use_draft = c->draft && g->spec != SPECDEC_SPEC_NGRAM;
     sd_status st = SD_OK;
-    if (use_draft) {
+    if (use_draft && c->head) {
+        st = sd_drafter_eagle3_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
+    } else if (use_draft) {
         sd_context_truncate(c->dctx, 0);
-        st = sd_drafter_model_init(&dm, &c->dlm, &s, c->n_batch, err);
+        st = sd_drafter_model_init(&dm, &c->dlm, g->draft_sample ? &s : NULL, c->n_batch, err);
     }
-    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT) st = sd_drafter_ngram_init(&ng, g->ngram_min, g->ngram_max, err);
+    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT && g->spec != SPECDEC_SPEC_EAGLE3)
+        st = sd_drafter_ngram_init(&ng, g->ngram_min, g->ngram_max, err);
     if (st != SD_OK) {
         sd_drafter_free(&dm);
         return st;
@@ -93,8 +105,9 @@ static sd_status build_drafter(run *r, sd_err *err) {
     r->has_drafter = true;
     if (g->spec == SPECDEC_SPEC_NGRAM) r->drafter = ng, r->pub.drafter = "ngram";
     else if (g->spec == SPECDEC_SPEC_DRAFT) r->drafter = dm, r->pub.drafter = "draft";
+    else if (g->spec == SPECDEC_SPEC_EAGLE3) r->drafter = dm, r->pub.drafter = "eagle3";
     else {
-        r->pub.drafter = use_draft ? "auto (ngram + draft)" : "auto (ngram)";
+        r->pub.drafter = !use_draft ? "auto (ngram)" : c->head ? "auto (ngram + eagle3)" : "auto (ngram + draft)";
         st = sd_drafter_auto_init(&r->drafter, &ng, use_draft ? &dm : NULL, c->model->m->hp.n_vocab, err);
         if (st != SD_OK) {
             sd_drafter_free(&ng);
@@ -181,8 +194,9 @@ static void keep_history(specdec_context *c, const specdec_token *prompt, int32_
     c->tlm.truncate(c->tlm.self, c->n_kv); /* a hybrid model rolls back through its discipline */
 }
 
-/* The same prompt through plain greedy decoding from an empty cache,
- * compared token by token with the speculative output. */
+/* The same prompt through plain decoding from an empty cache (greedy, or
+ * sampling with the same seed: the same bytes, DESIGN.md §6), compared token
+ * by token with the speculative output. */
 static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt, sd_spec_params p, int32_t *out,
                                 int32_t n_out, sd_err *err) {
     int32_t *plain = malloc(((size_t)p.n_predict + 1) * sizeof *plain), n_plain = 0;
@@ -251,6 +265,7 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = g->n_predict < 0 || g->n_predict > room ? (room > 0 ? room : 0) : g->n_predict;
     p.draft_max = g->draft_max;
+    p.adaptive_k = !g->fixed_k;
     p.gate_misses = g->gate;
     p.n_batch = r->c->n_batch;
     p.stop_at_eog = g->stop_at_eog;

@@ -24,9 +24,13 @@ struct specdec_model {
 };
 
 /* A context: the target's KV cache (and the draft model's), and the tokens
- * the target's cache holds, for prefix reuse. */
+ * the target's cache holds, for prefix reuse. With an EAGLE-3 head as the
+ * draft (head true) there is no dctx: the target's context keeps the head's
+ * hidden states from init to free, so a reused prefix has them too, and each
+ * generate call builds the head's drafter over them (decode/drafter.h). */
 struct specdec_context {
     const specdec_model *model, *draft;
+    bool head;
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
     /* For a hybrid (recurrent) model, the rollback discipline behind tlm /

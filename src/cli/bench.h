@@ -28,10 +28,11 @@
 #define BENCH_MAX_S 17      /* c_v(S) for S = 1..17 */
 #define BENCH_MAX_K 16      /* K sweep 1..16 */
 #define BENCH_MAX_ALPHAS 8
-#define BENCH_N_DRAFTERS 3  /* ngram, draft, auto */
+#define BENCH_N_DRAFTERS 4  /* ngram, draft, auto, eagle3 */
 
 typedef struct bench_opts {
     const char *target, *draft, *prompts_dir, *json, *plot;
+    const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
     bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback;
@@ -52,6 +53,7 @@ typedef struct bench_prompt {
 typedef struct bench_env {
     const bench_opts *o;
     sd_model *tm, *dm;   /* target, draft (NULL without -md) */
+    sd_model *hm;        /* EAGLE-3 head (NULL without one) */
     sd_context *tc, *dc;
     sd_lm tlm, dlm;
     sd_lm_hybrid *th, *dh; /* hybrid (recurrent) models: the rollback discipline behind tlm / dlm, else NULL */
@@ -88,6 +90,8 @@ typedef struct bench_cv {
     double cv[BENCH_MAX_S + 1];
     double draft_ms1;            /* draft model S=1 forward (0 without -md) */
     double r;                    /* draft_ms1 / ms[1] */
+    double head_ms1;             /* EAGLE-3 head step: fc of one row + the decoder layer + its lm head (0 without one) */
+    double r_head;               /* head_ms1 / ms[1] */
     double prefill_tok_s;        /* median over prompts */
     sd_membw bw;
     uint64_t weight_bytes;
@@ -103,6 +107,8 @@ typedef struct bench_k_row {
 
 typedef struct bench_oracle_row {
     double alpha, measured_alpha, acc_per_round, tok_s, speedup, predicted;
+    /* the same α paying a real drafter's time (sd_drafter_oracle_costed_init): NAN when absent */
+    double speedup_draft, speedup_head;
     int lossless_ok, lossless_n;
 } bench_oracle_row;
 
@@ -152,8 +158,10 @@ sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate
 sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
                          const sd_spec_params *sp, const int32_t *ref, int32_t n_ref,
                          bench_run *out, sd_err *err);
-/* Makes drafter `name` ("ngram", "draft", "auto") fresh, its draft KV cache
- * emptied. SD_ERR_ARG for "draft" without a draft model. */
+/* Makes drafter `name` ("ngram", "draft", "auto", "eagle3") fresh, its draft
+ * KV cache emptied. "auto" is n-gram plus the EAGLE-3 head when there is one,
+ * else plus the draft model. SD_ERR_ARG for "draft" / "eagle3" without the
+ * model they need. */
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err);
 /* Empties c and fills its KV cache with the first prompt (the state a
  * verify forward meets after prefill). */

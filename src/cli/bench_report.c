@@ -14,7 +14,8 @@ static void md_header(const bench_env *e) {
     printf("# specdec bench\n\n");
     printf("target `%s` (%s, %.1f MB of weights)", o->target, e->tm->hp.arch_name,
            (double)sd_model_weight_bytes(e->tm) / 1e6);
-    if (e->dm) printf(", draft `%s` (%.1f MB)", o->draft, (double)sd_model_weight_bytes(e->dm) / 1e6);
+    if (e->dm) printf(", draft (%.1f MB)", (double)sd_model_weight_bytes(e->dm) / 1e6);
+    if (e->hm) printf(", EAGLE-3 head (%.1f MB)", (double)sd_model_weight_bytes(e->hm) / 1e6);
     printf("; %d threads, %s kernels, n = %d tokens, medians of %d run%s, K = %d\n\n", o->threads,
            sd_matmul_backend(), o->n_predict, o->reps, o->reps == 1 ? "" : "s", o->k);
 }
@@ -62,6 +63,9 @@ static void md_cv(const bench_env *e, const bench_results *r) {
     printf("\n\n");
     printf("prefill: %.1f tok/s (median over prompts)\n\n", cv->prefill_tok_s);
     if (e->dm) printf("draft step: %.2f ms, r = draft step / target step = %.3f\n\n", cv->draft_ms1, cv->r);
+    if (e->hm)
+        printf("EAGLE-3 head step (fc + decoder layer + its lm head, per drafted token): %.3f ms, "
+               "r = head step / target step = %.3f\n\n", cv->head_ms1, cv->r_head);
     printf("roofline: %.1f MB of weights per token / %.1f GB/s read bandwidth (STREAM-style, %d threads; "
            "triad %.1f GB/s) = %.2f ms floor per token; measured greedy decode %.2f ms/token "
            "(S=1 forward %.2f ms) = %.0f%% of the roofline\n\n",
@@ -91,12 +95,19 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
     printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
            "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
            r->oracle_greedy_tok_s);
-    printf("| α | α (fit) | accepted/round | spec tok/s | measured speedup | predicted | LOSSLESS |\n");
-    printf("|---:|---:|---:|---:|---:|---:|---|\n");
+    printf("With a draft model or an EAGLE-3 head given, the same drafts also pay that drafter's real time "
+           "(it runs, its tokens are replaced by the oracle's): the speedup columns compare them at the same α. "
+           "LOSSLESS counts the free oracle's runs; any costed run that differs sets it to 0.\n\n");
+    printf("| α | α (fit) | accepted/round | spec tok/s | measured speedup | predicted | at draft-model cost | "
+           "at EAGLE-3 head cost | LOSSLESS |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_oracle; i++) {
         const bench_oracle_row *a = &r->oracle[i];
-        printf("| %.2f | %.3f | %.2f | %.2f | %.2f× | %.2f× | %d/%d |\n", a->alpha, a->measured_alpha,
-               a->acc_per_round, a->tok_s, a->speedup, a->predicted, a->lossless_ok, a->lossless_n);
+        char sd[16] = "–", sh[16] = "–";
+        if (isfinite(a->speedup_draft)) snprintf(sd, sizeof sd, "%.2f×", a->speedup_draft);
+        if (isfinite(a->speedup_head)) snprintf(sh, sizeof sh, "%.2f×", a->speedup_head);
+        printf("| %.2f | %.3f | %.2f | %.2f | %.2f× | %.2f× | %s | %s | %d/%d |\n", a->alpha, a->measured_alpha,
+               a->acc_per_round, a->tok_s, a->speedup, a->predicted, sd, sh, a->lossless_ok, a->lossless_n);
     }
     printf("\n");
 }
@@ -160,9 +171,9 @@ static json_t *json_cv(const bench_results *r) {
     json_t *curve = json_array();
     for (int S = 1; S <= BENCH_MAX_S; S++)
         json_array_append_new(curve, json_pack("{s:i,s:o,s:o}", "S", S, "ms", num(cv->ms[S]), "c_v", num(cv->cv[S])));
-    return json_pack("{s:o,s:o,s:o,s:o,s:{s:I,s:o,s:o,s:o,s:o,s:o,s:i}}", "curve", curve,
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:o,s:o,s:o,s:o,s:o,s:i}}", "curve", curve,
                      "prefill_tok_s", num(cv->prefill_tok_s), "draft_step_ms", num(cv->draft_ms1),
-                     "r", num(cv->r), "roofline", "weight_bytes", (json_int_t)cv->weight_bytes,
+                     "head_step_ms", num(cv->head_ms1), "r_head", num(cv->r_head), "r", num(cv->r), "roofline", "weight_bytes", (json_int_t)cv->weight_bytes,
                      "read_gbs", num(cv->bw.read_gbs), "triad_gbs", num(cv->bw.triad_gbs),
                      "floor_ms", num(cv->floor_ms), "decode_ms", num(cv->decode_ms),
                      "fraction", num(cv->floor_ms / cv->decode_ms), "threads", cv->bw.n_threads);
@@ -187,11 +198,12 @@ static json_t *json_oracle(const bench_env *e, const bench_results *r) {
     json_t *arr = json_array();
     for (int i = 0; i < r->n_oracle; i++) {
         const bench_oracle_row *a = &r->oracle[i];
-        json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "alpha", num(a->alpha),
+        json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "alpha", num(a->alpha),
                                              "alpha_fit", num(a->measured_alpha), "accepted_per_round",
                                              num(a->acc_per_round), "spec_tok_s", num(a->tok_s),
                                              "measured_speedup", num(a->speedup), "predicted_speedup",
-                                             num(a->predicted), "lossless_ok", a->lossless_ok,
+                                             num(a->predicted), "speedup_at_draft_cost", num(a->speedup_draft),
+                                             "speedup_at_head_cost", num(a->speedup_head), "lossless_ok", a->lossless_ok,
                                              "lossless_n", a->lossless_n));
     }
     int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;

@@ -6,7 +6,7 @@
 #include "cli/bench.h"
 #include "core/clock.h"
 
-const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto"};
+const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto", "eagle3"};
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -64,13 +64,17 @@ sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
 
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err) {
     memset(d, 0, sizeof *d);
-    bool want_ngram = !strcmp(name, "ngram") || !strcmp(name, "auto");
-    bool want_draft = !strcmp(name, "draft") || !strcmp(name, "auto");
+    bool is_auto = !strcmp(name, "auto");
+    bool want_ngram = !strcmp(name, "ngram") || is_auto;
+    bool want_head = !strcmp(name, "eagle3") || (is_auto && e->hm);
+    bool want_draft = !strcmp(name, "draft") || (is_auto && !e->hm);
     if (want_draft && !e->dm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a draft model (-md)", name);
+    if (want_head && !e->hm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an EAGLE-3 head (-md)", name);
     if (e->dc) sd_context_truncate(e->dc, 0);
     sd_drafter ng = {0}, dm = {0};
     sd_status st = SD_OK;
     if (want_ngram) st = sd_drafter_ngram_init(&ng, 1, 3, err);
+    if (!st && want_head) st = sd_drafter_eagle3_init(&dm, e->hm, e->tc, e->o->threads, 64, err);
     if (!st && want_draft) {
         sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
         st = sd_drafter_model_init(&dm, &e->dlm, &sp.sampling, sp.n_batch, err);

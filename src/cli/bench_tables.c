@@ -9,6 +9,7 @@
 
 #include "cli/bench.h"
 #include "core/checked.h"
+#include "core/clock.h"
 #include "decode/drafter_oracle.h"
 
 /* On a terminal, one line rewritten in place; redirected to a log, one line
@@ -73,7 +74,12 @@ static sd_status greedy_ref(bench_env *e, const bench_prompt *p, int32_t **ref, 
 }
 
 static bool drafter_available(const bench_env *e, int d) {
-    return e->o->drafters[d] && (d == 0 || e->dm != NULL);  /* draft and auto need -md */
+    const char *n = BENCH_DRAFTER_NAMES[d];
+    if (!e->o->drafters[d]) return false;
+    if (!strcmp(n, "draft")) return e->dm != NULL;
+    if (!strcmp(n, "auto")) return e->dm || e->hm;
+    if (!strcmp(n, "eagle3")) return e->hm != NULL;
+    return true;
 }
 
 static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_row *row, int idx,
@@ -142,6 +148,36 @@ static sd_status prefill_only(bench_env *e, double *tok_s, double *decode_tok_s,
     return SD_OK;
 }
 
+/* Median ms of one EAGLE-3 head step (what drafting one token costs: fc of a
+ * feature row, one decoder-layer position, its output head) after as many
+ * positions as the first prompt, rolled back after each timing. The features
+ * are zeros: the time does not depend on their values. */
+static sd_status head_step_ms(bench_env *e, int reps, double *ms, sd_err *err) {
+    const sd_model *h = e->hm;
+    const int32_t n = e->prompts[0].n_ids, E = h->hp.n_embd, F = 3 * h->hp.n_embd_tgt;
+    sd_context *hc = NULL;
+    sd_status st = sd_context_init(h, sd_context_n_ctx(e->tc), 64, e->o->threads, &hc, err);
+    float *feat = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)F * sizeof *feat);
+    float *g = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)E * sizeof *g);
+    float *y = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)E * sizeof *y);
+    float *logits = sd_malloc_array((size_t)h->hp.n_draft_vocab, sizeof *logits);
+    if (!st && (!feat || !g || !y || !logits)) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    if (!st) sd_eagle3_encode(hc, feat, n, g);
+    if (!st) st = sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, n, y, 0, NULL, err);
+    double t[64];
+    for (int i = 0; !st && i < reps && i < 64; i++) {
+        double t0 = sd_now_s();
+        sd_eagle3_encode(hc, feat, 1, g);
+        st = sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, 1, y, 1, logits, err);
+        t[i] = (sd_now_s() - t0) * 1e3;
+        sd_context_truncate(hc, n);
+    }
+    if (!st) *ms = bench_median(t, reps < 64 ? reps : 64);
+    free(feat), free(g), free(y), free(logits);
+    sd_context_free(hc);
+    return st;
+}
+
 sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
     bench_cv *cv = &r->cv;
     int reps = e->o->reps < 5 ? 5 : e->o->reps;
@@ -156,6 +192,11 @@ sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
         st = bench_warm(e, e->dc, err);
         if (!st) st = bench_forward_ms(e, e->dc, 1, reps, &cv->draft_ms1, err);
         cv->r = cv->draft_ms1 / cv->ms[1];
+    }
+    if (!st && e->hm) {
+        bench_progress("EAGLE-3 head step");
+        st = head_step_ms(e, reps, &cv->head_ms1, err);
+        cv->r_head = cv->head_ms1 / cv->ms[1];
     }
     if (st) return st;
     for (int S = 1; S <= BENCH_MAX_S; S++) cv->cv[S] = cv->ms[S] / cv->ms[1];
@@ -236,8 +277,9 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     int reps = o->reps > 64 ? 64 : o->reps, k = o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : o->k;
     int32_t *ref = NULL, n_ref = 0;
     double g_tok[64];
-    mode_acc acc[BENCH_MAX_ALPHAS];
+    mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + EAGLE-3 head */
     memset(acc, 0, sizeof acc);
+    memset(acc_cost, 0, sizeof acc_cost);
     sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, false, false);
     sd_status st = SD_OK;
     for (int rep = 0; !st && rep < reps; rep++) {
@@ -253,6 +295,17 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
             if (!st) st = bench_generate(e, p, &dr, &sp, ref, n_ref, &run, err);
             sd_drafter_free(&dr);
             if (!st) acc_add(&acc[a], &run);
+            for (int c = 0; c < 2 && !st; c++) { /* the same α at a draft model's / a head's cost */
+                if (!(c == 0 ? e->dm : e->hm)) continue;
+                sd_drafter cost;
+                st = bench_drafter_make(e, c == 0 ? "draft" : "eagle3", &cost, err);
+                if (!st) st = sd_drafter_oracle_costed_init(&dr, ref, n_ref, p->n_ids, o->alphas[a], e->tm->hp.n_vocab,
+                                                            o->seed + (uint64_t)rep, &cost, err);
+                sd_drafter_free(&cost);
+                if (!st) st = bench_generate(e, p, &dr, &sp, ref, n_ref, &run, err);
+                sd_drafter_free(&dr);
+                if (!st) acc_add(&acc_cost[c][a], &run);
+            }
         }
     }
     free(ref);
@@ -270,6 +323,14 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
         /* n-gram-like economics: proposing costs nothing (DESIGN.md §2). */
         row->predicted = r->cv.present ? bench_expected_tokens(o->alphas[a], k) / r->cv.cv[k + 1] : NAN;
         row->lossless_ok = m.lossless_ok, row->lossless_n = m.lossless_n;
+        double *sc[2] = {&row->speedup_draft, &row->speedup_head};
+        for (int c = 0; c < 2; c++) {
+            *sc[c] = NAN;
+            if (!acc_cost[c][a].n) continue;
+            acc_row(&acc_cost[c][a], r->oracle_greedy_tok_s, &m);
+            *sc[c] = m.speedup;
+            if (m.lossless_ok != m.lossless_n) row->lossless_ok = 0; /* a costed run that differs fails the row */
+        }
     }
     return SD_OK;
 }

@@ -22,7 +22,9 @@ static void usage(FILE *f) {
         "options:\n"
         "  -m FILE          target model (GGUF; default " CLI_DEFAULT_TARGET ")\n"
         "  -md FILE         draft model with the same vocabulary (enables the draft and auto drafters;\n"
-        "                   default " CLI_DEFAULT_DRAFT " when -m is not given)\n"
+        "                   default " CLI_DEFAULT_DRAFT " when -m is not given); given twice, or\n"
+        "                   a file of architecture eagle3: an EAGLE-3 head (the eagle3 drafter, and auto\n"
+        "                   uses it instead of the draft model; default " CLI_DEFAULT_EAGLE3 ")\n"
         "  --prompts DIR    prompt files *.txt, first line 'class: NAME' or name prefix (default bench/prompts)\n"
         "  -n N             tokens generated per run (default 128)\n"
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
@@ -30,7 +32,7 @@ static void usage(FILE *f) {
         "  -k K             draft tokens per round (default 8)\n"
         "  --tables LIST    any of classes,cv,ksweep,oracle,rollback (default all; rollback: hybrid\n"
         "                   targets only, each rollback discipline at the --alphas)\n"
-        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto, or none (default all)\n"
+        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3, or none (default all)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
@@ -119,7 +121,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
                         .membw_mb = 256};
     parse_tables(o, "classes,cv,ksweep,oracle,rollback");
     parse_alphas(o, "0.5,0.7,0.9");
-    parse_drafters(o, "ngram,draft,auto");
+    parse_drafters(o, "ngram,draft,auto,eagle3");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
@@ -127,7 +129,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         if (i + 1 >= argc) return usage_error("missing value for", a);
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) o->target = v;
-        else if (!strcmp(a, "-md")) o->draft = v;
+        else if (!strcmp(a, "-md")) { if (o->draft && o->head) return usage_error("-md at most twice", v); *(o->draft ? &o->head : &o->draft) = v; }
         else if (!strcmp(a, "--prompts")) o->prompts_dir = v;
         else if (!strcmp(a, "--json")) o->json = v;
         else if (!strcmp(a, "--plot")) o->plot = v;
@@ -139,7 +141,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
         else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle)", v); }
-        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto, or none)", v); }
+        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3, or none)", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else return usage_error("unknown option", a);
     }
@@ -219,7 +221,17 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     e->o = o;
     sd_status st = load_model(o->target, &e->tm, err);
     if (!st && o->draft) st = load_model(o->draft, &e->dm, err);
+    if (!st && o->head) st = load_model(o->head, &e->hm, err);
+    if (!st && e->dm && e->dm->hp.arch == SD_ARCH_EAGLE3) { /* the -md file was the head */
+        sd_model *t = e->hm;
+        e->hm = e->dm, e->dm = t;
+    }
+    if (!st && e->hm && e->hm->hp.arch != SD_ARCH_EAGLE3)
+        st = sd_err_set(err, SD_ERR_ARG, "two draft models given (-md twice): the second must be an EAGLE-3 head");
+    if (!st && e->dm && e->dm->hp.arch == SD_ARCH_EAGLE3)
+        st = sd_err_set(err, SD_ERR_ARG, "two EAGLE-3 heads given (-md twice)");
     if (!st && e->dm) st = sd_lm_check_same_vocab(e->tm, e->dm, err);
+    if (!st && e->hm) st = sd_eagle3_check(e->hm, e->tm, err);
     if (!st && greedy_text) {
         e->prompts = sd_calloc(1, sizeof *e->prompts);
         if (!e->prompts) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
@@ -235,7 +247,7 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     if (st) return st;
     int32_t n_ctx = needed_ctx(e);
     st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, &e->th, true, err);
-    if (!st && e->dm) st = env_open_model(o->draft, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, &e->dh, false, err);
+    if (!st && e->dm) st = env_open_model(NULL, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, &e->dh, false, err);
     if (st) return st;
     e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
     e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
@@ -254,6 +266,7 @@ static void env_free(bench_env *e) {
     sd_context_free(e->dc);
     sd_context_free(e->tc);
     sd_model_free(e->dm);
+    sd_model_free(e->hm);
     sd_model_free(e->tm);
 }
 
@@ -288,7 +301,10 @@ int cmd_bench(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o, &greedy_text);
     if (rc) return rc < 0 ? 0 : rc;
     if ((rc = check_outputs(&o))) return rc;
-    if (!o.target) o.target = CLI_DEFAULT_TARGET, o.draft = cli_default_draft(o.draft, true);
+    if (!o.target) { /* the bundled fixtures; their draft model and EAGLE-3 head unless -md says otherwise */
+        o.target = CLI_DEFAULT_TARGET;
+        if (!o.draft) o.draft = cli_default_draft(NULL, true), o.head = cli_default_eagle3(NULL, true);
+    }
     if (o.threads <= 0) o.threads = sd_default_threads();
     bench_env e;
     bench_results r;

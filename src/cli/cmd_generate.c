@@ -93,9 +93,11 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
     return st;
 }
 
-/* Which draft model file to load, if any (NULL = none). */
+/* Which -md file to load, if any (NULL = none): a draft model or an EAGLE-3
+ * head (its role follows its architecture; the library checks it fits). */
 static const char *draft_path(const gen_opts *o) {
     if (o->spec == GEN_SPEC_NONE || o->spec == GEN_SPEC_NGRAM) return NULL;
+    if (o->spec == GEN_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
     return cli_default_draft(o->draft, o->model_is_default);
 }
 
@@ -106,7 +108,17 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
     const char *dp = draft_path(o);
     if (o->spec == GEN_SPEC_DRAFT && !dp)
         return set_err(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
-    return dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
+    if (o->spec == GEN_SPEC_EAGLE3 && !dp)
+        return set_err(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+    st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
+    if (st != SPECDEC_OK || !dp) return st;
+    bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
+    if (o->spec == GEN_SPEC_EAGLE3 && !head)
+        return set_err(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
+                       dp, specdec_model_arch(e->draft));
+    if (o->spec == GEN_SPEC_DRAFT && head)
+        return set_err(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
+    return SPECDEC_OK;
 }
 
 /* The context: the target's KV cache, and the draft's (the library checks
@@ -160,10 +172,12 @@ static bool on_piece(const specdec_piece *p, void *user) {
 static specdec_generate_params generate_params(const gen_opts *o) {
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = o->n_predict;
-    gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto */
+    gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto, eagle3 */
     gp.draft_max = o->draft_max;
     gp.hybrid_rollback = o->rollback;
     gp.hybrid_window = o->window;
+    gp.fixed_k = o->fixed_k;
+    gp.draft_sample = o->draft_sample;
     gp.ngram_min = o->ngram_min;
     gp.ngram_max = o->ngram_max;
     gp.gate = o->gate;
@@ -172,7 +186,9 @@ static specdec_generate_params generate_params(const gen_opts *o) {
     gp.top_p = o->sampling.top_p;
     gp.min_p = o->sampling.min_p;
     gp.seed = o->sampling.seed;
-    gp.check_lossless = o->check == 1 || (o->check == -1 && o->spec != GEN_SPEC_NONE && o->sampling.temp <= 0);
+    /* at temperature > 0 deterministic drafts give plain sampling's bytes: checked too */
+    gp.check_lossless = o->check == 1 || (o->check == -1 && o->spec != GEN_SPEC_NONE &&
+                                           (o->sampling.temp <= 0 || !o->draft_sample));
     return gp;
 }
 
@@ -249,8 +265,8 @@ int cmd_generate(int argc, char **argv) {
         gen_print_stats(&r);
         if (o.json && !gen_print_json(&r)) rc = 1;
         if (r.st.lossless_checked && !r.st.lossless) {
-            fprintf(stderr, "specdec: speculative output differs from greedy at token %d\n",
-                    r.st.lossless_first_diff);
+            fprintf(stderr, "specdec: speculative output differs from plain %s at token %d\n",
+                    o.sampling.temp > 0 ? "sampling" : "greedy", r.st.lossless_first_diff);
             rc = 1;
         }
     }

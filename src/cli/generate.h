@@ -10,7 +10,7 @@
 #include "cli/model_args.h"
 #include "specdec.h"
 
-typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO } gen_spec;
+typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO, GEN_SPEC_EAGLE3 } gen_spec;
 
 /* The sampling flags (specdec_generate_params' fields of the same meaning). */
 typedef struct gen_sampling {
@@ -30,6 +30,8 @@ typedef struct gen_opts {
     int32_t draft_max, ngram_min, ngram_max, gate, window;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     bool json, chat;
+    bool fixed_k; /* --fixed-k: every round drafts --draft-max (no adaptive K) */
+    bool draft_sample; /* --draft-sample: the draft model samples its proposals (else its argmax) */
 } gen_opts;
 
 /* Parses argv (argv[0] = "generate"). Returns -1 to go on, else the exit code

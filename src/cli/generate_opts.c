@@ -33,13 +33,19 @@ static void usage(FILE *f) {
             "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
             "  --ngram-min N            shortest n-gram looked up (default 1)\n"
             "  --ngram-max N            longest n-gram looked up (default 3)\n"
+            "  --fixed-k                every round drafts --draft-max tokens (no adaptive K)\n"
             "  --gate G                 zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
             "  --hybrid-rollback R      hybrid models (qwen35): how rejected drafts leave the recurrent\n"
             "                           state: auto | checkpoint | replay | redecode | window (default\n"
             "                           auto = replay; the output is the same with each, only the cost differs)\n"
             "  --window S               the window discipline's static window, 2..64 (default 9)\n"
-            "  --check-lossless         also run plain greedy and compare token by token, report the\n"
-            "                           speedup (default on for --spec other than none at --temp 0)\n"
+            "  --draft-sample           at --temp > 0 the draft model samples its proposals, verified by\n"
+            "                           speculative sampling (same law as plain sampling, not the same\n"
+            "                           bytes); default: it proposes its argmax, verified against the\n"
+            "                           target's own per-position sample (byte-identical to plain sampling)\n"
+            "  --check-lossless         also run plain decoding (greedy, or sampling with the same seed)\n"
+            "                           and compare token by token, report the speedup (default on for\n"
+            "                           --spec other than none, unless --draft-sample)\n"
             "  --no-check               skip that\n"
             "  --json                   print one JSON object instead of streaming the text\n"
             "  --chat                   wrap the prompt in the ChatML template (Qwen)\n"
@@ -77,7 +83,7 @@ static bool parse_float(const char *s, float lo, float hi, float *out) {
 }
 
 const char *gen_spec_name(gen_spec s) {
-    static const char *names[] = {"none", "ngram", "draft", "auto"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3"};
     return names[s];
 }
 
@@ -143,9 +149,9 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         s->seed = x;
     } else if (!strcmp(flag, "--spec")) {
         int found = 0;
-        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_AUTO; m++)
+        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_EAGLE3; m++)
             if (!strcmp(v, gen_spec_name(m))) o->spec = m, found = 1;
-        if (!found) return bad("--spec must be none, ngram, draft or auto, not '%s'", v);
+        if (!found) return bad("--spec must be none, ngram, draft, eagle3 or auto, not '%s'", v);
     } else if (!strcmp(flag, "--hybrid-rollback")) {
         if (!specdec_rollback_parse(v, &o->rollback))
             return bad("--hybrid-rollback must be auto, checkpoint, replay, redecode or window, not '%s'", v);
@@ -170,8 +176,10 @@ static int check_combination(const gen_opts *o) {
     if (o->ngram_min > o->ngram_max) return bad("%s", "--ngram-min must not exceed --ngram-max");
     if (o->spec == GEN_SPEC_DRAFT && !o->draft && !o->model_is_default)
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
-    if (o->check == 1 && o->sampling.temp > 0)
-        return bad("%s", "--check-lossless compares with greedy decoding: it needs --temp 0");
+    if (o->spec == GEN_SPEC_EAGLE3 && !o->draft && !o->model_is_default)
+        return bad("%s", "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+    if (o->check == 1 && o->sampling.temp > 0 && o->draft_sample)
+        return bad("%s", "--check-lossless at --temp > 0 needs deterministic drafts: drop --draft-sample");
     return -1;
 }
 
@@ -197,6 +205,8 @@ int gen_parse(int argc, char **argv, gen_opts *o) {
         else if (!strcmp(a, "--no-check")) o->check = 0;
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--chat")) o->chat = true;
+        else if (!strcmp(a, "--fixed-k")) o->fixed_k = true;
+        else if (!strcmp(a, "--draft-sample")) o->draft_sample = true;
         else if (a[0] != '-') return bad("unexpected argument '%s'", a);
         else if (!takes_value(a)) return bad("unknown option '%s'", a);
         else if (i + 1 >= argc) return bad("%s needs a value", a);

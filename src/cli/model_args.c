@@ -6,11 +6,19 @@
 
 #include "cli/model_args.h"
 
-const char *cli_default_draft(const char *given, bool target_is_default) {
+static const char *default_file(const char *given, bool target_is_default, const char *path, const char *what) {
     if (given) return given;
-    if (!target_is_default || access(CLI_DEFAULT_DRAFT, R_OK) != 0) return NULL;
-    fprintf(stderr, "specdec: using %s as the draft model\n", CLI_DEFAULT_DRAFT);
-    return CLI_DEFAULT_DRAFT;
+    if (!target_is_default || access(path, R_OK) != 0) return NULL;
+    fprintf(stderr, "specdec: using %s as the %s\n", path, what);
+    return path;
+}
+
+const char *cli_default_draft(const char *given, bool target_is_default) {
+    return default_file(given, target_is_default, CLI_DEFAULT_DRAFT, "draft model");
+}
+
+const char *cli_default_eagle3(const char *given, bool target_is_default) {
+    return default_file(given, target_is_default, CLI_DEFAULT_EAGLE3, "EAGLE-3 head");
 }
 
 void cli_warn_n_ctx(int32_t n_ctx_train, int32_t n_ctx) {

@@ -14,11 +14,14 @@
 /* Relative to the working directory: the repository root (models/README.md). */
 #define CLI_DEFAULT_TARGET "models/fixture-target.gguf"
 #define CLI_DEFAULT_DRAFT "models/fixture-draft.gguf"
+#define CLI_DEFAULT_EAGLE3 "models/fixture-eagle3.gguf"
 
 /* The draft model to pair with the target: `given` when not NULL; else, when
  * the target is the default one and CLI_DEFAULT_DRAFT is readable, that file
  * (said on stderr: "specdec: using ... as the draft model"); else NULL. */
 const char *cli_default_draft(const char *given, bool target_is_default);
+/* The same for an EAGLE-3 head (CLI_DEFAULT_EAGLE3, "... as the EAGLE-3 head"). */
+const char *cli_default_eagle3(const char *given, bool target_is_default);
 
 /* When a model file at path cannot be opened and path is one of the default
  * models (CLI_DEFAULT_*): why that happens (the paths are relative to the

@@ -3,8 +3,9 @@
  * speed: every proposal is checked by the target.
  *
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
- * behind an sd_lm (drafter_model.c), and "auto", n-gram where it hits and the
- * draft model otherwise (drafter_auto.c). */
+ * behind an sd_lm (drafter_model.c), an EAGLE-3 head over the target's hidden
+ * states (drafter_eagle3.c), and "auto", n-gram where it hits and the costly
+ * drafter (head or draft model) otherwise (drafter_auto.c). */
 #ifndef SD_DECODE_DRAFTER_H
 #define SD_DECODE_DRAFTER_H
 
@@ -89,6 +90,22 @@ sd_status sd_drafter_ngram_init(sd_drafter *d, int ngram_min, int ngram_max, sd_
  * SD_ERR_NOMEM. */
 sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *draft, const sd_sampling *sampling,
                                 int32_t n_batch, sd_err *err);
+
+/* ---- EAGLE-3 head (drafter_eagle3.c) ----
+ * A one-layer head (model/model.h, architecture eagle3) over the target's
+ * hidden states: asks target (the target's context, borrowed; must outlive
+ * the drafter) for the rows of the head's target_layers, and drafts a chain
+ * of up to k greedy tokens (the head's argmax, mapped through d2t: the
+ * drafter is deterministic at any temperature), one head step per token. Its
+ * own context (n_ctx as the target's, n_batch rows per catch-up forward,
+ * n_threads) rolls back with the target's: each propose keeps the head
+ * positions built from rows the target still holds for the same tokens and
+ * catches up on the rest in one batched forward. The head borrows nothing
+ * else; it must outlive the drafter. Freeing turns the target's hidden-state
+ * hook off. Errors: SD_ERR_ARG (head does not fit the target: its message
+ * from sd_eagle3_check), SD_ERR_VOCAB (different token lists), SD_ERR_NOMEM. */
+sd_status sd_drafter_eagle3_init(sd_drafter *d, const sd_model *head, sd_context *target, int n_threads,
+                                 int32_t n_batch, sd_err *err);
 
 /* ---- auto (drafter_auto.c) ----
  * n-gram first (it is free and wins on extractive spans); when it has no

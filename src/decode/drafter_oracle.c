@@ -10,6 +10,7 @@ typedef struct oracle {
     int32_t *greedy, n_greedy, n_prompt, n_vocab;
     double alpha;
     uint64_t seed, rng;
+    sd_drafter cost; /* a real drafter whose time the proposals cost (propose NULL: free) */
 } oracle;
 
 /* splitmix64 (Steele, Lea, Flood 2014): small, seedable, good enough here. */
@@ -23,7 +24,10 @@ static uint64_t next_u64(oracle *o) {
 static double next_unit(oracle *o) { return (double)(next_u64(o) >> 11) * 0x1.0p-53; }
 
 /* Nothing to restart: the drafts are a function of (seed, position). */
-static void oracle_reset(void *self) { (void)self; }
+static void oracle_reset(void *self) {
+    oracle *o = self;
+    if (o->cost.reset) o->cost.reset(o->cost.self);
+}
 
 /* Reference position j always gets splitmix64 draws 2j+1 (keep the token if
  * u < α) and 2j+2 (which wrong id), whatever the rounds around it: the draft
@@ -33,8 +37,9 @@ static void oracle_reset(void *self) { (void)self; }
  * at reference index n − n_prompt (DESIGN.md §1: propose past a0). */
 static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                           sd_err *err) {
-    (void)ctx, (void)q, (void)err;
+    (void)q;
     oracle *o = self;
+    if (o->cost.propose && o->cost.propose(o->cost.self, ctx, n, k, out, NULL, err) < 0) return -1;
     int32_t g = n - o->n_prompt;
     int m = 0;
     for (; m < k && g >= 0 && g + m < o->n_greedy; m++) {
@@ -48,13 +53,18 @@ static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int3
 }
 
 static int64_t oracle_n_forwards(void *self) {
-    (void)self;
-    return 0;
+    oracle *o = self;
+    return o->cost.n_forwards ? o->cost.n_forwards(o->cost.self) : 0;
+}
+
+static int oracle_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
+    oracle *o = self;
+    return o->cost.prefill ? o->cost.prefill(o->cost.self, ctx, n, err) : 0;
 }
 
 static void oracle_free(void *self) {
     oracle *o = self;
-    if (o) free(o->greedy);
+    if (o) free(o->greedy), sd_drafter_free(&o->cost);
     free(o);
 }
 
@@ -84,5 +94,19 @@ sd_status sd_drafter_oracle_init(sd_drafter *d, const int32_t *greedy, int32_t n
     d->accepted = NULL;
     d->n_forwards = oracle_n_forwards;
     d->free = oracle_free;
+    return SD_OK;
+}
+
+sd_status sd_drafter_oracle_costed_init(sd_drafter *d, const int32_t *greedy, int32_t n_greedy, int32_t n_prompt,
+                                        double alpha, int32_t n_vocab, uint64_t seed, sd_drafter *cost,
+                                        sd_err *err) {
+    sd_status st = sd_drafter_oracle_init(d, greedy, n_greedy, n_prompt, alpha, n_vocab, seed, err);
+    if (st != SD_OK) return st;
+    oracle *o = d->self;
+    o->cost = *cost;
+    *cost = (sd_drafter){0};
+    d->name = "oracle (costed)";
+    d->costly = true;
+    d->prefill = oracle_prefill;
     return SD_OK;
 }

@@ -30,4 +30,15 @@ sd_status sd_drafter_oracle_init(sd_drafter *d, const int32_t *greedy, int32_t n
                                  int32_t n_prompt, double alpha, int32_t n_vocab, uint64_t seed,
                                  sd_err *err);
 
+/* The same proposals at the cost of a real drafter (DESIGN.md §2: speedup =
+ * E / (draft cost + c_v)): cost->propose runs first with the same arguments
+ * (its forwards, and its own state kept in step with the context), then its
+ * tokens are replaced by the oracle's. A draft model and an EAGLE-3 head can
+ * so be compared at the SAME synthetic α, each paying its real time per
+ * drafted token. Takes ownership of *cost (emptied); the drafter is costly
+ * and deterministic. Errors as sd_drafter_oracle_init. */
+sd_status sd_drafter_oracle_costed_init(sd_drafter *d, const int32_t *greedy, int32_t n_greedy, int32_t n_prompt,
+                                        double alpha, int32_t n_vocab, uint64_t seed, sd_drafter *cost,
+                                        sd_err *err);
+
 #endif

@@ -149,6 +149,19 @@ void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p) {
     for (int32_t i = 0; i < n; i++) p[i] = (float)(p[i] / sum);
 }
 
+void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos) {
+    uint64_t x = (uint64_t)pos ^ 0x5851f42d4c957f2dull; /* pos hashed apart from seed before they mix */
+    sd_rng_seed(r, seed ^ splitmix64(&x));
+}
+
+int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos) {
+    if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
+    sd_rng r;
+    sd_rng_at(&r, sm->s.seed, pos);
+    sd_sampler_probs(sm, logits, sm->p);
+    return sd_sample_probs(sm->p, sm->n_vocab, &r);
+}
+
 int32_t sd_sampler_pick(sd_sampler *sm, const float *logits) {
     if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
     sd_sampler_probs(sm, logits, sm->p);

@@ -55,4 +55,18 @@ void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p);
  * draw from sd_sampler_probs (one uniform draw from sm->rng). */
 int32_t sd_sampler_pick(sd_sampler *sm, const float *logits);
 
+/* The generator of absolute position pos under seed: the randomness of the
+ * token AT position pos (DESIGN.md §6, the stronger rule). A function of
+ * (seed, pos) only, so plain sampling and a speculative round that reaches
+ * the same position draw the same number, in any order. */
+void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);
+
+/* The token at absolute position pos, picked from the logits that precede
+ * it: sd_argmax when greedy, else the inverse-CDF draw from
+ * sd_sampler_probs with one uniform of sd_rng_at(seed, pos). Plain decoding
+ * and the verify of a deterministic draft both pick every token this way,
+ * which is what makes speculative sampling byte-identical to plain sampling
+ * with the same seed. */
+int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos);
+
 #endif

@@ -100,7 +100,9 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
         if (st != SD_OK) return st;
         done += S;
     }
-    *a0 = sd_sampler_pick(&d->sm, d->logits);
+    /* the token at the absolute position after the prompt (prompt may be the
+     * part after a reused prefix) */
+    *a0 = sd_sampler_pick_at(&d->sm, d->logits, d->lm->len(d->lm->self));
     return SD_OK;
 }
 

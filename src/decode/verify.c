@@ -12,8 +12,24 @@ static sd_verdict accept_greedy(const int32_t *draft, int K, const float *logits
     return (sd_verdict){j, sd_argmax(row(logits, j, n_vocab), n_vocab)};
 }
 
+/* §6, a deterministic draft (n-gram, or a head or model proposing its argmax):
+ * d_t is accepted iff the target's own pick at its position, n + t, is d_t
+ * (sd_sampler_pick_at: randomness a function of seed and position); the first
+ * pick that differs is the next a0, else the bonus pick at n + K + 1. Every
+ * committed token is thus the one plain sampling picks at that position, and
+ * a draft token passes with probability p(d), as speculative sampling with a
+ * one-hot q accepts it. Plain steps are the K = 0 case. */
+static sd_verdict accept_own_picks(const int32_t *draft, int K, const float *logits, sd_sampler *sm, int32_t n) {
+    for (int t = 1; t <= K; t++) {
+        int32_t s = sd_sampler_pick_at(sm, row(logits, t - 1, sm->n_vocab), (int64_t)n + t);
+        if (s != draft[t - 1]) return (sd_verdict){t - 1, s};
+    }
+    return (sd_verdict){K, sd_sampler_pick_at(sm, row(logits, K, sm->n_vocab), (int64_t)n + K + 1)};
+}
+
 /* §6: each d_t against p_{t-1}; the first rejection's replacement is the next
- * a0; if every draft passes, the bonus a0 is drawn from p_K. */
+ * a0; if every draft passes, the bonus a0 is drawn from p_K. For drafts that
+ * were sampled (q given): their law is preserved, not the bytes. */
 static sd_verdict accept_sampled(const int32_t *draft, int K, const float *q, const float *logits,
                                  sd_sampler *sm, sd_accept_rule rule, float *scratch) {
     int32_t V = sm->n_vocab;
@@ -70,6 +86,8 @@ sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q
         if (st != SD_OK) return st;
         if (sm->s.temp <= 0)
             *v = accept_greedy(draft, K, logits, lm->n_vocab);
+        else if (!q)
+            *v = accept_own_picks(draft, K, logits, sm, n);
         else
             *v = accept_sampled(draft, K, q, logits, sm, rule ? rule : sd_accept_speculative, scratch);
     }

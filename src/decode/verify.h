@@ -18,9 +18,13 @@ typedef struct sd_verdict {
 /* batch[K+1] = [a0, d1..dK] is forwarded at positions n..n+K (n = lm len);
  * logits has room for (K+1) rows. On return the lm holds n+1+j positions.
  * Greedy (sm->s.temp <= 0): d_t is accepted while d_t == argmax(r_{t-1}) and
- * the next a0 is argmax(r_j). Sampling: each d_t goes through rule (q[K][n_vocab]
- * the drafter's distributions, NULL = one-hot) and the next a0 is the
- * replacement token, or a draw from r_K's distribution when all K pass.
+ * the next a0 is argmax(r_j). Sampling, deterministic draft (q NULL): d_t is
+ * accepted while it equals the target's own pick at position n+t
+ * (sd_sampler_pick_at), the next a0 is the first pick that differs or the
+ * pick at n+K+1: byte-identical to plain sampling; rule is not used.
+ * Sampling, sampled draft (q[K][n_vocab] the drafter's distributions): each
+ * d_t goes through rule and the next a0 is the replacement token, or a draw
+ * from r_K's distribution when all K pass.
  * scratch: 2 * n_vocab floats. Greedy rounds on an lm with forward_first run the
  * output head in two passes and compute the rows past the first pass only when
  * every draft up to there passed; logits then holds just the rows the round

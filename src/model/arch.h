@@ -37,7 +37,7 @@ typedef struct sd_arch_def {
     bool partial_rope;
 } sd_arch_def;
 
-extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3, sd_arch_qwen35;
+extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3, sd_arch_qwen35, sd_arch_eagle3;
 
 /* The architecture named name, or NULL. */
 const sd_arch_def *sd_arch_find(const char *name);

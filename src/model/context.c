@@ -44,7 +44,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->k_cache = alloc_array(kv_layers, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
     c->v_cache = alloc_array(kv_layers, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
     c->x = alloc_f32(nb, (size_t)hp->n_embd, 1, &ok);
-    c->xb = alloc_f32(nb, (size_t)hp->n_embd, 1, &ok);
+    c->xb = alloc_f32(nb, (size_t)hp->n_embd, hp->arch == SD_ARCH_EAGLE3 ? 2 : 1, &ok);
     c->q = alloc_f32(nb, q_dim, 1, &ok);
     c->k = alloc_f32(nb, kv, 1, &ok);
     c->v = alloc_f32(nb, kv, 1, &ok);
@@ -91,6 +91,8 @@ void sd_context_free(sd_context *c) {
 int32_t sd_context_n_ctx(const sd_context *c) { return c->n_ctx; }
 int32_t sd_context_n_batch(const sd_context *c) { return c->n_batch; }
 const sd_model *sd_context_model(const sd_context *c) { return c->m; }
+
+int sd_context_n_threads(const sd_context *c) { return c->n_threads; }
 int32_t sd_context_len(const sd_context *c) { return c->len; }
 
 sd_status sd_context_truncate(sd_context *c, int32_t n) {
@@ -170,6 +172,7 @@ sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int
         if (layer_ids[i] < 0 || layer_ids[i] > hp->n_layer)
             return sd_err_set(err, SD_ERR_ARG, "hidden states: layer id %d out of range 0..%d (n_layer)",
                               layer_ids[i], hp->n_layer);
+    if (n_ids > 0 && sd_context_hidden_is(c, layer_ids, n_ids)) return SD_OK;
     free(c->hid);
     c->hid = NULL;
     c->hid_n = 0;
@@ -183,6 +186,13 @@ sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int
     c->hid_n = n_ids;
     for (int i = 0; i < n_ids; i++) c->hid_ids[i] = layer_ids[i];
     return SD_OK;
+}
+
+bool sd_context_hidden_is(const sd_context *c, const int32_t *layer_ids, int n_ids) {
+    if (!c->hid || c->hid_n != n_ids) return false;
+    for (int i = 0; i < n_ids; i++)
+        if (c->hid_ids[i] != layer_ids[i]) return false;
+    return true;
 }
 
 const float *sd_context_hidden(const sd_context *c, int32_t pos) {

@@ -154,8 +154,7 @@ void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
     }
 }
 
-/* The attention mixer of the dense architectures: normed rows in xb, output rows to xb. */
-static void attention_block(sd_context *c, const sd_layer *L, int S) {
+void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
@@ -175,14 +174,25 @@ static void attention_block(sd_context *c, const sd_layer *L, int S) {
     sd_matmul(&L->wo, c->att_out, S, c->xb, c->n_threads);
 }
 
+void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
+    const sd_hparams *hp = &c->m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    rmsnorm_rows(c->xb, c->x, L->ffn_norm, S, n_embd, hp->rms_eps);
+    const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
+    float *gate_up_out[2] = {c->hb, c->hb2};
+    sd_matmul_multi(gate_up, 2, c->xb, S, gate_up_out, c->n_threads);
+    sd_swiglu(c->hb, c->hb, c->hb2, S * n_ff);
+    sd_matmul(&L->w_down, c->hb, S, c->xb, c->n_threads);
+    sd_add(c->x, c->xb, S * n_embd);
+}
+
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
  * of rows r0..r1-1 only go to logits[r1 - r0][n_vocab] (r0 = r1: none). */
 static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    const int64_t n_embd = hp->n_embd;
     const int32_t pos0 = c->len;
-    const int nt = c->n_threads;
 
     for (int s = 0; s < S; s++) sd_matrix_get_row(&m->tok_embd, tokens[s], c->x + s * n_embd);
 
@@ -194,17 +204,10 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
         rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
         if (L->kind == SD_LAYER_GDN) sd_layer_gdn(c, L, S);
         else if (L->kind == SD_LAYER_ATTN_GATED) sd_layer_attn_gated(c, L, S);
-        else attention_block(c, L, S);
+        else sd_layer_attn(c, L, S);
         sd_add(c->x, c->xb, S * n_embd);
 
-        /* feed-forward block (SwiGLU) */
-        rmsnorm_rows(c->xb, c->x, L->ffn_norm, S, n_embd, hp->rms_eps);
-        const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
-        float *gate_up_out[2] = {c->hb, c->hb2};
-        sd_matmul_multi(gate_up, 2, c->xb, S, gate_up_out, nt);
-        sd_swiglu(c->hb, c->hb, c->hb2, S * n_ff);
-        sd_matmul(&L->w_down, c->hb, S, c->xb, nt);
-        sd_add(c->x, c->xb, S * n_embd);
+        sd_layer_ffn(c, L, S);
     }
 
     if (c->hid) hidden_store(c, hp->n_layer, S, pos0);
@@ -220,6 +223,8 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
 static sd_status check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
                              const float *logits, sd_err *err) {
     const int32_t n_vocab = c->m->hp.n_vocab;
+    if (c->m->hp.arch == SD_ARCH_EAGLE3)
+        return sd_err_set(err, SD_ERR_UNSUPPORTED, "an EAGLE-3 head is not a language model (sd_eagle3_forward runs it)");
     if (S < 0 || n_rows < 0 || n_rows > S || (S > 0 && !tokens) || (n_rows > 0 && !logits))
         return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_rows);
     if (S > c->n_ctx - c->len)

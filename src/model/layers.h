@@ -19,6 +19,14 @@ void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
  * slot (which holds positions up to pos0 + S - 1) into out[S][n_head * head_dim]. */
 void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
 
+/* forward.c: the softmax attention of the dense architectures (llama, qwen2,
+ * qwen3; the EAGLE-3 head's layer, whose normed input rows are [e ; g],
+ * 2 * n_embd wide: the width of wq's input). */
+void sd_layer_attn(sd_context *c, const sd_layer *L, int S);
+/* forward.c: the feed-forward half (SwiGLU) of every architecture: c->x +=
+ * W_down (silu(W_gate m) * W_up m), m = RMSNorm(c->x; ffn_norm). Uses c->xb. */
+void sd_layer_ffn(sd_context *c, const sd_layer *L, int S);
+
 /* layer_attn_gated.c: qwen35 full attention (llama.cpp src/models/qwen35.cpp build_layer_attn). */
 void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S);
 /* layer_gdn.c: qwen35 Gated DeltaNet (qwen35.cpp build_layer_attn_linear); advances

@@ -343,6 +343,8 @@ void sd_model_free(sd_model *m) {
         free(m->layers);
     }
     if (!m->hp.tied_output) sd_matrix_free(&m->output);
+    sd_matrix_free(&m->fc);
+    free(m->d2t);
     sd_matrix_free(&m->tok_embd);
     for (int i = 0; i < m->n_owned_f32; i++) free(m->owned_f32[i]);
     free(m->owned_f32);
@@ -374,13 +376,14 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
 /* One decode step reads every layer matrix and the lm head once; of
  * token_embd it reads one row per token (negligible), unless it IS the lm head. */
 uint64_t sd_model_weight_bytes(const sd_model *m) {
-    return layer_matrix_sum(m, true) + matrix_bytes(&m->output);
+    return layer_matrix_sum(m, true) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
 }
 
 uint64_t sd_model_n_params(const sd_model *m) {
     const sd_hparams *hp = &m->hp;
     uint64_t n = layer_matrix_sum(m, false) + (uint64_t)(m->tok_embd.n_in * m->tok_embd.n_out);
     if (!hp->tied_output) n += (uint64_t)(m->output.n_in * m->output.n_out);
+    n += (uint64_t)(m->fc.n_in * m->fc.n_out);
     uint64_t per_layer = 2 * (uint64_t)hp->n_embd;  /* attn_norm, ffn_norm */
     for (int il = 0; il < hp->n_layer; il++) {
         const sd_layer *l = &m->layers[il];

@@ -17,7 +17,7 @@
 #include "numerics/matmul.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum sd_arch { SD_ARCH_LLAMA = 1, SD_ARCH_QWEN2, SD_ARCH_QWEN3, SD_ARCH_QWEN35 } sd_arch;
+typedef enum sd_arch { SD_ARCH_LLAMA = 1, SD_ARCH_QWEN2, SD_ARCH_QWEN3, SD_ARCH_QWEN35, SD_ARCH_EAGLE3 } sd_arch;
 
 /* What a layer's mixer is (the FFN half is the same SwiGLU for all). */
 typedef enum sd_layer_kind {
@@ -56,6 +56,12 @@ typedef struct sd_hparams {
     int32_t ssm_n_k_heads;   /* H_k: {arch}.ssm.group_count; V head h reads Q/K head h mod H_k */
     int32_t ssm_conv_dim;    /* channels convolved: 2 * H_k * S + H_v * S */
     int32_t n_layer_gdn;     /* trunk layers that are Gated DeltaNet (the rest are full attention) */
+    /* eagle3 draft heads only (llama.cpp src/models/eagle3.cpp, keys eagle3.*) */
+    int32_t target_layers[3];  /* target_layers: target layer INPUT ids (== target n_layer: final normed hidden) */
+    int32_t n_embd_tgt;        /* target_hidden_size */
+    int32_t n_draft_vocab;     /* rows of the head's logits: d2t entries, else n_vocab */
+    bool norm_before_residual; /* the attention residual is the normed g, not g */
+    bool norm_before_fc;       /* RMSNorm(features; enc.output_norm) before fc */
 } sd_hparams;
 
 typedef struct sd_layer {
@@ -63,6 +69,7 @@ typedef struct sd_layer {
     int32_t slot;                  /* attention: the layer's index in the KV cache; GDN: in the recurrent state */
     const float *attn_norm;        /* [n_embd] (f32 copy, owned) */
     sd_matrix wq, wk, wv, wo;      /* gated attention: wq is {n_embd, 2 * n_head * head_dim}, per head [q | gate] */
+    const float *attn_norm_2;      /* eagle3: hidden_norm on g [n_embd], else NULL */
     const float *bq, *bk, *bv;     /* qwen2 biases or NULL */
     const float *q_norm, *k_norm;  /* qwen3 / qwen35 attention [head_dim] or NULL */
     const float *ffn_norm;         /* qwen35: blk.N.post_attention_norm (the pre-FFN norm) */
@@ -82,10 +89,14 @@ typedef struct sd_model {
     sd_hparams hp;
     gguf_ctx *gguf;          /* owned; weights point into its mapping */
     sd_tokenizer *tok;       /* owned */
-    sd_matrix tok_embd;      /* [n_vocab][n_embd] */
+    sd_matrix tok_embd;      /* [n_vocab][n_embd] (eagle3: optional, data NULL = the target's) */
     const float *output_norm;
     const float *rope_freqs; /* llama: [n_rot/2] frequency divisors (rope_freqs.weight, Llama 3.1+) or NULL */
-    sd_matrix output;        /* lm head: output.weight, or token_embd if tied */
+    sd_matrix output;        /* lm head: output.weight, or token_embd if tied (eagle3: optional,
+                                data NULL = the target's; rows = n_draft_vocab) */
+    sd_matrix fc;            /* eagle3: fc.weight {3 * n_embd_tgt, n_embd} */
+    const float *enc_norm;   /* eagle3: enc.output_norm.weight [3 * n_embd_tgt] (norm_before_fc) */
+    int32_t *d2t;            /* eagle3: [n_draft_vocab] absolute target ids (I64 d2t, checked), owned; or NULL */
     sd_layer *layers;        /* [n_layer] (the trunk; a qwen35 file's MTP blocks blk.n_layer.. are
                                 left in the file, unbound: a drafter finds them in gguf by name) */
     float **owned_f32;       /* f32 copies of norm/bias vectors, freed with the model */
@@ -153,6 +164,8 @@ void sd_context_free(sd_context *c);
 int32_t sd_context_n_ctx(const sd_context *c);
 /* Rows per forward batch (larger forwards are split). */
 int32_t sd_context_n_batch(const sd_context *c);
+/* Threads of its forwards (n_threads as resolved at init). */
+int sd_context_n_threads(const sd_context *c);
 /* The model c was made for (borrowed). */
 const sd_model *sd_context_model(const sd_context *c);
 /* Number of positions in the KV cache (the committed + speculative length). */
@@ -292,8 +305,9 @@ sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err);
  * NULL pointer per layer.
  * layer_ids[n_ids]: 1 <= n_ids <= SD_HIDDEN_MAX_IDS, each in 0..n_layer.
  * A new request replaces the old one (rows of earlier positions are then not
- * filled until re-run: the caller asks before the prefill). n_ids == 0 turns
- * the hook off. Errors: SD_ERR_ARG (bad ids, naming the id and n_layer),
+ * filled until re-run: the caller asks before the prefill); asking again for
+ * the same ids in the same order changes nothing (the rows stay). n_ids == 0
+ * turns the hook off. Errors: SD_ERR_ARG (bad ids, naming the id and n_layer),
  * SD_ERR_NOMEM. */
 #define SD_HIDDEN_MAX_IDS 4
 sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int n_ids, sd_err *err);
@@ -301,9 +315,48 @@ sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int
  * next request or free), or NULL when no hook is set or pos is not in
  * 0..len-1. */
 const float *sd_context_hidden(const sd_context *c, int32_t pos);
+/* Whether the hook stores exactly layer_ids[n_ids], in that order. */
+bool sd_context_hidden_is(const sd_context *c, const int32_t *layer_ids, int n_ids);
 
 /* How many logits rows the output head serves in one streaming pass over its
  * weights (sd_matmul_pass_rows of the output matrix). */
 int32_t sd_model_head_pass_rows(const sd_model *m);
+
+/* ---- EAGLE-3 draft heads (general.architecture "eagle3"; forward_eagle3.c,
+ * llama.cpp src/models/eagle3.cpp) ----
+ * The head reads the target's hidden states at hp.target_layers (ask the
+ * target's context with sd_context_request_hidden) and drafts one token per
+ * step from a pair (token t, hidden g): draft KV position P holds the pair
+ * (token P+1, g of target position P); a chained step feeds the head's own
+ * pre-norm output y back as g (common/speculative.cpp). Its context is an
+ * ordinary sd_context of the head model (one layer of KV cache). */
+
+/* SD_OK if head can draft for target: target_hidden_size == target n_embd,
+ * every target layer id in 0..target n_layer, the same vocabulary size, and
+ * when the head borrows the target's token_embd or output, the same n_embd.
+ * SD_ERR_ARG otherwise, naming the mismatch (the token lists themselves are
+ * compared by the caller: decode/lm.h sd_lm_check_same_vocab). */
+sd_status sd_eagle3_check(const sd_model *head, const sd_model *target, sd_err *err);
+
+/* The encoder: g[S][n_embd] = fc(features[S][3 * n_embd_tgt]) (features in
+ * target_layers order, as sd_context_hidden rows are; with norm_before_fc
+ * they are first RMS-normed with enc.output_norm IN PLACE, so features is
+ * overwritten). Row-wise: each row's bits do not depend on S.
+ * c: a context of the head (for its thread count). */
+void sd_eagle3_encode(sd_context *c, float *features, int32_t S, float *g);
+
+/* The decoder over S pairs (tokens[s], g[s] [n_embd]) at positions
+ * len..len+S-1 of the head's context (split by n_batch internally): appends
+ * them to its KV cache; y[S][n_embd] (may be NULL) receives the pre-norm
+ * outputs, the g of a chained next step; logits[n_tail][n_draft_vocab] the
+ * logits of the last n_tail rows, in the DRAFT vocabulary (sd_eagle3_token
+ * maps an id to the target's). target lends token_embd / output when the
+ * head has none. Batch-invariant like sd_forward. Errors, state unchanged:
+ * SD_ERR_CONTEXT (len + S > n_ctx), SD_ERR_ARG (bad S / n_tail, token id out
+ * of range). */
+sd_status sd_eagle3_forward(sd_context *c, const sd_model *target, const int32_t *tokens, const float *g,
+                            int32_t S, float *y, int32_t n_tail, float *logits, sd_err *err);
+/* The target token id of draft-vocabulary id d (d2t[d], or d without d2t). */
+int32_t sd_eagle3_token(const sd_model *head, int32_t d);
 
 #endif

@@ -24,6 +24,7 @@
 
 #define TARGET "models/fixture-target.gguf"
 #define DRAFT "models/fixture-draft.gguf"
+#define HEAD "models/fixture-eagle3.gguf"
 
 static specdec_model *load(const char *path) {
     specdec_model *m = NULL;
@@ -271,13 +272,20 @@ static void test_lossless_check(void **state) {
     assert_int_equal(st.lossless_first_diff, st.n_gen);
     assert_int_equal(st.plain_n_gen, st.n_gen);
     assert_true(st.plain_decode_ms > 0);
-    /* greedy only */
+    /* at temperature > 0 argmax drafts give plain sampling's bytes (DESIGN.md §6) */
     gp.temperature = 0.7f;
+    gp.seed = 11;
+    assert_int_equal(gen(c, m, CODE, &gp, &out, &st), SPECDEC_OK);
+    assert_true(st.lossless_checked);
+    assert_true(st.lossless);
+    assert_true(st.n_drafted > 0);
+    /* sampled drafts keep the distribution, not the bytes: no check */
+    gp.draft_sample = true;
     specdec_error err = {0};
     size_t n;
     specdec_token *t = tokenize(m, CODE, &n);
     assert_int_equal(specdec_generate(c, t, n, &gp, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
-    assert_non_null(strstr(err.message, "temperature 0"));
+    assert_non_null(strstr(err.message, "draft_sample"));
     specdec_free(t);
     specdec_context_free(c);
     specdec_model_free(d);
@@ -431,6 +439,77 @@ static void test_prefix_reuse(void **state) {
     specdec_model_free(m);
 }
 
+/* An EAGLE-3 head as the context's draft: spec mode eagle3 and auto use it,
+ * greedy and fixed-seed sampled output equal plain decoding's, a reused
+ * prefix keeps the head's hidden rows (the same text as a fresh context),
+ * and heads that do not fit the target are refused. */
+static void test_eagle3_head(void **state) {
+    (void)state;
+    specdec_model *m = load(TARGET), *h = load(HEAD), *d = load(DRAFT);
+    specdec_context *c = context(m, h), *fresh = context(m, h);
+    static collect a, b;
+    specdec_stats st;
+    const float temps[] = {0, 0.8f};
+    for (int i = 0; i < 2; i++) {
+        specdec_generate_params gp = greedy(48, SPECDEC_SPEC_EAGLE3);
+        gp.temperature = temps[i];
+        gp.gate = 0; /* every round drafts: the gate's cost model sees this machine's load */
+        gp.check_lossless = true;
+        assert_int_equal(gen(c, m, CODE, &gp, &a, &st), SPECDEC_OK);
+        assert_string_equal(st.drafter, "eagle3");
+        if (!(st.lossless_checked && st.lossless)) fail_msg("eagle3 temp %g: lossless %d first diff %d of %d, drafted %lld", temps[i], st.lossless, st.lossless_first_diff, st.n_gen, (long long)st.n_drafted);
+        assert_true(st.n_drafted > 0 && st.n_accepted > 0);
+        gp.spec = SPECDEC_SPEC_AUTO;
+        assert_int_equal(gen(c, m, CODE, &gp, &a, &st), SPECDEC_OK);
+        assert_string_equal(st.drafter, "auto (ngram + eagle3)");
+        assert_true(st.lossless);
+    }
+    /* prefix reuse: turn 2 extends the history; the same text as a fresh context */
+    specdec_generate_params gp = greedy(32, SPECDEC_SPEC_EAGLE3);
+    gp.gate = 0;
+    size_t n_hist = 0, n_more;
+    const specdec_token *hist = specdec_context_tokens(c, &n_hist);
+    specdec_token *more = tokenize(m, "\n    def next(self):\n", &n_more);
+    specdec_token *p2 = malloc((n_hist + n_more) * sizeof *p2);
+    memcpy(p2, hist, n_hist * sizeof *p2);
+    memcpy(p2 + n_hist, more, n_more * sizeof *p2);
+    collect_init(&a);
+    assert_int_equal(specdec_generate(c, p2, n_hist + n_more, &gp, on_piece, &a, &st, NULL), SPECDEC_OK);
+    assert_true(st.n_cached > 0);
+    assert_true(st.n_drafted > 0);
+    collect_init(&b);
+    assert_int_equal(specdec_generate(fresh, p2, n_hist + n_more, &gp, on_piece, &b, &st, NULL), SPECDEC_OK);
+    assert_string_equal(a.text, b.text);
+    /* the draft mode names what the context has */
+    size_t n;
+    specdec_token *t = tokenize(m, CODE, &n);
+    specdec_generate_params bad = greedy(8, SPECDEC_SPEC_DRAFT);
+    specdec_error err = {0};
+    assert_int_equal(specdec_generate(c, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "EAGLE-3 head"));
+    specdec_context *cd = context(m, d);
+    bad.spec = SPECDEC_SPEC_EAGLE3;
+    assert_int_equal(specdec_generate(cd, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "not eagle3"));
+    /* a head for another target: the draft fixture is 96 wide, the head reads 256 */
+    specdec_context_params cp = specdec_context_default_params();
+    cp.draft = h;
+    specdec_context *no = NULL;
+    assert_int_equal(specdec_context_init(d, &cp, &no, &err), SPECDEC_ERR_ARG);
+    assert_null(no);
+    assert_non_null(strstr(err.message, HEAD));
+    assert_non_null(strstr(err.message, "target_hidden_size 256"));
+    specdec_free(t);
+    specdec_free(more);
+    free(p2);
+    specdec_context_free(cd);
+    specdec_context_free(fresh);
+    specdec_context_free(c);
+    specdec_model_free(d);
+    specdec_model_free(h);
+    specdec_model_free(m);
+}
+
 static void expect_arg(specdec_context *c, const specdec_token *t, size_t n, const specdec_generate_params *gp,
                        specdec_status want, const char *needle) {
     specdec_error err = {0};
@@ -543,6 +622,7 @@ int main(void) {
         cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_eagle3_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@ vocab=tests/data/tokenizer/ggml-vocab-qwen2.gguf
 "$gen" --shape tiny --type q8_0 --seed 3 --vocab tests/data/tokenizer/ggml-vocab-gpt-2.gguf \
   -o "$tmp/other-vocab.gguf" 2>/dev/null
 m=(-m "$tmp/target.gguf" -t 1)
+mf=(-m models/fixture-target.gguf -t 1) # the target the committed EAGLE-3 head was trained for
 code='static int add(int a, int b) { return a + b; } static int sub(int a, int b) { return a - b; } static int'
 
 # expect_exit CODE PATTERN ARGS...: exit status CODE, stderr one line matching PATTERN.
@@ -40,7 +41,7 @@ expect_exit 2 "top-p" "${m[@]}" -p hi --top-p 2
 expect_exit 2 "-n needs an integer in \[0, 16777216\], not 'lots'" "${m[@]}" -p hi -n lots
 expect_exit 2 "needs a value" "${m[@]}" -p hi -n
 expect_exit 2 "exactly one of -p" "${m[@]}"
-expect_exit 2 "temp 0" "${m[@]}" -p hi --temp 0.7 --check-lossless
+expect_exit 2 "drop --draft-sample" "${m[@]}" -p hi --temp 0.7 --check-lossless --draft-sample
 expect_exit 2 "ngram-min" "${m[@]}" -p hi --ngram-min 3 --ngram-max 2
 
 # runtime errors -> 1
@@ -103,11 +104,30 @@ if o["weights_resident_bytes"] is not None:
     assert o["weights_resident_bytes"] == o["weights_packed_bytes"] + o["weights_f32_bytes"] + o["weights_file_resident_bytes"], o
 PY
 
-# Sampling: the seed fixes the output; no lossless check at temp > 0.
+# Sampling: the seed fixes the output. Deterministic drafts (the default) give plain sampling's bytes:
+# LOSSLESS n/n at temp > 0 too; a draft model sampling its proposals (--draft-sample) is checked only
+# in law (tests/decode/test_spec_sampling.c), so no LOSSLESS claim there.
 a=$("$bin" generate "${m[@]}" -p "$code" -n 16 --temp 0.9 --top-k 40 --top-p 0.95 --min-p 0.01 --seed 7 2>"$tmp/err")
 b=$("$bin" generate "${m[@]}" -p "$code" -n 16 --temp 0.9 --top-k 40 --top-p 0.95 --min-p 0.01 --seed 7 2>/dev/null)
 [ "$a" = "$b" ] || fail "same seed, different samples"
-grep -q LOSSLESS "$tmp/err" && fail "sampling run claims LOSSLESS"
+grep -q "LOSSLESS 16/16" "$tmp/err" || fail "sampling with deterministic drafts: $(cat "$tmp/err")"
+c=$("$bin" generate "${mf[@]}" -p "$code" -n 16 --temp 0.9 --seed 7 --spec none 2>/dev/null)
+d=$("$bin" generate "${mf[@]}" -p "$code" -n 16 --temp 0.9 --seed 7 --spec eagle3 -md models/fixture-eagle3.gguf 2>"$tmp/err")
+[ "$c" = "$d" ] && grep -q "LOSSLESS 16/16" "$tmp/err" || fail "eagle3 at temp 0.9: not plain sampling's bytes"
+"$bin" generate "${m[@]}" -p "$code" -n 16 --temp 0.9 --seed 7 --draft-sample -md models/fixture-draft.gguf \
+  >/dev/null 2>"$tmp/err" || fail "--draft-sample: $(cat "$tmp/err")"
+grep -q LOSSLESS "$tmp/err" && fail "sampled drafts claim LOSSLESS"
+
+# EAGLE-3 head: greedy lossless; the roles of -md files are checked.
+"$bin" generate "${mf[@]}" -p "$code" -n 24 --spec eagle3 -md models/fixture-eagle3.gguf >/dev/null 2>"$tmp/err" ||
+  fail "eagle3: $(cat "$tmp/err")"
+grep -q "spec eagle3 .*LOSSLESS 24/24" "$tmp/err" || fail "eagle3: $(cat "$tmp/err")"
+"$bin" generate "${mf[@]}" -p "$code" -n 24 -md models/fixture-eagle3.gguf >/dev/null 2>"$tmp/err"
+grep -q "spec auto (ngram + eagle3) .*LOSSLESS 24/24" "$tmp/err" || fail "auto + eagle3: $(cat "$tmp/err")"
+expect_exit 1 "not an EAGLE-3 head" "${mf[@]}" -p hi --spec eagle3 -md models/fixture-draft.gguf
+expect_exit 1 "use --spec eagle3" "${mf[@]}" -p hi --spec draft -md models/fixture-eagle3.gguf
+expect_exit 1 "target_hidden_size 256, the target's n_embd is 96" -m models/fixture-draft.gguf -p hi --spec eagle3 \
+  -md models/fixture-eagle3.gguf
 
 # --chat: the ChatML markers are parsed as single special tokens.
 chat=$("$bin" generate "${m[@]}" --chat -p hi -n 1 --json --spec none 2>/dev/null |

@@ -5,7 +5,11 @@
  * sampler's own distributions) by a chi-square test. Drafters: none (the
  * control), n-gram (one-hot q), a draft model sampling its own q (a second
  * Markov oracle through the real drafter_model), and auto. A deliberately
- * broken acceptance rule must be caught by the same test. */
+ * broken acceptance rule must be caught by the same test (it is used for
+ * sampled drafts only).
+ * Deterministic drafts (n-gram, a draft model proposing its argmax, auto of
+ * both) are verified against the target's own per-position pick: the output
+ * must be byte-identical to plain sampling with the same seed, every seed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,8 +108,8 @@ static int32_t broken_rule(const float *p, const float *q, int32_t d, int32_t n_
     return sd_sample_probs(p, n_vocab, rng);
 }
 
-typedef enum { NONE, NGRAM, DRAFT, AUTO } which;
-static const char *WHICH[] = {"plain", "ngram", "draft", "auto"};
+typedef enum { NONE, NGRAM, DRAFT, AUTO, DRAFT_ARGMAX, AUTO_ARGMAX } which;
+static const char *WHICH[] = {"plain", "ngram", "draft", "auto", "draft argmax", "auto argmax"};
 
 typedef struct setup {
     sd_sampling s;
@@ -121,11 +125,13 @@ static double run(which w, const setup *su, int n, double *alpha) {
     oracle_init(&draft_o, ORACLE_MARKOV, V, 1, 64, 12, 4);
     sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&draft_o);
     sd_drafter dr = {0}, ng = {0}, dm = {0};
-    if (w == NGRAM || w == AUTO) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 2, NULL), SD_OK);
-    if (w == DRAFT || w == AUTO) assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, &su->s, 4, NULL), SD_OK);
+    bool argmax = w == DRAFT_ARGMAX || w == AUTO_ARGMAX; /* sampling NULL: the draft proposes its argmax */
+    if (w == NGRAM || w == AUTO || w == AUTO_ARGMAX) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 2, NULL), SD_OK);
+    if (w >= DRAFT && w != NGRAM)
+        assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, argmax ? NULL : &su->s, 4, NULL), SD_OK);
     if (w == NGRAM) dr = ng, ng = (sd_drafter){0};
-    if (w == DRAFT) dr = dm, dm = (sd_drafter){0};
-    if (w == AUTO) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, NULL), SD_OK);
+    if (w == DRAFT || w == DRAFT_ARGMAX) dr = dm, dm = (sd_drafter){0};
+    if (w == AUTO || w == AUTO_ARGMAX) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, NULL), SD_OK);
     double prob[N_CELLS];
     exact_probs(&target, &su->s, prompt, n_prompt, prob);
     int count[N_CELLS] = {0};
@@ -184,14 +190,74 @@ static void test_same_law_filters(void **state) {
     check_all(&su, "temp .8 k3 p.9 minp.05");
 }
 
+/* The rule is what sampled drafts go through (a deterministic draft never
+ * reaches it: test_deterministic_byte_identical). */
 static void test_broken_rule_is_caught(void **state) {
     (void)state;
     setup su = {.s = {.temp = 1.0f, .top_p = 1}, .rule = broken_rule};
-    for (which w = NGRAM; w <= DRAFT; w++) {
+    for (which w = DRAFT; w <= AUTO; w++) {
         double alpha, pv = run(w, &su, n_seeds(), &alpha);
         printf("broken rule            %-6s α %.2f  chi-square p = %.3g (must be < %g)\n", WHICH[w],
                alpha, pv, P_FAIL);
         assert_true(pv < P_FAIL);
+    }
+}
+
+/* Deterministic drafts at temperature > 0: for every seed, the speculative
+ * output is plain sampling's output with that seed, token for token (longer
+ * runs than the chi-square's, so rounds span many positions); the drafts are
+ * really accepted now and then, and a broken rule plugged in changes nothing. */
+static void test_deterministic_byte_identical(void **state) {
+    (void)state;
+    const int32_t prompt[] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2, 0, 1};
+    const int32_t n_prompt = (int32_t)(sizeof prompt / sizeof *prompt), n_gen = 24;
+    const sd_sampling settings[2] = {{.temp = 1.0f, .top_p = 1}, {.temp = 0.7f, .top_k = 3, .top_p = 0.9f}};
+    for (int si = 0; si < 2; si++) {
+        for (which w = NGRAM; w <= AUTO_ARGMAX; w++) {
+            if (w == DRAFT || w == AUTO) continue; /* sampled drafts: chi-square above */
+            oracle target, draft_o;
+            oracle_init(&target, ORACLE_MARKOV, V, 1, 64, 11, 4);
+            oracle_init(&draft_o, ORACLE_MARKOV, V, 1, 64, 12, 4);
+            sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&draft_o);
+            int64_t drafted = 0, accepted = 0;
+            for (int i = 0; i < 400; i++) {
+                sd_drafter dr = {0}, ng = {0}, dm = {0};
+                if (w != DRAFT_ARGMAX) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 2, NULL), SD_OK);
+                if (w != NGRAM) assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, NULL, 4, NULL), SD_OK);
+                if (w == NGRAM) dr = ng, ng = (sd_drafter){0};
+                if (w == DRAFT_ARGMAX) dr = dm, dm = (sd_drafter){0};
+                if (w == AUTO_ARGMAX) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, NULL), SD_OK);
+                assert_false(dr.stochastic);
+                sd_spec_params p = sd_spec_default_params();
+                p.n_predict = n_gen;
+                p.draft_max = 1 + i % 5;
+                p.adaptive_k = i % 2;
+                p.gate_misses = 0;
+                p.sampling = settings[si];
+                p.sampling.seed = 7000 + (uint64_t)i;
+                p.accept = i % 3 == 0 ? broken_rule : NULL;
+                int32_t plain[32], spec[32], n_plain = 0, n_spec = 0;
+                sd_spec_stats st;
+                target.len = 0;
+                assert_int_equal(sd_spec_generate(&lm, NULL, prompt, n_prompt, &p, NULL, NULL, plain, &n_plain, NULL, NULL),
+                                 SD_OK);
+                target.len = 0;
+                assert_int_equal(sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, spec, &n_spec, &st, NULL),
+                                 SD_OK);
+                assert_int_equal(n_plain, n_spec);
+                if (memcmp(plain, spec, (size_t)n_plain * sizeof *plain) != 0)
+                    fail_msg("%s, seed %d: speculative sampling differs from plain sampling", WHICH[w], 7000 + i);
+                drafted += st.drafted, accepted += st.accepted;
+                sd_drafter_free(&dr);
+                sd_drafter_free(&ng);
+                sd_drafter_free(&dm);
+            }
+            printf("byte-identical  %-12s settings %d: α %.2f (%lld/%lld)\n", WHICH[w], si,
+                   drafted ? (double)accepted / (double)drafted : 0.0, (long long)accepted, (long long)drafted);
+            assert_true(accepted > 0 && accepted < drafted);
+            oracle_free(&target);
+            oracle_free(&draft_o);
+        }
     }
 }
 
@@ -219,6 +285,7 @@ int main(void) {
         cmocka_unit_test(test_same_law_temp1),
         cmocka_unit_test(test_same_law_filters),
         cmocka_unit_test(test_broken_rule_is_caught),
+        cmocka_unit_test(test_deterministic_byte_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

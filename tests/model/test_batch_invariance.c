@@ -213,6 +213,10 @@ static void test_fixtures(void **state) {
             continue;
         }
         if (st != SD_OK) fail_msg("%s", err.msg);
+        if (m->hp.arch == SD_ARCH_EAGLE3) { /* a draft head: tests/decode/test_spec_eagle3.c */
+            sd_model_free(m);
+            continue;
+        }
         printf("batch invariance on %s\n", g.gl_pathv[i]);
         check_invariance(m, 42 + (uint32_t)i);
         sd_model_free(m);

@@ -1,0 +1,98 @@
+/* The EAGLE-3 head's forward (llama.cpp src/models/eagle3.cpp, the encoder
+ * and decoder graphs):
+ *
+ *   encoder  g = fc(features)               [RMSNorm(features; enc.output_norm) first if norm_before_fc]
+ *   decoder  e = RMSNorm(Emb(t); attn_norm),  ĝ = RMSNorm(g; attn_norm_2)
+ *            h = (norm_before_residual ? ĝ : g) + Wo · attention(rope(Wq [e;ĝ]), rope(Wk [e;ĝ]), Wv [e;ĝ])
+ *            y = h + Wdown · (silu(Wgate·m) * Wup·m),  m = RMSNorm(h; ffn_norm)
+ *            logits = W_out · RMSNorm(y; output_norm)    (y pre-norm is the next step's g)
+ *
+ * The attention and FFN halves are the dense forward's (layers.h sd_layer_attn,
+ * sd_layer_ffn: NORM RoPE, no Q/K norm, the KV cache of the head's context);
+ * only the input differs: [e ; ĝ], 2 * n_embd wide, embedding first. */
+#include <string.h>
+
+#include "model/context.h"
+#include "model/layers.h"
+#include "numerics/ops.h"
+
+sd_status sd_eagle3_check(const sd_model *head, const sd_model *target, sd_err *err) {
+    const sd_hparams *h = &head->hp, *t = &target->hp;
+    if (h->arch != SD_ARCH_EAGLE3) return sd_err_set(err, SD_ERR_ARG, "not an EAGLE-3 head (architecture '%s')", h->arch_name);
+    if (t->arch == SD_ARCH_EAGLE3) return sd_err_set(err, SD_ERR_ARG, "the target is itself an EAGLE-3 head");
+    if (h->n_embd_tgt != t->n_embd)
+        return sd_err_set(err, SD_ERR_ARG, "EAGLE-3 head for target_hidden_size %d, the target's n_embd is %d",
+                          h->n_embd_tgt, t->n_embd);
+    for (int i = 0; i < 3; i++)
+        if (h->target_layers[i] > t->n_layer)
+            return sd_err_set(err, SD_ERR_ARG, "EAGLE-3 target_layers[%d] = %d, the target has %d layers", i,
+                              h->target_layers[i], t->n_layer);
+    if (h->n_vocab != t->n_vocab)
+        return sd_err_set(err, SD_ERR_ARG, "EAGLE-3 head vocabulary %d tokens, the target's %d", h->n_vocab,
+                          t->n_vocab);
+    if ((!head->tok_embd.data || !head->output.data) && h->n_embd != t->n_embd)
+        return sd_err_set(err, SD_ERR_ARG, "EAGLE-3 head of n_embd %d borrows the target's embeddings or head (n_embd %d)",
+                          h->n_embd, t->n_embd);
+    return SD_OK;
+}
+
+int32_t sd_eagle3_token(const sd_model *head, int32_t d) { return head->d2t ? head->d2t[d] : d; }
+
+void sd_eagle3_encode(sd_context *c, float *features, int32_t S, float *g) {
+    const sd_model *m = c->m;
+    const int64_t n = 3 * (int64_t)m->hp.n_embd_tgt;
+    if (m->enc_norm)
+        for (int32_t s = 0; s < S; s++) sd_rmsnorm(features + s * n, features + s * n, m->enc_norm, n, m->hp.rms_eps);
+    sd_matmul(&m->fc, features, S, g, c->n_threads);
+}
+
+/* One chunk of S <= n_batch pairs; the caller checked ids and room. Logits of
+ * rows r0..S-1 go to logits[S - r0][n_draft_vocab]. */
+static void decode_chunk(sd_context *c, const sd_model *target, const int32_t *tokens, const float *g, int S,
+                         float *y, int r0, float *logits) {
+    const sd_model *m = c->m;
+    const sd_hparams *hp = &m->hp;
+    const sd_layer *L = &m->layers[0];
+    const int64_t E = hp->n_embd;
+    const sd_matrix *emb = m->tok_embd.data ? &m->tok_embd : &target->tok_embd;
+    const sd_matrix *out = m->output.data ? &m->output : &target->output;
+    for (int s = 0; s < S; s++) {
+        float *in = c->xb + s * 2 * E, *res = c->x + s * E;
+        sd_matrix_get_row(emb, tokens[s], in);
+        sd_rmsnorm(in, in, L->attn_norm, E, hp->rms_eps);
+        sd_rmsnorm(in + E, g + s * E, L->attn_norm_2, E, hp->rms_eps);
+        memcpy(res, hp->norm_before_residual ? in + E : g + s * E, (size_t)E * sizeof *res);
+    }
+    sd_layer_attn(c, L, S);
+    sd_add(c->x, c->xb, S * E);
+    sd_layer_ffn(c, L, S);
+    if (y) memcpy(y, c->x, (size_t)S * (size_t)E * sizeof *y);
+    if (r0 < S) {
+        for (int s = r0; s < S; s++) sd_rmsnorm(c->xb + (s - r0) * E, c->x + s * E, m->output_norm, E, hp->rms_eps);
+        sd_matmul(out, c->xb, S - r0, logits, c->n_threads);
+    }
+    c->len += S;
+}
+
+sd_status sd_eagle3_forward(sd_context *c, const sd_model *target, const int32_t *tokens, const float *g,
+                            int32_t S, float *y, int32_t n_tail, float *logits, sd_err *err) {
+    const sd_hparams *hp = &c->m->hp;
+    if (hp->arch != SD_ARCH_EAGLE3) return sd_err_set(err, SD_ERR_ARG, "sd_eagle3_forward: not an EAGLE-3 head");
+    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && (!tokens || !g)) || (n_tail > 0 && !logits))
+        return sd_err_set(err, SD_ERR_ARG, "eagle3 forward: bad batch (S = %d, %d logits rows)", S, n_tail);
+    if (S > c->n_ctx - c->len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "EAGLE-3 head context full: %d + %d > n_ctx %d", c->len, S, c->n_ctx);
+    for (int32_t s = 0; s < S; s++)
+        if (tokens[s] < 0 || tokens[s] >= hp->n_vocab)
+            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], hp->n_vocab);
+    const int64_t E = hp->n_embd, first = S - n_tail;
+    for (int32_t done = 0; done < S;) {
+        int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
+        int32_t r0 = first > done ? (first - done < n ? (int32_t)(first - done) : n) : 0;
+        float *lg = r0 < n ? logits + (done + r0 - first) * (int64_t)hp->n_draft_vocab : NULL;
+        decode_chunk(c, target, tokens + done, g + done * E, n, y ? y + done * E : NULL, r0, lg);
+        done += n;
+    }
+    c->head_S = 0;
+    return SD_OK;
+}
