@@ -4,7 +4,7 @@
  *
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
  * behind an sd_lm (drafter_model.c), an EAGLE-3 head over the target's hidden
- * states (drafter_eagle3.c), and "auto", n-gram where it hits and the costly
+ * states (drafter_eagle3.c), a qwen35 target's own MTP block (drafter_mtp.c), and "auto", n-gram where it hits and the costly
  * drafter (head or draft model) otherwise (drafter_auto.c). */
 #ifndef SD_DECODE_DRAFTER_H
 #define SD_DECODE_DRAFTER_H
@@ -106,6 +106,17 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *draft, const sd_sampling *
  * from sd_eagle3_check), SD_ERR_VOCAB (different token lists), SD_ERR_NOMEM. */
 sd_status sd_drafter_eagle3_init(sd_drafter *d, const sd_model *head, sd_context *target, int n_threads,
                                  int32_t n_batch, sd_err *err);
+
+/* ---- qwen35 MTP head (drafter_mtp.c) ----
+ * The target's own MTP block (model/model.h sd_nextn, sd_mtp_forward) drafts
+ * a chain of up to k greedy tokens, one head step per token, feeding its own
+ * output back as the next step's hidden (llama.cpp's single-trained-head
+ * mode). Asks target (borrowed; must outlive the drafter) for its hidden
+ * after output_norm; the head's own context (n_ctx as the target's, n_batch
+ * rows per catch-up forward, n_threads) rolls back with the target's as the
+ * EAGLE-3 head's does. Freeing turns a hook it set off again. Errors:
+ * SD_ERR_UNSUPPORTED (the target has no MTP block), SD_ERR_ARG, SD_ERR_NOMEM. */
+sd_status sd_drafter_mtp_init(sd_drafter *d, sd_context *target, int n_threads, int32_t n_batch, sd_err *err);
 
 /* ---- auto (drafter_auto.c) ----
  * n-gram first (it is free and wins on extractive spans); when it has no

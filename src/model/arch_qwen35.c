@@ -4,7 +4,8 @@
  * per layer), the others gated full attention (layer_attn_gated.c). The
  * traps this file handles:
  * - block_count counts the MTP (nextn) blocks too: the trunk is
- *   block_count - nextn_predict_layers layers; the MTP blocks are not run.
+ *   block_count - nextn_predict_layers layers; the MTP blocks are not run by
+ *   the forward. One MTP block is bound (m->nextn) for the MTP drafter.
  * - layer pattern: attention.recurrent_layers (one flag per block), else
  *   full_attention_interval (default 4): layer i is GDN iff (i+1) mod interval != 0.
  * - ssm.time_step_rank is the number of V heads H_v, ssm.group_count the
@@ -162,6 +163,40 @@ static sd_status bind_gdn(sd_loader *L, sd_layer *l, int il) {
     return st;
 }
 
+/* The MTP block blk.<n_layer> (qwen35.cpp load_arch_tensors: the tensors of
+ * a full-attention layer plus nextn.*), when there is exactly one (llama.cpp
+ * runs only n_layer_nextn == 1). Optional embed_tokens / shared_head_head /
+ * shared_head_norm fall back to the trunk's token_embd / output / output_norm. */
+static sd_status bind_nextn(sd_loader *L, sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    const int il = hp->n_layer;
+    sd_nextn *x = &m->nextn;
+    sd_layer *l = &x->layer;
+    l->kind = SD_LAYER_ATTN_GATED;
+    l->slot = 0;
+    sd_status st = sd_bind_vector(L, &l->attn_norm, n_embd, true, "blk.%d.attn_norm.weight", il);
+    if (st == SD_OK) st = bind_attention(L, l, il);
+    if (st == SD_OK) st = sd_bind_vector(L, &l->ffn_norm, n_embd, true, "blk.%d.post_attention_norm.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_gate, n_embd, n_ff, "blk.%d.ffn_gate.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &x->eh_proj, 2 * n_embd, n_embd, "blk.%d.nextn.eh_proj.weight", il);
+    if (st == SD_OK) st = sd_bind_vector(L, &x->enorm, n_embd, true, "blk.%d.nextn.enorm.weight", il);
+    if (st == SD_OK) st = sd_bind_vector(L, &x->hnorm, n_embd, true, "blk.%d.nextn.hnorm.weight", il);
+    if (st == SD_OK) st = sd_bind_vector(L, &x->head_norm, n_embd, false, "blk.%d.nextn.shared_head_norm.weight", il);
+    if (st == SD_OK && !x->head_norm) x->head_norm = m->output_norm;
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.nextn.embed_tokens.weight", il);
+    if (st == SD_OK && gguf_find_tensor(L->gguf, name))
+        st = sd_bind_matrix(L, &x->embd, n_embd, hp->n_vocab, "blk.%d.nextn.embed_tokens.weight", il);
+    snprintf(name, sizeof name, "blk.%d.nextn.shared_head_head.weight", il);
+    if (st == SD_OK && gguf_find_tensor(L->gguf, name))
+        st = sd_bind_matrix(L, &x->head, n_embd, hp->n_vocab, "blk.%d.nextn.shared_head_head.weight", il);
+    x->present = st == SD_OK;
+    return st;
+}
+
 static sd_status qwen35_tensors(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
@@ -176,6 +211,7 @@ static sd_status qwen35_tensors(sd_loader *L, sd_model *m) {
         if (st == SD_OK) st = sd_bind_matrix(L, &l->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
         if (st == SD_OK) st = sd_bind_matrix(L, &l->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
     }
+    if (st == SD_OK && hp->n_nextn == 1) st = bind_nextn(L, m);
     return st;
 }
 

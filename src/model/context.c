@@ -44,7 +44,10 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->k_cache = alloc_array(kv_layers, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
     c->v_cache = alloc_array(kv_layers, (size_t)n_ctx, kv, sizeof(uint16_t), &ok);
     c->x = alloc_f32(nb, (size_t)hp->n_embd, 1, &ok);
-    c->xb = alloc_f32(nb, (size_t)hp->n_embd, hp->arch == SD_ARCH_EAGLE3 ? 2 : 1, &ok);
+    /* a head's input rows are [embedding ; hidden], twice as wide */
+    const bool head = hp->arch == SD_ARCH_EAGLE3 || hp->arch == SD_ARCH_QWEN35_MTP;
+    c->pos_shift = hp->arch == SD_ARCH_QWEN35_MTP; /* index i holds the MTP pair of position i + 1 */
+    c->xb = alloc_f32(nb, (size_t)hp->n_embd, head ? 2 : 1, &ok);
     c->q = alloc_f32(nb, q_dim, 1, &ok);
     c->k = alloc_f32(nb, kv, 1, &ok);
     c->v = alloc_f32(nb, kv, 1, &ok);
@@ -52,7 +55,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->hb = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     c->hb2 = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     c->att = alloc_f32((size_t)n_threads, (size_t)n_ctx, SD_ATT_QUERIES, &ok);
-    if (hp->arch == SD_ARCH_QWEN35) {
+    if (hp->arch == SD_ARCH_QWEN35 || hp->arch == SD_ARCH_QWEN35_MTP) {
         const size_t vd = (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_state, hv = (size_t)hp->ssm_n_v_heads;
         c->qg = alloc_f32(nb, 2 * q_dim, 1, &ok);
         c->gate = alloc_f32(nb, q_dim, 1, &ok);

@@ -24,7 +24,8 @@ struct sd_context {
     sd_recurrent rec;      /* GDN layers' conv windows and delta-rule states (empty for dense models) */
     /* scratch for one batch of up to n_batch rows */
     float *x;       /* [n_batch][n_embd] residual stream */
-    float *xb;      /* [n_batch][n_embd] normed input / block output (eagle3: [n_batch][2 * n_embd], the [e ; g] input) */
+    float *xb;      /* [n_batch][n_embd] normed input / block output (eagle3, MTP: [n_batch][2 * n_embd], the [e ; h] input) */
+    int32_t pos_shift; /* RoPE position of cache index i: i + pos_shift (1 for an MTP head, else 0) */
     float *q;       /* [n_batch][n_head * head_dim] */
     float *k, *v;   /* [n_batch][kv_dim] */
     float *att_out; /* [n_batch][n_head * head_dim] */

@@ -331,17 +331,22 @@ sd_status sd_model_load(const char *path, sd_model **out, sd_err *err) {
     return SD_OK;
 }
 
+static void free_layer(sd_layer *l) {
+    sd_matrix *mats[] = {&l->wq,     &l->wk,      &l->wv,    &l->wo,       &l->w_gate,    &l->w_up,
+                         &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) sd_matrix_free(mats[i]);
+}
+
 void sd_model_free(sd_model *m) {
     if (!m) return;
     if (m->layers) {
-        for (int il = 0; il < m->hp.n_layer; il++) {
-            sd_layer *l = &m->layers[il];
-            sd_matrix *mats[] = {&l->wq,      &l->wk,     &l->wv,       &l->wo,        &l->w_gate, &l->w_up,
-                                 &l->w_down,  &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
-            for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) sd_matrix_free(mats[i]);
-        }
+        for (int il = 0; il < m->hp.n_layer; il++) free_layer(&m->layers[il]);
         free(m->layers);
     }
+    free_layer(&m->nextn.layer);
+    sd_matrix_free(&m->nextn.eh_proj);
+    sd_matrix_free(&m->nextn.embd);
+    sd_matrix_free(&m->nextn.head);
     if (!m->hp.tied_output) sd_matrix_free(&m->output);
     sd_matrix_free(&m->fc);
     free(m->d2t);

@@ -17,7 +17,16 @@
 #include "numerics/matmul.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum sd_arch { SD_ARCH_LLAMA = 1, SD_ARCH_QWEN2, SD_ARCH_QWEN3, SD_ARCH_QWEN35, SD_ARCH_EAGLE3 } sd_arch;
+/* SD_ARCH_QWEN35_MTP is no file's architecture: the view of a qwen35 file's
+ * MTP block that its drafter runs (sd_mtp_view_init). */
+typedef enum sd_arch {
+    SD_ARCH_LLAMA = 1,
+    SD_ARCH_QWEN2,
+    SD_ARCH_QWEN3,
+    SD_ARCH_QWEN35,
+    SD_ARCH_EAGLE3,
+    SD_ARCH_QWEN35_MTP,
+} sd_arch;
 
 /* What a layer's mixer is (the FFN half is the same SwiGLU for all). */
 typedef enum sd_layer_kind {
@@ -85,6 +94,22 @@ typedef struct sd_layer {
     const float *ssm_norm;         /* ssm_norm.weight [S], shared by every V head */
 } sd_layer;
 
+/* A qwen35 file's MTP ("nextn") block, blk.<n_layer>.* (llama.cpp
+ * src/models/qwen35.cpp load_arch_tensors and graph_mtp; fact sheet §1.2,
+ * §5.5): a gated full-attention block whose input is eh_proj of
+ * [RMSNorm(Emb(x); enorm) ; RMSNorm(h; hnorm)], h the trunk's hidden after
+ * output_norm, and whose output goes through head_norm to the lm head. */
+typedef struct sd_nextn {
+    bool present;            /* nextn_predict_layers == 1 and the block bound */
+    sd_layer layer;          /* attn_norm, attn_q (with gate), attn_k/v/output, q/k norms,
+                                post_attention_norm, ffn_*; kind SD_LAYER_ATTN_GATED, slot 0 */
+    sd_matrix eh_proj;       /* nextn.eh_proj {2 * n_embd, n_embd} */
+    const float *enorm, *hnorm;
+    const float *head_norm;  /* nextn.shared_head_norm, else output_norm */
+    sd_matrix embd;          /* nextn.embed_tokens (data NULL: the trunk's token_embd) */
+    sd_matrix head;          /* nextn.shared_head_head (data NULL: the trunk's output) */
+} sd_nextn;
+
 typedef struct sd_model {
     sd_hparams hp;
     gguf_ctx *gguf;          /* owned; weights point into its mapping */
@@ -99,6 +124,7 @@ typedef struct sd_model {
     int32_t *d2t;            /* eagle3: [n_draft_vocab] absolute target ids (I64 d2t, checked), owned; or NULL */
     sd_layer *layers;        /* [n_layer] (the trunk; a qwen35 file's MTP blocks blk.n_layer.. are
                                 left in the file, unbound: a drafter finds them in gguf by name) */
+    sd_nextn nextn;          /* qwen35: the MTP block when the file has one (else present = false) */
     float **owned_f32;       /* f32 copies of norm/bias vectors, freed with the model */
     int n_owned_f32;
     uint64_t owned_f32_bytes;
@@ -358,5 +384,31 @@ sd_status sd_eagle3_forward(sd_context *c, const sd_model *target, const int32_t
                             int32_t S, float *y, int32_t n_tail, float *logits, sd_err *err);
 /* The target token id of draft-vocabulary id d (d2t[d], or d without d2t). */
 int32_t sd_eagle3_token(const sd_model *head, int32_t d);
+
+/* ---- the qwen35 MTP head (forward_mtp.c; llama.cpp qwen35.cpp graph_mtp) ----
+ * The head predicts token p+1 from the pair (token x_p, h_{p-1}), h the
+ * target's hidden after output_norm (sd_context_request_hidden with id
+ * n_layer); chained, h is the head's own output after head_norm. Pairs exist
+ * from position 1 on (as the fixture's training script has them; llama.cpp
+ * also runs position 0 with a zero h): index i of the head's context holds
+ * the pair of position i + 1, which is the RoPE position its attention uses.
+ * The head runs on a view: a model whose one layer is the target's MTP block
+ * (weights borrowed), for an ordinary sd_context (one layer of KV cache). */
+
+/* A view of target's MTP block (target must outlive it). Errors:
+ * SD_ERR_UNSUPPORTED (no MTP block: the message says so), SD_ERR_NOMEM. */
+sd_status sd_mtp_view_init(const sd_model *target, sd_model **view, sd_err *err);
+/* Frees the view only (not the borrowed weights). NULL-safe. */
+void sd_mtp_view_free(sd_model *view);
+
+/* The head over S pairs (tokens[s], h[s] [n_embd]) at indices len..len+S-1
+ * of c, a context of a view (split by n_batch internally): appends them to
+ * its KV cache; y[S][n_embd] (may be NULL) receives the outputs after
+ * head_norm (the h of a chained next step); logits[n_tail][n_vocab] those of
+ * the last n_tail rows. Batch-invariant like sd_forward. Errors, state
+ * unchanged: SD_ERR_CONTEXT (len + S > n_ctx), SD_ERR_ARG (not a view, bad
+ * S / n_tail, token id out of range). */
+sd_status sd_mtp_forward(sd_context *c, const int32_t *tokens, const float *h, int32_t S, float *y, int32_t n_tail,
+                         float *logits, sd_err *err);
 
 #endif
