@@ -228,6 +228,9 @@ typedef struct specdec_context_params {
      * hidden states at the head's 3 layers for every position
      * (n_ctx * 3 * n_embd floats) and the head's own one-layer KV cache. */
     const specdec_model *draft;
+    /* A target with an MTP block (a qwen35 file's nextn layer) and no EAGLE-3
+     * head: the context keeps the target's hidden after output_norm for every
+     * position (n_ctx * n_embd floats) for SPECDEC_SPEC_MTP / _AUTO. */
 } specdec_context_params;
 
 SPECDEC_API specdec_context_params specdec_context_default_params(void);
@@ -262,11 +265,13 @@ typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NONE = 0, /* plain decoding */
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
     SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
-    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the context's draft model or EAGLE-3 head */
+    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the target's MTP block if it has one, else the
+                              context's draft model or EAGLE-3 head */
     SPECDEC_SPEC_EAGLE3,   /* the context's EAGLE-3 head (SPECDEC_ERR_ARG without one) */
+    SPECDEC_SPEC_MTP,      /* the target's own MTP block (qwen35 nextn; SPECDEC_ERR_ARG without one) */
 } specdec_spec_mode;
 
-/* "none", "ngram", "draft", "auto", "eagle3"; NULL for a value outside the enum. */
+/* "none", "ngram", "draft", "auto", "eagle3", "mtp"; NULL for a value outside the enum. */
 SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
@@ -382,8 +387,8 @@ typedef struct specdec_stats {
      * end (true = drafting; false also when no drafter ran). */
     int64_t gate_closed_steps, n_probes, n_probe_hits;
     bool gate_open;
-    /* The drafter that ran: "none", "ngram", "draft", "eagle3", "auto (ngram)",
-     * "auto (ngram + draft)", "auto (ngram + eagle3)". Static storage. */
+    /* The drafter that ran: "none", "ngram", "draft", "eagle3", "mtp", "auto (ngram)",
+     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)". Static storage. */
     const char *drafter;
     specdec_stop_reason stop_reason;
     int32_t stop_index; /* the stop string that matched (index into params.stop), else -1 */

@@ -66,6 +66,8 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK && head) st = sd_context_request_hidden(c->tctx, p.draft->m->hp.target_layers, 3, &e);
+    c->mtp = !head && model->m->nextn.present;
+    if (st == SD_OK && c->mtp) st = sd_context_request_hidden(c->tctx, &model->m->hp.n_layer, 1, &e);
     if (st == SD_OK && p.draft && !head) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
         if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);
@@ -104,12 +106,12 @@ void specdec_context_reset(specdec_context *c) {
 }
 
 const char *specdec_spec_mode_name(specdec_spec_mode mode) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp"};
     return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
 }
 
 bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
-    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_EAGLE3; m++)
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_MTP; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
             return true;

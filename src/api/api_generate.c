@@ -39,11 +39,15 @@ typedef struct run {
 } run;
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
-    if ((unsigned)g->spec > SPECDEC_SPEC_EAGLE3)
+    if ((unsigned)g->spec > SPECDEC_SPEC_MTP)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
     if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
                            c->head ? " (it has an EAGLE-3 head: use spec mode eagle3)" : "");
+    if (g->spec == SPECDEC_SPEC_MTP && !c->mtp)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode mtp needs a target with an MTP block%s",
+                           c->head ? " and no EAGLE-3 head in the context"
+                                   : " (a qwen35 file with nextn_predict_layers = 1)");
     if (g->spec == SPECDEC_SPEC_EAGLE3 && !c->head)
         return c->draft ? sd_api_fail(err, SPECDEC_ERR_ARG,
                                       "spec mode eagle3 needs an EAGLE-3 head; the context's draft %s has "
@@ -88,15 +92,19 @@ static sd_status build_drafter(run *r, sd_err *err) {
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
     sd_sampling s = sampling_of(g);
     sd_drafter ng = {0}, dm = {0};
-    bool use_draft = c->draft && g->spec != SPECDEC_SPEC_NGRAM;
+    /* auto: the target's own head before a separate draft (issue 13) */
+    const bool use_mtp = c->mtp && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO);
+    bool use_draft = !use_mtp && c->draft && g->spec != SPECDEC_SPEC_NGRAM;
     sd_status st = SD_OK;
-    if (use_draft && c->head) {
+    if (use_mtp) {
+        st = sd_drafter_mtp_init(&dm, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
+    } else if (use_draft && c->head) {
         st = sd_drafter_eagle3_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
     } else if (use_draft) {
         sd_context_truncate(c->dctx, 0);
         st = sd_drafter_model_init(&dm, &c->dlm, g->draft_sample ? &s : NULL, c->n_batch, err);
     }
-    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT && g->spec != SPECDEC_SPEC_EAGLE3)
+    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT && g->spec != SPECDEC_SPEC_EAGLE3 && g->spec != SPECDEC_SPEC_MTP)
         st = sd_drafter_ngram_init(&ng, g->ngram_min, g->ngram_max, err);
     if (st != SD_OK) {
         sd_drafter_free(&dm);
@@ -106,9 +114,14 @@ static sd_status build_drafter(run *r, sd_err *err) {
     if (g->spec == SPECDEC_SPEC_NGRAM) r->drafter = ng, r->pub.drafter = "ngram";
     else if (g->spec == SPECDEC_SPEC_DRAFT) r->drafter = dm, r->pub.drafter = "draft";
     else if (g->spec == SPECDEC_SPEC_EAGLE3) r->drafter = dm, r->pub.drafter = "eagle3";
+    else if (g->spec == SPECDEC_SPEC_MTP) r->drafter = dm, r->pub.drafter = "mtp";
     else {
-        r->pub.drafter = !use_draft ? "auto (ngram)" : c->head ? "auto (ngram + eagle3)" : "auto (ngram + draft)";
-        st = sd_drafter_auto_init(&r->drafter, &ng, use_draft ? &dm : NULL, c->model->m->hp.n_vocab, err);
+        r->pub.drafter = use_mtp      ? "auto (ngram + mtp)"
+                         : !use_draft ? "auto (ngram)"
+                         : c->head    ? "auto (ngram + eagle3)"
+                                      : "auto (ngram + draft)";
+        const bool costly = use_mtp || use_draft;
+        st = sd_drafter_auto_init(&r->drafter, &ng, costly ? &dm : NULL, c->model->m->hp.n_vocab, err);
         if (st != SD_OK) {
             sd_drafter_free(&ng);
             sd_drafter_free(&dm);

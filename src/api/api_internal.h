@@ -31,6 +31,7 @@ struct specdec_model {
 struct specdec_context {
     const specdec_model *model, *draft;
     bool head;
+    bool mtp; /* the target has an MTP block and the context keeps its hidden rows (no head) */
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
     /* For a hybrid (recurrent) model, the rollback discipline behind tlm /

@@ -96,7 +96,7 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
 /* Which -md file to load, if any (NULL = none): a draft model or an EAGLE-3
  * head (its role follows its architecture; the library checks it fits). */
 static const char *draft_path(const gen_opts *o) {
-    if (o->spec == GEN_SPEC_NONE || o->spec == GEN_SPEC_NGRAM) return NULL;
+    if (o->spec == GEN_SPEC_NONE || o->spec == GEN_SPEC_NGRAM || o->spec == GEN_SPEC_MTP) return NULL;
     if (o->spec == GEN_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
     return cli_default_draft(o->draft, o->model_is_default);
 }
@@ -172,7 +172,7 @@ static bool on_piece(const specdec_piece *p, void *user) {
 static specdec_generate_params generate_params(const gen_opts *o) {
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = o->n_predict;
-    gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto, eagle3 */
+    gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto, eagle3, mtp */
     gp.draft_max = o->draft_max;
     gp.hybrid_rollback = o->rollback;
     gp.hybrid_window = o->window;

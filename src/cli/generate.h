@@ -10,7 +10,7 @@
 #include "cli/model_args.h"
 #include "specdec.h"
 
-typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO, GEN_SPEC_EAGLE3 } gen_spec;
+typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO, GEN_SPEC_EAGLE3, GEN_SPEC_MTP } gen_spec;
 
 /* The sampling flags (specdec_generate_params' fields of the same meaning). */
 typedef struct gen_sampling {

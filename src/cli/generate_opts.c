@@ -83,7 +83,7 @@ static bool parse_float(const char *s, float lo, float hi, float *out) {
 }
 
 const char *gen_spec_name(gen_spec s) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp"};
     return names[s];
 }
 
@@ -149,9 +149,9 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         s->seed = x;
     } else if (!strcmp(flag, "--spec")) {
         int found = 0;
-        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_EAGLE3; m++)
+        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_MTP; m++)
             if (!strcmp(v, gen_spec_name(m))) o->spec = m, found = 1;
-        if (!found) return bad("--spec must be none, ngram, draft, eagle3 or auto, not '%s'", v);
+        if (!found) return bad("--spec must be none, ngram, draft, eagle3, mtp or auto, not '%s'", v);
     } else if (!strcmp(flag, "--hybrid-rollback")) {
         if (!specdec_rollback_parse(v, &o->rollback))
             return bad("--hybrid-rollback must be auto, checkpoint, replay, redecode or window, not '%s'", v);

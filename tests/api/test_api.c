@@ -487,6 +487,12 @@ static void test_eagle3_head(void **state) {
     specdec_error err = {0};
     assert_int_equal(specdec_generate(c, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
     assert_non_null(strstr(err.message, "EAGLE-3 head"));
+    bad.spec = SPECDEC_SPEC_MTP; /* a qwen3 target has no MTP block */
+    assert_int_equal(specdec_generate(c, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "MTP block"));
+    specdec_spec_mode mode;
+    assert_true(specdec_spec_mode_parse("mtp", &mode) && mode == SPECDEC_SPEC_MTP);
+    assert_true(specdec_spec_mode_parse("eagle3", &mode) && mode == SPECDEC_SPEC_EAGLE3);
     specdec_context *cd = context(m, d);
     bad.spec = SPECDEC_SPEC_EAGLE3;
     assert_int_equal(specdec_generate(cd, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
