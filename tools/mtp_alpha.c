@@ -9,13 +9,18 @@
  * and what tools/fixtures/mtp_alpha.py replays in torch.
  *
  *   sd-mtp_alpha MODEL.gguf PROMPT_FILE [-k K] [-n N] [-t THREADS]
+ *   sd-mtp_alpha MODEL.gguf --cost [-t THREADS] [--reps R]
  *
- * Prints one JSON object: prompt ids, G, drafted, accepted, rounds. Internal
- * headers on purpose (a drafter without the decode loop). */
+ * Prints one JSON object: prompt ids, G, drafted, accepted, rounds. With
+ * --cost: after 128 tokens of context, the median ms of one target step (one
+ * token) and of one head step (one pair: what drafting one token costs), and
+ * r = head step / target step (DESIGN.md §2). Internal headers on purpose (a
+ * drafter without the decode loop). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "decode/drafter.h"
 #include "decode/sampler.h"
 
@@ -48,15 +53,67 @@ static sd_status run(sd_context *c, const int32_t *tokens, int32_t n, float *log
     return SD_OK;
 }
 
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --cost: target step vs head step, medians of reps alternated runs. */
+static int cost(sd_model *m, int threads, int reps) {
+    enum { FILL = 128 };
+    sd_err err = {0};
+    sd_context *c = NULL, *hc = NULL;
+    sd_model *v = NULL;
+    const int64_t E = m->hp.n_embd, V = m->hp.n_vocab;
+    if (sd_context_init(m, FILL + reps + 8, 64, threads, &c, &err) != SD_OK ||
+        sd_mtp_view_init(m, &v, &err) != SD_OK || sd_context_init(v, FILL + reps + 8, 64, threads, &hc, &err) != SD_OK)
+        return die("cost", &err);
+    int32_t tok[FILL + 1];
+    for (int i = 0; i <= FILL; i++) tok[i] = (int32_t)((i * 7919u + 13u) % (unsigned)V);
+    float *lg = malloc((size_t)V * sizeof *lg), *h = calloc((size_t)FILL * E, sizeof *h), *y = malloc((size_t)E * sizeof *y);
+    for (int64_t i = 0; i < FILL * E; i++) h[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+    if (run(c, tok, FILL, lg, &err) != SD_OK) return die("fill", &err);
+    for (int i = 0; i < FILL; i += 64)
+        if (sd_mtp_forward(hc, tok + 1 + i, h + i * E, 64, NULL, 0, NULL, &err) != SD_OK) return die("fill", &err);
+    double *tt = malloc((size_t)reps * sizeof *tt), *th = malloc((size_t)reps * sizeof *th);
+    for (int r = 0; r < reps; r++) {
+        double t0 = sd_now_s();
+        if (sd_forward(c, tok + FILL, 1, lg, &err) != SD_OK) return die("step", &err);
+        double t1 = sd_now_s();
+        if (sd_mtp_forward(hc, tok + FILL, h, 1, y, 1, lg, &err) != SD_OK) return die("head", &err);
+        double t2 = sd_now_s();
+        sd_context_truncate(c, FILL), sd_context_truncate(hc, FILL);
+        tt[r] = (t1 - t0) * 1e3, th[r] = (t2 - t1) * 1e3;
+    }
+    qsort(tt, (size_t)reps, sizeof *tt, cmp_d);
+    qsort(th, (size_t)reps, sizeof *th, cmp_d);
+    printf("{\"threads\": %d, \"reps\": %d, \"target_step_ms\": %.3f, \"head_step_ms\": %.3f, \"r\": %.4f}\n",
+           threads, reps, tt[reps / 2], th[reps / 2], th[reps / 2] / tt[reps / 2]);
+    free(tt), free(th), free(lg), free(h), free(y);
+    sd_context_free(hc), sd_context_free(c);
+    sd_mtp_view_free(v);
+    sd_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL;
-    int K = 4, n = 64, threads = 1;
+    int K = 4, n = 64, threads = 1, reps = 21;
+    bool want_cost = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-k") && i + 1 < argc) K = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--cost")) want_cost = true;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) K = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!model) model = argv[i];
         else prompt = argv[i];
+    }
+    if (model && want_cost && reps >= 1 && reps <= 999 && threads >= 1) {
+        sd_err err = {0};
+        sd_model *m = NULL;
+        if (sd_model_load(model, &m, &err) != SD_OK) return die("load", &err);
+        return cost(m, threads, reps);
     }
     if (!model || !prompt || K < 1 || K > 16 || n < 2 || n > 4096 || threads < 1) {
         fprintf(stderr, "usage: sd-mtp_alpha MODEL.gguf PROMPT_FILE [-k 1..16] [-n 2..4096] [-t THREADS]\n");
