@@ -25,6 +25,7 @@
 #define TARGET "models/fixture-target.gguf"
 #define DRAFT "models/fixture-draft.gguf"
 #define HEAD "models/fixture-eagle3.gguf"
+#define Q35 "models/fixture-q35-target.gguf"
 
 static specdec_model *load(const char *path) {
     specdec_model *m = NULL;
@@ -516,6 +517,42 @@ static void test_eagle3_head(void **state) {
     specdec_model_free(m);
 }
 
+/* The qwen35 fixture's own MTP block as the drafter: spec mode mtp and
+ * auto use it, greedy and fixed-seed sampled output equal plain decoding's.
+ * Needs the recurrent-state rollback of qwen35 targets; until the engine has
+ * it, generate refuses (SPECDEC_ERR_UNSUPPORTED) and the test says so. */
+static void test_mtp_head(void **state) {
+    (void)state;
+    specdec_model *m = load(Q35);
+    specdec_context *c = context(m, NULL);
+    static collect a;
+    specdec_stats st;
+    const float temps[] = {0, 0.8f};
+    for (int i = 0; i < 2; i++) {
+        specdec_generate_params gp = greedy(48, SPECDEC_SPEC_MTP);
+        gp.temperature = temps[i];
+        gp.gate = 0;
+        gp.check_lossless = true;
+        specdec_status s = gen(c, m, CODE, &gp, &a, &st);
+        if (s == SPECDEC_ERR_UNSUPPORTED) {
+            print_message("SKIPPED: speculation on qwen35 targets is not available yet (recurrent rollback)\n");
+            break;
+        }
+        assert_int_equal(s, SPECDEC_OK);
+        assert_string_equal(st.drafter, "mtp");
+        if (!(st.lossless_checked && st.lossless))
+            fail_msg("mtp temp %g: lossless %d first diff %d of %d", temps[i], st.lossless, st.lossless_first_diff,
+                     st.n_gen);
+        assert_true(st.n_drafted > 0 && st.n_accepted > 0);
+        gp.spec = SPECDEC_SPEC_AUTO;
+        assert_int_equal(gen(c, m, CODE, &gp, &a, &st), SPECDEC_OK);
+        assert_string_equal(st.drafter, "auto (ngram + mtp)");
+        assert_true(st.lossless);
+    }
+    specdec_context_free(c);
+    specdec_model_free(m);
+}
+
 static void expect_arg(specdec_context *c, const specdec_token *t, size_t n, const specdec_generate_params *gp,
                        specdec_status want, const char *needle) {
     specdec_error err = {0};
@@ -628,7 +665,7 @@ int main(void) {
         cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_memory),
-        cmocka_unit_test(test_eagle3_head),
+        cmocka_unit_test(test_eagle3_head),            cmocka_unit_test(test_mtp_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
