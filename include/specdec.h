@@ -246,6 +246,9 @@ SPECDEC_API specdec_status specdec_context_init(const specdec_model *model, cons
                                                 specdec_context **out, specdec_error *err);
 SPECDEC_API void specdec_context_free(specdec_context *ctx);
 
+/* The model a context was made for, and its draft model or NULL (borrowed). */
+SPECDEC_API const specdec_model *specdec_context_model(const specdec_context *ctx);
+SPECDEC_API const specdec_model *specdec_context_draft(const specdec_context *ctx);
 /* The context size in positions, as resolved at init. */
 SPECDEC_API int32_t specdec_context_n_ctx(const specdec_context *ctx);
 /* The token history: the last generate's prompt followed by every token it
@@ -351,6 +354,13 @@ typedef struct specdec_generate_params {
     specdec_rollback hybrid_rollback;
     /* SPECDEC_ROLLBACK_WINDOW: the static window S, 2..64. Default 9. */
     int32_t hybrid_window;
+    /* Polled on the generating thread, with generate's user pointer, before
+     * each prefill chunk (n_batch tokens) and each decode step: return true to
+     * stop there, as a cancel (SPECDEC_STOP_CANCELLED; a prefill cut short
+     * generates nothing). It lets a server drop a request whose client went
+     * away during a long prefill, when no piece is being delivered, or do
+     * other periodic work. NULL (default) = never. */
+    bool (*abort)(void *user);
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);

@@ -92,6 +92,9 @@ void specdec_context_free(specdec_context *c) {
     free(c);
 }
 
+const specdec_model *specdec_context_model(const specdec_context *c) { return c->model; }
+const specdec_model *specdec_context_draft(const specdec_context *c) { return c->draft; }
+
 int32_t specdec_context_n_ctx(const specdec_context *c) { return sd_context_n_ctx(c->tctx); }
 
 const specdec_token *specdec_context_tokens(const specdec_context *c, size_t *n) {

@@ -36,6 +36,8 @@ typedef struct run {
     sd_spec_stats ist; /* the decode loop's counters, updated as it goes */
     specdec_stats pub; /* what the callback and the caller see */
     sd_api_stream stream;
+    void *user;   /* the caller's, for gp->abort */
+    bool aborted; /* gp->abort said stop */
 } run;
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
@@ -184,6 +186,12 @@ static bool is_eog(void *user, int32_t token) {
     return sd_tokenizer_is_eog(r->c->model->m->tok, token);
 }
 
+static bool on_abort(void *user) {
+    run *r = user;
+    if (!r->aborted && r->gp->abort(r->user)) r->aborted = true;
+    return r->aborted;
+}
+
 static bool quiet_eog(void *user, int32_t token) { return sd_tokenizer_is_eog(user, token); }
 
 /* Tokens the history and the prompt share, leaving at least the prompt's
@@ -218,6 +226,7 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
     sd_context_truncate(r->c->tctx, 0);
     p.n_past = 0;
     p.commit_cb = NULL;
+    p.abort = NULL;
     p.is_eog = quiet_eog;
     sd_status st = sd_spec_generate(&r->c->tlm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
                                     &n_plain, &pst, err);
@@ -240,14 +249,12 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
 }
 
 /* Why the decode loop stopped, from what it produced. */
-static specdec_stop_reason stop_reason(const run *r, const int32_t *out, int32_t n_out, int32_t asked,
-                                       int32_t cap) {
-    if (r->stream.cancelled) return SPECDEC_STOP_CANCELLED;
+static specdec_stop_reason stop_reason(const run *r, const int32_t *out, int32_t n_out, int32_t asked) {
+    if (r->stream.cancelled || r->aborted) return SPECDEC_STOP_CANCELLED;
     if (r->stream.stop_index >= 0) return SPECDEC_STOP_STRING;
     if (n_out > 0 && r->gp->stop_at_eog && sd_tokenizer_is_eog(r->c->model->m->tok, out[n_out - 1]))
         return SPECDEC_STOP_EOG;
     if (asked >= 0 && n_out >= asked) return SPECDEC_STOP_LENGTH;
-    (void)cap;
     return SPECDEC_STOP_CONTEXT;
 }
 
@@ -286,6 +293,7 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.sampling = sampling_of(g);
     p.n_past = n_past;
     p.commit_cb = on_commit;
+    p.abort = g->abort ? on_abort : NULL;
     return p;
 }
 
@@ -317,7 +325,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
         if (st == SD_OK && r->stream.oom) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK) {
-        r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict, p.n_predict);
+        r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict);
         keep_history(c, prompt, n_prompt, out, n_out);
     }
     if (st == SD_OK && r->gp->check_lossless) {
@@ -346,7 +354,7 @@ specdec_status specdec_generate(specdec_context *ctx, const specdec_token *promp
     }
     specdec_status pst = check_params(ctx, &g, err);
     if (pst != SPECDEC_OK) return pst;
-    run r = {.c = ctx, .gp = &g, .pub = {.rollback = "none"}};
+    run r = {.c = ctx, .gp = &g, .user = user, .pub = {.rollback = "none"}};
     sd_err e = {0};
     sd_status st = run_generate(&r, prompt, (int32_t)n_prompt, on_piece, user, &e);
     final_stats(&r, stats);

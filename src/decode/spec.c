@@ -89,11 +89,18 @@ static void commit(decoder *d, int32_t tok, bool from_draft) {
     if (d->p->stop_at_eog && d->p->is_eog && d->p->is_eog(d->user, tok)) d->stop = true;
 }
 
+/* The caller's abort hook; once it said stop, stop stays set. */
+static bool aborted(decoder *d) {
+    if (d->p->abort && !d->stop && d->p->abort(d->user)) d->stop = true;
+    return d->stop;
+}
+
 /* Forwards the prompt in chunks of n_batch rows; a0 comes from the last row. */
 static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, int32_t *a0,
                          sd_err *err) {
     int32_t done = 0, S = 0;
     while (done < n_prompt) {
+        if (aborted(d)) return SD_OK;
         S = n_prompt - done < d->p->n_batch ? n_prompt - done : d->p->n_batch;
         int32_t n_tail = done + S == n_prompt; /* only the last row's logits are read */
         sd_status st = sd_lm_forward_tail(d->lm, prompt + done, S, n_tail, d->logits, err);
@@ -221,7 +228,7 @@ static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
     for (;;) {
         commit(d, a0, false); /* §1: a0 is always correct */
         int32_t n = d->lm->len(d->lm->self);
-        if (d->stop || n >= d->lm->n_ctx(d->lm->self)) return SD_OK;
+        if (d->stop || n >= d->lm->n_ctx(d->lm->self) || aborted(d)) return SD_OK;
         d->batch[0] = a0;
         int got = propose(d, n, err);
         if (got < 0) return err ? err->code : SD_ERR_ARG;
@@ -270,10 +277,11 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     double t0 = sd_now_s();
     int32_t a0 = 0;
     if (st == SD_OK) st = prefill(&d, prompt + p->n_past, n_prompt - p->n_past, &a0, err);
-    if (st == SD_OK && drafter && drafter->prefill && drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
+    if (st == SD_OK && !d.stop && drafter && drafter->prefill &&
+        drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
         st = err ? err->code : SD_ERR_ARG;
     double t1 = sd_now_s();
-    if (st == SD_OK && p->n_predict > 0) st = decode(&d, a0, err);
+    if (st == SD_OK && p->n_predict > 0 && !d.stop) st = decode(&d, a0, err);
     stats->t_prefill_s = t1 - t0;
     stats->t_decode_s = sd_now_s() - t1;
     stats->n_gen = d.n_out;

@@ -51,6 +51,10 @@ typedef struct sd_spec_params {
      * token and whether it was an accepted draft token (a0, the target's own
      * pick, is not); return false to stop early. */
     bool (*commit_cb)(void *user, int32_t token, bool from_draft);
+    /* If not NULL, polled before each prefill chunk and each decode step;
+     * true stops the generation there (no error; a prefill cut short leaves
+     * the lm holding a prefix of the prompt and generates nothing). */
+    bool (*abort)(void *user);
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,

@@ -350,6 +350,53 @@ static void test_cancel(void **state) {
     specdec_model_free(m);
 }
 
+static int polls, abort_at;
+static bool abort_after(void *user) {
+    (void)user;
+    return ++polls >= abort_at;
+}
+
+/* The abort hook stops a prefill between chunks (the cache keeps what was
+ * done, and the next call reuses it) and a decode between steps. */
+static void test_abort(void **state) {
+    (void)state;
+    specdec_model *m = load(TARGET);
+    specdec_context_params cp = specdec_context_default_params();
+    cp.n_threads = 1;
+    cp.n_batch = 8;
+    specdec_context *c = NULL;
+    assert_int_equal(specdec_context_init(m, &cp, &c, NULL), SPECDEC_OK);
+    assert_ptr_equal(specdec_context_model(c), m);
+    assert_null(specdec_context_draft(c));
+    size_t n;
+    specdec_token *t = tokenize(m, CODE, &n);
+    assert_true(n > 24);
+    specdec_generate_params gp = greedy(50, SPECDEC_SPEC_NGRAM);
+    gp.abort = abort_after;
+    specdec_stats st;
+    static collect out;
+    collect_init(&out);
+    polls = 0, abort_at = 3; /* two chunks of 8 done, stopped before the third */
+    assert_int_equal(specdec_generate(c, t, n, &gp, on_piece, &out, &st, NULL), SPECDEC_OK);
+    assert_int_equal(st.stop_reason, SPECDEC_STOP_CANCELLED);
+    assert_int_equal(st.n_gen, 0);
+    assert_int_equal(out.pieces, 0);
+    gp.abort = NULL;
+    assert_int_equal(specdec_generate(c, t, n, &gp, NULL, NULL, &st, NULL), SPECDEC_OK);
+    assert_int_equal(st.n_cached, 16);
+    assert_int_equal(st.n_gen, 50);
+    /* in the decode: the prefill polls ceil((n - cached) / 8) times, then once per step */
+    specdec_context_reset(c);
+    gp.abort = abort_after;
+    polls = 0, abort_at = (int)((n + 7) / 8) + 5;
+    assert_int_equal(specdec_generate(c, t, n, &gp, NULL, NULL, &st, NULL), SPECDEC_OK);
+    assert_int_equal(st.stop_reason, SPECDEC_STOP_CANCELLED);
+    assert_true(st.n_gen >= 5 && st.n_gen < 50);
+    specdec_free(t);
+    specdec_context_free(c);
+    specdec_model_free(m);
+}
+
 /* A stop string cuts the text where it first occurs, and no piece ever
  * carries its start. */
 static void test_stop_strings(void **state) {
@@ -662,7 +709,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metadata_and_roundtrip), cmocka_unit_test(test_spec_on_off_identical),
         cmocka_unit_test(test_lossless_check),         cmocka_unit_test(test_pieces_are_whole_utf8),
-        cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_stop_strings),
+        cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_abort),
+        cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_eagle3_head),            cmocka_unit_test(test_mtp_head),
