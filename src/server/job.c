@@ -77,6 +77,14 @@ static bool on_piece(const specdec_piece *p, void *user) {
     return !atomic_load(&j->cancel);
 }
 
+/* The abort hook: polled between prefill chunks, where no piece is delivered
+ * and on_piece cannot say stop, so a client that left during a long prompt
+ * frees the inference thread at the next chunk. */
+static bool job_cancelled(void *user) {
+    job *j = user;
+    return atomic_load(&j->cancel);
+}
+
 static void run_job(server *s, job *j) {
     specdec_stats st;
     specdec_error err = {0};
@@ -89,7 +97,9 @@ static void run_job(server *s, job *j) {
         j->running = true;
         pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&j->mu);
-        rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &j->gp, on_piece, j, &st, &err);
+        specdec_generate_params gp = j->gp;
+        gp.abort = job_cancelled;
+        rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, on_piece, j, &st, &err);
     }
     pthread_mutex_lock(&j->mu);
     j->status = rc;

@@ -5,8 +5,9 @@
  * jobs of a bounded FIFO one at a time (a full queue answers 503). A job is
  * the channel between the two: the inference thread appends generated pieces
  * under its lock, the connection thread turns them into JSON / SSE and sets
- * `cancel` when the client goes away, which the piece callback returns to the
- * decode loop. Requests never share a job, so outputs never mix. */
+ * `cancel` when the client goes away, which the piece callback and the abort
+ * hook (polled between prefill chunks) return to the decode loop. Requests
+ * never share a job, so outputs never mix. */
 #ifndef SD_SERVER_SERVER_H
 #define SD_SERVER_SERVER_H
 
@@ -16,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/sbuf.h"
+#include "core/strbuf.h"
 #include "specdec.h"
 
 /* Command-line settings. */
@@ -104,6 +105,6 @@ struct MHD_Daemon *http_start(server *s, int *port);
 /* Metrics (metrics.c). */
 void metrics_record(metrics *m, const job *j);
 void metrics_reject(metrics *m);
-void metrics_text(server *s, sbuf *out);
+void metrics_text(server *s, sd_strbuf *out);
 
 #endif
