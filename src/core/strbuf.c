@@ -44,6 +44,12 @@ void sd_strbuf_printf(sd_strbuf *b, const char *fmt, ...) {
     va_end(ap2);
 }
 
+void sd_strbuf_consume(sd_strbuf *b, size_t n) {
+    if (n > b->len) n = b->len;
+    if (b->s) memmove(b->s, b->s + n, b->len - n + 1); /* with the NUL */
+    b->len -= n;
+}
+
 void sd_strbuf_clear(sd_strbuf *b) {
     b->len = 0;
     b->oom = false;

@@ -23,6 +23,10 @@ void sd_strbuf_add(sd_strbuf *b, const char *p, size_t n);
 void sd_strbuf_puts(sd_strbuf *b, const char *p);
 /* Appends printf-formatted text. */
 void sd_strbuf_printf(sd_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drops the first n bytes (all of them when n >= len), keeping the
+ * allocation: what a writer has sent leaves the front of its queue. oom is
+ * left as it was, since what remains is still incomplete. */
+void sd_strbuf_consume(sd_strbuf *b, size_t n);
 /* Empties the buffer, keeping its allocation (and clearing oom). */
 void sd_strbuf_clear(sd_strbuf *b);
 /* The text, "" when nothing was appended; valid until the next append. */

@@ -52,7 +52,7 @@ static void convo_free(convo *c) {
 
 typedef struct turn {
     specdec_reasoning *think;
-    sbuf answer;
+    sd_strbuf answer;
     bool tty, in_reasoning;
 } turn;
 
@@ -66,7 +66,7 @@ static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
         if (t->in_reasoning) fputs(t->tty ? "\x1b[0m\n" : "\n", stdout);
         t->in_reasoning = false;
         fwrite(c, 1, nc, stdout);
-        sbuf_add(&t->answer, c, nc);
+        sd_strbuf_add(&t->answer, c, nc);
     }
     fflush(stdout);
 }
@@ -140,10 +140,10 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
         fprintf(stderr, "specdec: %s\n", err.message);
         convo_pop(c);
     } else {
-        convo_add(c, "assistant", sbuf_str(&t.answer), t.answer.len);
+        convo_add(c, "assistant", sd_strbuf_str(&t.answer), t.answer.len);
         status_line(&st, gp.spec != SPECDEC_SPEC_NONE);
     }
-    sbuf_free(&t.answer);
+    sd_strbuf_free(&t.answer);
 }
 
 int cmd_chat(int argc, char **argv) {

@@ -96,7 +96,7 @@ bool http_peer_closed(struct MHD_Connection *c) {
 json_t *json_text(const char *p, size_t n) {
     json_t *v = json_stringn(p, n);
     if (v) return v;
-    sbuf b = {0};
+    sd_strbuf b = {0};
     const unsigned char *u = (const unsigned char *)p;
     for (size_t i = 0; i < n;) {
         size_t len = u[i] < 0x80 ? 1 : (u[i] & 0xE0) == 0xC0 ? 2 : (u[i] & 0xF0) == 0xE0 ? 3
@@ -104,17 +104,17 @@ json_t *json_text(const char *p, size_t n) {
         bool ok = len > 0 && i + len <= n && !(len == 1 && u[i] == 0);
         for (size_t k = 1; ok && k < len; k++) ok = (u[i + k] & 0xC0) == 0x80;
         json_t *probe = ok ? json_stringn(p + i, len) : NULL; /* rejects overlongs and surrogates */
-        if (probe) { sbuf_add(&b, p + i, len); json_decref(probe); i += len; }
-        else { sbuf_puts(&b, "\xEF\xBF\xBD"); i += 1; }
+        if (probe) { sd_strbuf_add(&b, p + i, len); json_decref(probe); i += len; }
+        else { sd_strbuf_puts(&b, "\xEF\xBF\xBD"); i += 1; }
     }
-    v = json_stringn(sbuf_str(&b), b.len);
-    sbuf_free(&b);
+    v = json_stringn(sd_strbuf_str(&b), b.len);
+    sd_strbuf_free(&b);
     return v ? v : json_string("");
 }
 
 /* Per-request state across MHD's calls of the access handler. */
 typedef struct req {
-    sbuf body;
+    sd_strbuf body;
     bool too_large;
 } req;
 
@@ -140,7 +140,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     if (*upload_size) {
         if (!r->too_large && r->body.len + *upload_size > (size_t)s->opts.max_body) r->too_large = true;
-        if (!r->too_large) sbuf_add(&r->body, upload, *upload_size);
+        if (!r->too_large) sd_strbuf_add(&r->body, upload, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
@@ -170,7 +170,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     (void)toe;
     req *r = *con_cls;
     if (r) {
-        sbuf_free(&r->body);
+        sd_strbuf_free(&r->body);
         free(r);
         *con_cls = NULL;
     }

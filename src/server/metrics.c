@@ -26,15 +26,15 @@ void metrics_reject(metrics *m) {
     pthread_mutex_unlock(&m->mu);
 }
 
-static void counter(sbuf *o, const char *name, const char *help, double v) {
-    sbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s counter\nspecdec_%s %.17g\n", name, help, name, name, v);
+static void counter(sd_strbuf *o, const char *name, const char *help, double v) {
+    sd_strbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s counter\nspecdec_%s %.17g\n", name, help, name, name, v);
 }
 
-static void gauge(sbuf *o, const char *name, const char *help, double v) {
-    sbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s gauge\nspecdec_%s %.17g\n", name, help, name, name, v);
+static void gauge(sd_strbuf *o, const char *name, const char *help, double v) {
+    sd_strbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s gauge\nspecdec_%s %.17g\n", name, help, name, name, v);
 }
 
-void metrics_text(server *s, sbuf *o) {
+void metrics_text(server *s, sd_strbuf *o) {
     metrics m;
     pthread_mutex_lock(&s->m.mu);
     m = s->m;
@@ -42,7 +42,7 @@ void metrics_text(server *s, sbuf *o) {
     int waiting;
     bool busy;
     server_queue_state(s, &waiting, &busy);
-    sbuf_printf(o, "# HELP specdec_requests_total Generation requests finished, by outcome.\n"
+    sd_strbuf_printf(o, "# HELP specdec_requests_total Generation requests finished, by outcome.\n"
                    "# TYPE specdec_requests_total counter\n"
                    "specdec_requests_total{outcome=\"ok\"} %llu\n"
                    "specdec_requests_total{outcome=\"cancelled\"} %llu\n"

@@ -11,7 +11,7 @@ typedef struct oai_req {
     job_kind kind;
     bool stream, include_usage, timings_per_token, speculative;
     specdec_chat_params chat; /* chat: the template switches, for the reasoning splitter */
-    sbuf *prompt_out;         /* when set, receives the prompt text (/apply-template) */
+    sd_strbuf *prompt_out;         /* when set, receives the prompt text (/apply-template) */
 } oai_req;
 
 /* Validates body and fills j (prompt tokens, generation parameters, stop

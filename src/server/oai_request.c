@@ -111,10 +111,10 @@ static bool get_sampling(server *s, json_t *body, oai_req *r, job *j, http_err *
 }
 
 /* A message's content: a string, null, or an array of {type:"text", text} parts (joined). */
-static bool content_text(json_t *c, size_t i, sbuf *out, bool *is_null, http_err *e) {
+static bool content_text(json_t *c, size_t i, sd_strbuf *out, bool *is_null, http_err *e) {
     *is_null = !c || json_is_null(c);
     if (*is_null) return true;
-    if (json_is_string(c)) { sbuf_add(out, json_string_value(c), json_string_length(c)); return true; }
+    if (json_is_string(c)) { sd_strbuf_add(out, json_string_value(c), json_string_length(c)); return true; }
     if (!json_is_array(c)) return http_fail(e, 400, "messages", "messages[%zu].content must be a string or an array of parts", i);
     size_t k;
     json_t *part;
@@ -124,7 +124,7 @@ static bool content_text(json_t *c, size_t i, sbuf *out, bool *is_null, http_err
             return http_fail(e, json_is_string(type) ? 501 : 400, "messages",
                              "messages[%zu].content[%zu]: only parts of type \"text\" are supported", i, k);
         if (!json_is_string(text)) return http_fail(e, 400, "messages", "messages[%zu].content[%zu].text must be a string", i, k);
-        sbuf_add(out, json_string_value(text), json_string_length(text));
+        sd_strbuf_add(out, json_string_value(text), json_string_length(text));
     }
     return true;
 }
@@ -149,7 +149,7 @@ static bool get_chat_switches(json_t *body, specdec_chat_params *cp, http_err *e
 }
 
 /* messages -> the model's chat template -> prompt text. */
-static bool chat_prompt(server *s, json_t *body, oai_req *r, sbuf *prompt, http_err *e) {
+static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, http_err *e) {
     json_t *msgs = json_object_get(body, "messages");
     if (!msgs) return http_fail(e, 400, "messages", "'messages' is required");
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
@@ -157,7 +157,7 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sbuf *prompt, http_
     if (!s->template_family) return http_fail(e, 400, "messages", "%s", s->template_error);
     size_t n = json_array_size(msgs);
     specdec_chat_message *m = calloc(n, sizeof *m);
-    sbuf *texts = calloc(n, sizeof *texts);
+    sd_strbuf *texts = calloc(n, sizeof *texts);
     bool ok = m && texts;
     if (!ok) http_fail(e, 500, NULL, "out of memory");
     for (size_t i = 0; ok && i < n; i++) {
@@ -175,7 +175,7 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sbuf *prompt, http_
         if (is_null && strcmp(rs, "assistant")) { ok = http_fail(e, 400, "messages", "messages[%zu].content is required", i); break; }
         json_t *rc = json_object_get(msg, "reasoning_content");
         if (rc && !json_is_null(rc) && !json_is_string(rc)) { ok = http_fail(e, 400, "messages", "messages[%zu].reasoning_content must be a string", i); break; }
-        m[i] = (specdec_chat_message){.role = strcmp(rs, "developer") ? rs : "system", .content = sbuf_str(&texts[i]),
+        m[i] = (specdec_chat_message){.role = strcmp(rs, "developer") ? rs : "system", .content = sd_strbuf_str(&texts[i]),
                                       .reasoning_content = json_is_string(rc) ? json_string_value(rc) : NULL};
     }
     if (ok) ok = get_chat_switches(body, &r->chat, e);
@@ -185,21 +185,21 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sbuf *prompt, http_
         specdec_error err = {0};
         if (specdec_chat_apply_template(s->model, m, n, &r->chat, &text, &len, &err) != SPECDEC_OK)
             ok = http_fail(e, 400, "messages", "%s", err.message);
-        else sbuf_add(prompt, text, len);
+        else sd_strbuf_add(prompt, text, len);
         specdec_free(text);
     }
-    for (size_t i = 0; texts && i < n; i++) sbuf_free(&texts[i]);
+    for (size_t i = 0; texts && i < n; i++) sd_strbuf_free(&texts[i]);
     free(texts);
     free(m);
     return ok;
 }
 
 /* /v1/completions prompt: a string, or an array holding one string or token ids. */
-static bool completion_prompt(server *s, json_t *body, sbuf *prompt, job *j, http_err *e) {
+static bool completion_prompt(server *s, json_t *body, sd_strbuf *prompt, job *j, http_err *e) {
     json_t *p = json_object_get(body, "prompt");
     if (!p) return http_fail(e, 400, "prompt", "'prompt' is required");
     if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0))) p = json_array_get(p, 0);
-    if (json_is_string(p)) { sbuf_add(prompt, json_string_value(p), json_string_length(p)); return true; }
+    if (json_is_string(p)) { sd_strbuf_add(prompt, json_string_value(p), json_string_length(p)); return true; }
     if (!json_is_array(p) || json_array_size(p) == 0)
         return http_fail(e, 400, "prompt", "'prompt' must be a string, or an array of one string or of token ids");
     size_t n = json_array_size(p);
@@ -229,16 +229,16 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     }
     json_t *model = json_object_get(body, "model");
     if (model && !json_is_null(model) && !json_is_string(model)) return http_fail(e, 400, "model", "'model' must be a string");
-    sbuf prompt = {0};
+    sd_strbuf prompt = {0};
     bool ok = r->kind == JOB_CHAT ? chat_prompt(s, body, r, &prompt, e) : completion_prompt(s, body, &prompt, j, e);
     if (ok && !j->prompt) {
         specdec_error err = {0};
         /* Template output is trusted text: its control tokens are parsed; the model adds BOS if it wants one. */
-        if (specdec_tokenize(s->model, sbuf_str(&prompt), prompt.len, true, true, &j->prompt, &j->n_prompt, &err))
+        if (specdec_tokenize(s->model, sd_strbuf_str(&prompt), prompt.len, true, true, &j->prompt, &j->n_prompt, &err))
             ok = http_fail(e, 500, NULL, "tokenize: %s", err.message);
     }
-    if (ok && r->prompt_out) sbuf_add(r->prompt_out, sbuf_str(&prompt), prompt.len);
-    sbuf_free(&prompt);
+    if (ok && r->prompt_out) sd_strbuf_add(r->prompt_out, sd_strbuf_str(&prompt), prompt.len);
+    sd_strbuf_free(&prompt);
     if (!ok) return false;
     int n_ctx = specdec_context_n_ctx(s->ctx);
     if (j->n_prompt == 0) return http_fail(e, 400, "prompt", "the prompt is empty");

@@ -65,9 +65,9 @@ typedef struct resp {
     char id[48];
     int64_t created;
     specdec_reasoning *think; /* chat only: splits <think> blocks into reasoning_content */
-    sbuf content, reasoning;  /* non-stream: the whole answer */
+    sd_strbuf content, reasoning;  /* non-stream: the whole answer */
     /* stream */
-    sbuf out;                 /* SSE bytes not yet handed to MHD */
+    sd_strbuf out;                 /* SSE bytes not yet handed to MHD */
     size_t next;              /* next job piece to format */
     int32_t pend_tokens, pend_drafted; /* counts of pieces whose text the splitter still holds */
     bool sent_role, finished;
@@ -88,9 +88,9 @@ static void sse(resp *p, json_t *o) {
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!s) { p->out.oom = true; return; }
-    sbuf_puts(&p->out, "data: ");
-    sbuf_puts(&p->out, s);
-    sbuf_puts(&p->out, "\n\n");
+    sd_strbuf_puts(&p->out, "data: ");
+    sd_strbuf_puts(&p->out, s);
+    sd_strbuf_puts(&p->out, "\n\n");
     free(s);
 }
 
@@ -136,8 +136,8 @@ static void on_text(resp *p, const char *text, size_t len, bool flush, bool stre
         else specdec_reasoning_feed(p->think, text, len, &r, &nr, &c, &nc);
     }
     if (!stream) {
-        sbuf_add(&p->content, c, nc);
-        sbuf_add(&p->reasoning, r, nr);
+        sd_strbuf_add(&p->content, c, nc);
+        sd_strbuf_add(&p->reasoning, r, nr);
     } else if (nc || nr) {
         emit(p, c, nc, r, nr, NULL);
     }
@@ -172,7 +172,7 @@ static void drain(resp *p, bool stream) {
             sse(p, o);
         }
     }
-    sbuf_puts(&p->out, "data: [DONE]\n\n");
+    sd_strbuf_puts(&p->out, "data: [DONE]\n\n");
 }
 
 static void resp_free(void *cls) {
@@ -182,9 +182,9 @@ static void resp_free(void *cls) {
     atomic_store(&p->j->cancel, true);
     job_release(p->j);
     specdec_reasoning_free(p->think);
-    sbuf_free(&p->out);
-    sbuf_free(&p->content);
-    sbuf_free(&p->reasoning);
+    sd_strbuf_free(&p->out);
+    sd_strbuf_free(&p->content);
+    sd_strbuf_free(&p->reasoning);
     free(p);
 }
 
@@ -197,7 +197,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (p->out.len) {
             size_t n = p->out.len < max ? p->out.len : max;
             memcpy(buf, p->out.s, n);
-            sbuf_consume(&p->out, n);
+            sd_strbuf_consume(&p->out, n);
             p->last_send = now_mono();
             return (ssize_t)n;
         }
@@ -219,7 +219,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             atomic_store(&j->cancel, true);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        if (now_mono() - p->last_send >= p->s->opts.sse_ping_s) sbuf_puts(&p->out, ": ping\n\n");
+        if (now_mono() - p->last_send >= p->s->opts.sse_ping_s) sd_strbuf_puts(&p->out, ": ping\n\n");
     }
 }
 
@@ -263,12 +263,12 @@ static enum MHD_Result send_whole(resp *p) {
     if (p->r.kind == JOB_CHAT) {
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
-        json_object_set_new(msg, "content", json_text(sbuf_str(&p->content), p->content.len));
+        json_object_set_new(msg, "content", json_text(sd_strbuf_str(&p->content), p->content.len));
         if (p->reasoning.len)
-            json_object_set_new(msg, "reasoning_content", json_text(sbuf_str(&p->reasoning), p->reasoning.len));
+            json_object_set_new(msg, "reasoning_content", json_text(sd_strbuf_str(&p->reasoning), p->reasoning.len));
         json_object_set_new(choice, "message", msg);
     } else {
-        json_object_set_new(choice, "text", json_text(sbuf_str(&p->content), p->content.len));
+        json_object_set_new(choice, "text", json_text(sd_strbuf_str(&p->content), p->content.len));
     }
     json_object_set_new(choice, "logprobs", json_null());
     json_object_set_new(choice, "finish_reason", json_string(oai_finish_reason(j->stats.stop_reason)));

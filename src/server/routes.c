@@ -70,10 +70,10 @@ enum MHD_Result route_get(server *s, struct MHD_Connection *c, const char *url) 
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) return get_models(s, c);
     if (!strcmp(url, "/props")) return get_props(s, c);
     if (!strcmp(url, "/metrics")) {
-        sbuf b = {0};
+        sd_strbuf b = {0};
         metrics_text(s, &b);
-        enum MHD_Result rc = http_send_text(c, 200, "text/plain; version=0.0.4", sbuf_str(&b), b.len);
-        sbuf_free(&b);
+        enum MHD_Result rc = http_send_text(c, 200, "text/plain; version=0.0.4", sd_strbuf_str(&b), b.len);
+        sd_strbuf_free(&b);
         return rc;
     }
     http_err e = {0};
@@ -152,7 +152,7 @@ static enum MHD_Result post_detokenize(server *s, struct MHD_Connection *c, json
 
 /* POST /apply-template {messages, ...} -> {prompt}: the rendered chat prompt, no inference. */
 static enum MHD_Result post_apply_template(server *s, struct MHD_Connection *c, json_t *body) {
-    sbuf prompt = {0};
+    sd_strbuf prompt = {0};
     oai_req r = {.kind = JOB_CHAT, .prompt_out = &prompt};
     http_err e = {0};
     job *j = job_new(JOB_CHAT);
@@ -163,11 +163,11 @@ static enum MHD_Result post_apply_template(server *s, struct MHD_Connection *c, 
         rc = http_send_error(c, &e);
     } else {
         json_t *o = json_object();
-        json_object_set_new(o, "prompt", json_text(sbuf_str(&prompt), prompt.len));
+        json_object_set_new(o, "prompt", json_text(sd_strbuf_str(&prompt), prompt.len));
         json_object_set_new(o, "n_tokens", json_integer((json_int_t)j->n_prompt));
         rc = http_send_json(c, 200, o);
     }
-    sbuf_free(&prompt);
+    sd_strbuf_free(&prompt);
     job_release(j);
     return rc;
 }
