@@ -6,12 +6,9 @@
 #include "numerics/cpu.h"
 #include "numerics/gdn_kernels.h"
 
-void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n) {
-    if (sd_cpu_avx2()) {
-        sd_conv_step_avx2(y, win, w, x, K, ld, n);
-        return;
-    }
-    for (int64_t c = 0; c < n; c++) {
+void sd_conv_step_scalar(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t c0,
+                         int64_t n) {
+    for (int64_t c = c0; c < n; c++) {
         float acc = K > 1 ? w[c] * win[c] : w[c] * x[c];
         for (int j = 1; j < K - 1; j++) acc = fmaf(w[j * ld + c], win[j * ld + c], acc);
         if (K > 1) acc = fmaf(w[(K - 1) * ld + c], x[c], acc);
@@ -19,6 +16,11 @@ void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, i
         if (K > 1) win[(K - 2) * ld + c] = x[c];
         y[c] = acc;
     }
+}
+
+void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n) {
+    if (sd_cpu_avx2()) sd_conv_step_avx2(y, win, w, x, K, ld, n);
+    else sd_conv_step_scalar(y, win, w, x, K, ld, 0, n);
 }
 
 static void gdn_step_scalar(float *st, const float *q, const float *k, const float *v, float decay, float beta,

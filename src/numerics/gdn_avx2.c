@@ -2,7 +2,6 @@
  * indices per vector, each lane doing exactly the scalar operations of gdn.c
  * on its element (no reduction crosses lanes), so the bits are the same. */
 #include <immintrin.h>
-#include <math.h>
 
 #include "numerics/gdn_kernels.h"
 
@@ -24,14 +23,7 @@ void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int
     } else {
         for (; c + 8 <= n; c += 8) _mm256_storeu_ps(y + c, _mm256_mul_ps(_mm256_loadu_ps(w + c), _mm256_loadu_ps(x + c)));
     }
-    for (; c < n; c++) { /* the scalar code of gdn.c on the last channels */
-        float acc = K > 1 ? w[c] * win[c] : w[c] * x[c];
-        for (int j = 1; j < K - 1; j++) acc = fmaf(w[j * ld + c], win[j * ld + c], acc);
-        if (K > 1) acc = fmaf(w[(K - 1) * ld + c], x[c], acc);
-        for (int r = 0; r + 1 < K - 1; r++) win[r * ld + c] = win[(r + 1) * ld + c];
-        if (K > 1) win[(K - 2) * ld + c] = x[c];
-        y[c] = acc;
-    }
+    sd_conv_step_scalar(y, win, w, x, K, ld, c, n); /* the last channels */
 }
 
 /* Columns (value indices) in blocks of up to 32, four vectors: a block of a
