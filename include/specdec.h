@@ -84,6 +84,15 @@ typedef struct specdec_error {
  * error" for a value outside the enum). */
 SPECDEC_API const char *specdec_status_name(specdec_status status);
 
+/* Sets err (if not NULL) to code and a printf-formatted one-line message (cut
+ * to fit message[]); returns code. The library's own setter, for front ends
+ * that report their errors (a prompt file that cannot be read) the same way. */
+SPECDEC_API specdec_status specdec_error_set(specdec_error *err, specdec_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Frees a buffer the library allocated for the caller (tokens from
  * specdec_tokenize, text from specdec_detokenize). NULL is allowed. */
 SPECDEC_API void specdec_free(void *ptr);

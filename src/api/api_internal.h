@@ -47,9 +47,8 @@ struct specdec_context {
 
 /* The public error from an internal one (err may be NULL); returns the code. */
 specdec_status sd_api_error(specdec_error *err, const sd_err *e);
-/* Sets err (may be NULL) to code and a message; returns code. */
-specdec_status sd_api_fail(specdec_error *err, specdec_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* src/api's short name for the public specdec_error_set (err may be NULL). */
+#define sd_api_fail specdec_error_set
 
 /* ---- api_stream.c: generated tokens -> pieces of text for the callback ----
  * Assembles complete UTF-8 (sd_detok) and holds back any tail that could be

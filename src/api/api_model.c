@@ -35,7 +35,7 @@ specdec_status sd_api_error(specdec_error *err, const sd_err *e) {
     return (specdec_status)e->code;
 }
 
-specdec_status sd_api_fail(specdec_error *err, specdec_status code, const char *fmt, ...) {
+specdec_status specdec_error_set(specdec_error *err, specdec_status code, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);

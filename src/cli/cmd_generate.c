@@ -4,7 +4,6 @@
  * by token (LOSSLESS n/n) and time both (speedup). Uses the public API
  * (include/specdec.h) only. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,19 +23,10 @@ static int fail(const specdec_error *err) {
     return 1;
 }
 
-static specdec_status set_err(specdec_error *err, specdec_status code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 /* The whole of a file (or of stdin for "-"); NUL-terminated for convenience. */
 static specdec_status read_file(const char *path, char **text, size_t *len, specdec_error *err) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return set_err(err, SPECDEC_ERR_IO, "%s: cannot open the prompt file: %s", path, strerror(errno));
+    if (!f) return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot open the prompt file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0;) {
@@ -49,10 +39,11 @@ static specdec_status read_file(const char *path, char **text, size_t *len, spec
     }
     int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR: fopen opens a directory */
     if (f != stdin) fclose(f);
-    if (!buf) return set_err(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
+    if (!buf) return specdec_error_set(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     if (read_errno) {
         free(buf);
-        return set_err(err, SPECDEC_ERR_IO, "%s: cannot read the prompt file: %s", path, strerror(read_errno));
+        return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot read the prompt file: %s", path,
+                                 strerror(read_errno));
     }
     buf[n] = 0;
     *text = buf;
@@ -77,7 +68,7 @@ static specdec_status read_prompt(const gen_opts *o, char **text, size_t *len, s
         t[n_pre + n + n_post] = 0;
     }
     free(raw);
-    if (!t) return set_err(err, SPECDEC_ERR_NOMEM, "out of memory");
+    if (!t) return specdec_error_set(err, SPECDEC_ERR_NOMEM, "out of memory");
     *text = t;
     *len = n_pre + n + n_post;
     return SPECDEC_OK;
@@ -89,7 +80,7 @@ static specdec_status read_prompt(const gen_opts *o, char **text, size_t *len, s
 static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m, const char *text, size_t len,
                                       specdec_token **ids, size_t *n_ids, specdec_error *err) {
     specdec_status st = specdec_tokenize(m, text, len, true, o->chat, ids, n_ids, err);
-    if (st == SPECDEC_OK && *n_ids == 0) st = set_err(err, SPECDEC_ERR_ARG, "the prompt is empty");
+    if (st == SPECDEC_OK && *n_ids == 0) st = specdec_error_set(err, SPECDEC_ERR_ARG, "the prompt is empty");
     return st;
 }
 
@@ -107,17 +98,17 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
     cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->n_ctx);
     const char *dp = draft_path(o);
     if (o->spec == GEN_SPEC_DRAFT && !dp)
-        return set_err(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
     if (o->spec == GEN_SPEC_EAGLE3 && !dp)
-        return set_err(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
     st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
     if (o->spec == GEN_SPEC_EAGLE3 && !head)
-        return set_err(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
-                       dp, specdec_model_arch(e->draft));
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
+                                 dp, specdec_model_arch(e->draft));
     if (o->spec == GEN_SPEC_DRAFT && head)
-        return set_err(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
     return SPECDEC_OK;
 }
 

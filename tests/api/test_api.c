@@ -617,6 +617,15 @@ static void test_errors(void **state) {
     assert_null(m);
     assert_non_null(strstr(err.message, "models/no-such-model.gguf"));
     assert_string_equal(specdec_status_name(SPECDEC_ERR_IO), "i/o error");
+    /* the setter front ends share with the library: code, message cut to fit, NULL allowed */
+    assert_int_equal(specdec_error_set(&err, SPECDEC_ERR_ARG, "bad %s %d", "value", 7), SPECDEC_ERR_ARG);
+    assert_int_equal(err.code, SPECDEC_ERR_ARG);
+    assert_string_equal(err.message, "bad value 7");
+    char big[2 * sizeof err.message];
+    memset(big, 'x', sizeof big - 1), big[sizeof big - 1] = 0;
+    specdec_error_set(&err, SPECDEC_ERR_IO, "%s", big);
+    assert_int_equal(strlen(err.message), sizeof err.message - 1);
+    assert_int_equal(specdec_error_set(NULL, SPECDEC_ERR_NOMEM, "x"), SPECDEC_ERR_NOMEM);
     assert_int_equal(specdec_model_load(NULL, NULL, &m, &err), SPECDEC_ERR_ARG);
     assert_int_equal(specdec_model_load(TARGET, NULL, NULL, NULL), SPECDEC_ERR_ARG);
     specdec_model_free(NULL);
