@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/qwen3_keys.h"
 #include "core/checked.h"
 #include "core/status.h"
 #include "format/gguf.h"
@@ -274,17 +275,6 @@ static sd_status add_layer(gen *g, const shape *s, int il, sd_err *err) {
     return SD_OK;
 }
 
-/* llama.cpp's general.file_type (enum llama_ftype): the file's dominant type. */
-static uint32_t file_type_of(uint32_t t) {
-    switch (t) {
-    case GGML_TYPE_F32: return 0;
-    case GGML_TYPE_F16: return 1;
-    case GGML_TYPE_Q8_0: return 7;
-    case GGML_TYPE_Q4_K: return 14; /* Q4_K_S: every matrix q4_k */
-    default: return 0;
-    }
-}
-
 /* qwen35 hparams (qwen35.cpp load_arch_hparams; conversion/qwen.py writes the
  * same keys, recurrent_layers included, MTP entries false). */
 static sd_status add_qwen35_hparams(gguf_writer *w, const shape *s) {
@@ -359,7 +349,7 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     if (s->hybrid) {
         st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen35", 6);
         st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
-        st = st ? st : gguf_writer_set_u32(w, "general.file_type", file_type_of(g->type));
+        st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
         st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
         st = st ? st : add_qwen35_hparams(w, s);
         if (st) return sd_err_set(err, st, "cannot set metadata");
@@ -379,18 +369,12 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     }
     st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen3", 5);
     st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
-    st = st ? st : gguf_writer_set_u32(w, "general.file_type", file_type_of(g->type));
+    st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
     st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.block_count", (uint32_t)s->n_layer);
     st = st ? st : gguf_writer_set_u32(w, "qwen3.context_length", 40960);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.embedding_length", (uint32_t)s->n_embd);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.feed_forward_length", (uint32_t)s->n_ff);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count", (uint32_t)s->n_head);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count_kv", (uint32_t)s->n_head_kv);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.key_length", (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.value_length", (uint32_t)s->head_dim);
     st = st ? st : gguf_writer_set_f32(w, "qwen3.rope.freq_base", 1000000.0f);
-    st = st ? st : gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    const tool_qwen3_shape q3 = {s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->head_dim, 1e-6f};
+    st = st ? st : tool_write_qwen3_shape(w, &q3);
     if (st) return sd_err_set(err, st, "cannot set metadata");
     bool has_add_bos = false;
     for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {

@@ -74,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/qwen3_keys.h"
 #include "core/checked.h"
 #include "core/status.h"
 #include "format/ggml_type.h"
@@ -406,16 +407,6 @@ static sd_status grow_layer(grower *g, const grow_plan *p, int il, sd_err *err) 
     return st;
 }
 
-/* llama.cpp's general.file_type (enum llama_ftype) of the dominant type. */
-static uint32_t file_type_of(uint32_t t) {
-    switch (t) {
-    case GGML_TYPE_F16: return 1;
-    case GGML_TYPE_Q8_0: return 7;
-    case GGML_TYPE_Q4_K: return 14;
-    default: return 0;
-    }
-}
-
 static bool overridden(const char *key) {
     static const char *const keys[] = {
         "general.name", "general.file_type", "qwen3.block_count", "qwen3.embedding_length",
@@ -438,15 +429,10 @@ static sd_status grow_metadata(grower *g, const grow_plan *p, sd_err *err) {
     char gname[128];
     snprintf(gname, sizeof gname, "grown %s %s", t->name, ggml_type_get(g->type)->name);
     st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
-    st = st ? st : gguf_writer_set_u32(w, "general.file_type", file_type_of(g->type));
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.block_count", (uint32_t)p->n_layer);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.embedding_length", (uint32_t)t->n_embd);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.feed_forward_length", (uint32_t)t->n_ff);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count", (uint32_t)t->n_head);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count_kv", (uint32_t)t->n_head_kv);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.key_length", (uint32_t)t->head_dim);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.value_length", (uint32_t)t->head_dim);
-    st = st ? st : gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", (float)(p->s.eps / p->rho));
+    st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
+    const tool_qwen3_shape q3 = {p->n_layer, t->n_embd, t->n_ff, t->n_head, t->n_head_kv, t->head_dim,
+                                 (float)(p->s.eps / p->rho)};
+    st = st ? st : tool_write_qwen3_shape(w, &q3);
     return st ? sd_err_set(err, st, "cannot write metadata") : SD_OK;
 }
 
