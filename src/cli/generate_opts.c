@@ -28,7 +28,7 @@ static void usage(FILE *f) {
             "  --seed S                 sampling seed (default 42)\n"
             "  --spec MODE              none | ngram | draft | auto (default auto: n-gram lookup, plus the\n"
             "                           draft model when one is given, or " CLI_DEFAULT_DRAFT "\n"
-            "                           when -m is the default and that file exists)\n"
+            "                           when -m is not given at all and that file exists)\n"
             "  -md, --model-draft FILE  draft model (same vocabulary as the target)\n"
             "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
             "  --ngram-min N            shortest n-gram looked up (default 1)\n"

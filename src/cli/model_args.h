@@ -17,8 +17,9 @@
 #define CLI_DEFAULT_EAGLE3 "models/fixture-eagle3.gguf"
 
 /* The draft model to pair with the target: `given` when not NULL; else, when
- * the target is the default one and CLI_DEFAULT_DRAFT is readable, that file
- * (said on stderr: "specdec: using ... as the draft model"); else NULL. */
+ * no target was given (target_is_default: -m absent, not -m naming the
+ * default path) and CLI_DEFAULT_DRAFT is readable, that file (said on stderr:
+ * "specdec: using ... as the draft model"); else NULL. */
 const char *cli_default_draft(const char *given, bool target_is_default);
 /* The same for an EAGLE-3 head (CLI_DEFAULT_EAGLE3, "... as the EAGLE-3 head"). */
 const char *cli_default_eagle3(const char *given, bool target_is_default);
