@@ -166,6 +166,16 @@ def rope(x, pos, n_rot, base, neox, freq_factors=None):
     return out
 
 
+def embed(g, tokens):
+    """token_embd.weight (n_vocab, n_embd) and its rows for tokens (S, n_embd); an id outside
+    [0, n_vocab) is a ValueError."""
+    emb = g.tensor("token_embd.weight")
+    n_vocab = emb.shape[0]
+    if any(t < 0 or t >= n_vocab for t in tokens):
+        raise ValueError(f"token id out of range [0, {n_vocab})")
+    return emb, emb[torch.tensor(tokens)]
+
+
 def forward(g, tokens, kv_f16=False):
     arch = g.kv.get("general.architecture")
     if arch not in ("llama", "qwen2", "qwen3"):
@@ -184,13 +194,9 @@ def forward(g, tokens, kv_f16=False):
     n_rot = kv("rope.dimension_count", head_dim)
     neox = arch != "llama"
     ff = g.tensor("rope_freqs.weight") if g.has("rope_freqs.weight") else None
-    emb = g.tensor("token_embd.weight")                 # (n_vocab, n_embd)
-    n_vocab = emb.shape[0]
-    if any(t < 0 or t >= n_vocab for t in tokens):
-        raise ValueError(f"token id out of range [0, {n_vocab})")
+    emb, x = embed(g, tokens)
     S = len(tokens)
     pos = torch.arange(S)
-    x = emb[torch.tensor(tokens)]
     mask = torch.ones(S, S, dtype=torch.bool).triu(1)
     group = n_head // n_head_kv
     for i in range(n_layer):
@@ -361,13 +367,9 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
     """Logits (S, n_vocab) of the trunk; with want_mtp also the MTP logits (S-1, n_vocab): row t
     from (token t+1, post-output_norm hidden h_t), MTP position t+1 (qwen35.cpp graph_mtp)."""
     hp = Qwen35Params(g)
-    emb = g.tensor("token_embd.weight")
-    n_vocab = emb.shape[0]
-    if any(t < 0 or t >= n_vocab for t in tokens):
-        raise ValueError(f"token id out of range [0, {n_vocab})")
+    emb, x = embed(g, tokens)
     S = len(tokens)
     pos = torch.arange(S)
-    x = emb[torch.tensor(tokens)]
     for i in range(hp.n_trunk):
         h = rms_norm(x, g.tensor(f"blk.{i}.attn_norm.weight"), hp.eps)
         x = x + (gated_delta_net(g, hp, i, h) if hp.recurrent[i]
