@@ -65,9 +65,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
-    if (st == SD_OK && head) st = sd_context_request_hidden(c->tctx, p.draft->m->hp.target_layers, 3, &e);
     c->mtp = !head && model->m->nextn.present;
-    if (st == SD_OK && c->mtp) st = sd_context_request_hidden(c->tctx, &model->m->hp.n_layer, 1, &e);
     if (st == SD_OK && p.draft && !head) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
         if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);

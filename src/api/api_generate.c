@@ -86,6 +86,36 @@ static sd_sampling sampling_of(const specdec_generate_params *g) {
                          .min_p = g->min_p, .seed = g->seed};
 }
 
+/* The target layers whose hidden rows this call's drafter reads (the ids its
+ * init asks the target's context for, decode/drafter.h): the MTP block's,
+ * the hidden after output_norm (id n_layer); an EAGLE-3 head's, its
+ * target_layers. 0 when the call drafts without a head. */
+static int head_layers(const specdec_context *c, const specdec_generate_params *g, const int32_t **ids) {
+    if (c->mtp && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO)) {
+        *ids = &c->model->m->hp.n_layer;
+        return 1;
+    }
+    if (c->head && (g->spec == SPECDEC_SPEC_EAGLE3 || g->spec == SPECDEC_SPEC_AUTO)) {
+        *ids = c->draft->m->hp.target_layers;
+        return 3;
+    }
+    *ids = NULL;
+    return 0;
+}
+
+/* The target's hidden rows cost n_ctx rows of memory and a copy in every
+ * forward, so they are kept only while a head drafts: on for this call's
+ * head (and left on for the next call's reused prefix), off when the call
+ * drafts without one. Only forwards write rows, so a prefix cached while
+ * they were off has none: turning them on reuses no prefix. */
+static sd_status keep_head_rows(specdec_context *c, const specdec_generate_params *g, sd_err *err) {
+    const int32_t *ids;
+    const int n = head_layers(c, g, &ids);
+    if (n > 0 && sd_context_hidden_is(c->tctx, ids, n)) return SD_OK;
+    if (n > 0) c->n_kv = 0;
+    return sd_context_request_hidden(c->tctx, ids, n, err);
+}
+
 /* This call's drafter, as the spec mode asks; its name goes to the stats. */
 static sd_status build_drafter(run *r, sd_err *err) {
     const specdec_generate_params *g = r->gp;
@@ -301,6 +331,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
                               void *user, sd_err *err) {
     specdec_context *c = r->c;
     sd_status st = setup_rollback(r, err);
+    if (st == SD_OK) st = keep_head_rows(c, r->gp, err);
     if (st != SD_OK) return st;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
     c->tlm.truncate(c->tlm.self, n_past); /* a hybrid model re-decodes from its snapshot if it must */

@@ -25,13 +25,14 @@ struct specdec_model {
 
 /* A context: the target's KV cache (and the draft model's), and the tokens
  * the target's cache holds, for prefix reuse. With an EAGLE-3 head as the
- * draft (head true) there is no dctx: the target's context keeps the head's
- * hidden states from init to free, so a reused prefix has them too, and each
- * generate call builds the head's drafter over them (decode/drafter.h). */
+ * draft (head true) there is no dctx: each generate call builds the head's
+ * drafter over the target's hidden rows (decode/drafter.h). The target keeps
+ * those rows only while calls draft with a head (EAGLE-3 or the MTP block),
+ * from one such call to the next, so a reused prefix has them too. */
 struct specdec_context {
     const specdec_model *model, *draft;
     bool head;
-    bool mtp; /* the target has an MTP block and the context keeps its hidden rows (no head) */
+    bool mtp; /* the target has an MTP block (and no EAGLE-3 head is the draft) */
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
     /* For a hybrid (recurrent) model, the rollback discipline behind tlm /
