@@ -4,8 +4,10 @@
  *
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
  * behind an sd_lm (drafter_model.c), an EAGLE-3 head over the target's hidden
- * states (drafter_eagle3.c), a qwen35 target's own MTP block (drafter_mtp.c), and "auto", n-gram where it hits and the costly
- * drafter (head or draft model) otherwise (drafter_auto.c). */
+ * states (drafter_eagle3.c), a qwen35 target's own MTP block (drafter_mtp.c)
+ * — both on one chain-drafting core (drafter_head.c) — and "auto", n-gram
+ * where it hits and the costly drafter (head or draft model) otherwise
+ * (drafter_auto.c). */
 #ifndef SD_DECODE_DRAFTER_H
 #define SD_DECODE_DRAFTER_H
 
