@@ -258,6 +258,29 @@ sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32
     return SD_OK;
 }
 
+sd_status sd_fwd_head(sd_context *c, sd_head_chunk chunk, const char *what, const sd_model *target,
+                      const int32_t *tokens, const float *g, int32_t S, float *y, int32_t n_tail, float *logits,
+                      int32_t n_logits, sd_err *err) {
+    const sd_hparams *hp = &c->m->hp;
+    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && (!tokens || !g)) || (n_tail > 0 && !logits))
+        return sd_err_set(err, SD_ERR_ARG, "%s forward: bad batch (S = %d, %d logits rows)", what, S, n_tail);
+    if (S > c->n_ctx - c->len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "%s context full: %d + %d > n_ctx %d", what, c->len, S, c->n_ctx);
+    for (int32_t s = 0; s < S; s++)
+        if (tokens[s] < 0 || tokens[s] >= hp->n_vocab)
+            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], hp->n_vocab);
+    const int64_t E = hp->n_embd, first = S - n_tail;
+    for (int32_t done = 0; done < S;) { /* the split of sd_forward_tail */
+        int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
+        int32_t r0 = first > done ? (first - done < n ? (int32_t)(first - done) : n) : 0;
+        float *lg = r0 < n ? logits + (done + r0 - first) * (int64_t)n_logits : NULL;
+        chunk(c, target, tokens + done, g + done * E, n, y ? y + done * E : NULL, r0, lg);
+        done += n;
+    }
+    c->head_S = 0;
+    return SD_OK;
+}
+
 sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_head, float *logits,
                           sd_err *err) {
     if (S < 1 || S > c->n_batch)

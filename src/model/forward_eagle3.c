@@ -78,21 +78,6 @@ sd_status sd_eagle3_forward(sd_context *c, const sd_model *target, const int32_t
                             int32_t S, float *y, int32_t n_tail, float *logits, sd_err *err) {
     const sd_hparams *hp = &c->m->hp;
     if (hp->arch != SD_ARCH_EAGLE3) return sd_err_set(err, SD_ERR_ARG, "sd_eagle3_forward: not an EAGLE-3 head");
-    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && (!tokens || !g)) || (n_tail > 0 && !logits))
-        return sd_err_set(err, SD_ERR_ARG, "eagle3 forward: bad batch (S = %d, %d logits rows)", S, n_tail);
-    if (S > c->n_ctx - c->len)
-        return sd_err_set(err, SD_ERR_CONTEXT, "EAGLE-3 head context full: %d + %d > n_ctx %d", c->len, S, c->n_ctx);
-    for (int32_t s = 0; s < S; s++)
-        if (tokens[s] < 0 || tokens[s] >= hp->n_vocab)
-            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], hp->n_vocab);
-    const int64_t E = hp->n_embd, first = S - n_tail;
-    for (int32_t done = 0; done < S;) {
-        int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
-        int32_t r0 = first > done ? (first - done < n ? (int32_t)(first - done) : n) : 0;
-        float *lg = r0 < n ? logits + (done + r0 - first) * (int64_t)hp->n_draft_vocab : NULL;
-        decode_chunk(c, target, tokens + done, g + done * E, n, y ? y + done * E : NULL, r0, lg);
-        done += n;
-    }
-    c->head_S = 0;
-    return SD_OK;
+    return sd_fwd_head(c, decode_chunk, "EAGLE-3 head", target, tokens, g, S, y, n_tail, logits, hp->n_draft_vocab,
+                       err);
 }

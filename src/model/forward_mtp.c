@@ -50,7 +50,9 @@ void sd_mtp_view_free(sd_model *v) {
 }
 
 /* One chunk of S <= n_batch pairs; the caller checked ids and room. */
-static void mtp_chunk(sd_context *c, const int32_t *tokens, const float *h, int S, float *y, int r0, float *logits) {
+static void mtp_chunk(sd_context *c, const sd_model *target, const int32_t *tokens, const float *h, int S, float *y,
+                      int r0, float *logits) {
+    (void)target; /* the view's weights are the target's already */
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const sd_nextn *x = &m->nextn;
@@ -77,21 +79,5 @@ sd_status sd_mtp_forward(sd_context *c, const int32_t *tokens, const float *h, i
                          float *logits, sd_err *err) {
     const sd_hparams *hp = &c->m->hp;
     if (hp->arch != SD_ARCH_QWEN35_MTP) return sd_err_set(err, SD_ERR_ARG, "sd_mtp_forward: not an MTP view");
-    if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && (!tokens || !h)) || (n_tail > 0 && !logits))
-        return sd_err_set(err, SD_ERR_ARG, "mtp forward: bad batch (S = %d, %d logits rows)", S, n_tail);
-    if (S > c->n_ctx - c->len)
-        return sd_err_set(err, SD_ERR_CONTEXT, "MTP head context full: %d + %d > n_ctx %d", c->len, S, c->n_ctx);
-    for (int32_t s = 0; s < S; s++)
-        if (tokens[s] < 0 || tokens[s] >= hp->n_vocab)
-            return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], hp->n_vocab);
-    const int64_t E = hp->n_embd, first = S - n_tail;
-    for (int32_t done = 0; done < S;) {
-        int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
-        int32_t r0 = first > done ? (first - done < n ? (int32_t)(first - done) : n) : 0;
-        float *lg = r0 < n ? logits + (done + r0 - first) * (int64_t)hp->n_vocab : NULL;
-        mtp_chunk(c, tokens + done, h + done * E, n, y ? y + done * E : NULL, r0, lg);
-        done += n;
-    }
-    c->head_S = 0;
-    return SD_OK;
+    return sd_fwd_head(c, mtp_chunk, "MTP head", NULL, tokens, h, S, y, n_tail, logits, hp->n_vocab, err);
 }

@@ -43,4 +43,16 @@ void sd_layer_gdn(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_project(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_recur(sd_context *c, const sd_layer *L, int S);
 
+/* forward.c: the frame of a head's forward (forward_eagle3.c,
+ * forward_mtp.c) over S pairs (tokens[s], g[s] [n_embd]): the checks (what
+ * names the head in the messages: bad batch, context full, token id), then
+ * chunks of <= n_batch pairs, each run by chunk, whose logits rows r0..n-1
+ * (r0 = n: none) go to logits at their place among the last n_tail rows
+ * (n_logits wide). */
+typedef void (*sd_head_chunk)(sd_context *c, const sd_model *target, const int32_t *tokens, const float *g, int S,
+                              float *y, int r0, float *logits);
+sd_status sd_fwd_head(sd_context *c, sd_head_chunk chunk, const char *what, const sd_model *target,
+                      const int32_t *tokens, const float *g, int32_t S, float *y, int32_t n_tail, float *logits,
+                      int32_t n_logits, sd_err *err);
+
 #endif
