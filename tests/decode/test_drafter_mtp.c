@@ -34,6 +34,17 @@ static sd_model *load(const char *path) {
     return m;
 }
 
+/* TEXT's tokens (n of them, 8 <= n < 60: one batch, room for the drafts). */
+static int32_t *text_ids(const sd_model *m, int *n) {
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    sd_err err = {0};
+    assert_int_equal(sd_tokenize(m->tok, TEXT, strlen(TEXT), true, false, &ids, &n_ids, &err), SD_OK);
+    assert_true(n_ids >= 8 && n_ids < 60);
+    *n = (int)n_ids;
+    return ids;
+}
+
 /* Forwards tokens into c (in one batch; n <= 64). */
 static void feed(sd_context *c, const int32_t *tokens, int n, float *logits) {
     sd_err err = {0};
@@ -69,11 +80,8 @@ static void test_chain_and_rollback(void **state) {
     (void)state;
     sd_model *m = load(TARGET);
     sd_err err = {0};
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    assert_int_equal(sd_tokenize(m->tok, TEXT, strlen(TEXT), true, false, &ids, &n_ids, &err), SD_OK);
-    const int n = (int)n_ids;
-    assert_true(n >= 8 && n < 60);
+    int n;
+    int32_t *ids = text_ids(m, &n);
     float *lg = malloc((size_t)m->hp.n_vocab * sizeof *lg);
     sd_context *tc = NULL;
     assert_int_equal(sd_context_init(m, 256, 64, 1, &tc, &err), SD_OK);
@@ -119,10 +127,9 @@ static void test_head_is_trained(void **state) {
     (void)state;
     sd_model *m = load(TARGET);
     sd_err err = {0};
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    assert_int_equal(sd_tokenize(m->tok, TEXT, strlen(TEXT), true, false, &ids, &n_ids, &err), SD_OK);
-    const int P = (int)n_ids, G = 40, V = m->hp.n_vocab;
+    int P;
+    int32_t *ids = text_ids(m, &P);
+    const int G = 40, V = m->hp.n_vocab;
     int32_t seq[256];
     memcpy(seq, ids, (size_t)P * sizeof *ids);
     float *lg = malloc((size_t)V * sizeof *lg);
