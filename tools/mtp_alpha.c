@@ -43,14 +43,10 @@ static char *read_text(const char *path, size_t *len) {
     return b;
 }
 
-/* Forwards tokens[0..n) into c, last row's logits to logits. */
+/* Forwards tokens[0..n) into c (split by its n_batch), the last row's logits
+ * to logits. */
 static sd_status run(sd_context *c, const int32_t *tokens, int32_t n, float *logits, sd_err *err) {
-    for (int32_t i = 0; i < n; i += 64) {
-        int32_t S = n - i < 64 ? n - i : 64;
-        sd_status st = sd_forward_tail(c, tokens + i, S, 1, logits, err);
-        if (st != SD_OK) return st;
-    }
-    return SD_OK;
+    return sd_forward_tail(c, tokens, n, 1, logits, err);
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -73,8 +69,7 @@ static int cost(sd_model *m, int threads, int reps) {
     float *lg = malloc((size_t)V * sizeof *lg), *h = calloc((size_t)FILL * E, sizeof *h), *y = malloc((size_t)E * sizeof *y);
     for (int64_t i = 0; i < FILL * E; i++) h[i] = (float)((i * 37 % 101) - 50) / 50.0f;
     if (run(c, tok, FILL, lg, &err) != SD_OK) return die("fill", &err);
-    for (int i = 0; i < FILL; i += 64)
-        if (sd_mtp_forward(hc, tok + 1 + i, h + i * E, 64, NULL, 0, NULL, &err) != SD_OK) return die("fill", &err);
+    if (sd_mtp_forward(hc, tok + 1, h, FILL, NULL, 0, NULL, &err) != SD_OK) return die("fill", &err);
     double *tt = malloc((size_t)reps * sizeof *tt), *th = malloc((size_t)reps * sizeof *th);
     for (int r = 0; r < reps; r++) {
         double t0 = sd_now_s();
