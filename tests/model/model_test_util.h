@@ -36,6 +36,14 @@ static inline void test_tokens(int32_t *out, int n, int32_t n_vocab, uint32_t se
     }
 }
 
+/* Index of the first maximum of x[0..n) (the engine's sd_argmax rule). */
+static inline int test_argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
 /* The test machine is shared and oversubscribed (2 cores, many jobs): with
  * libgomp's default spin-waiting, threads at a barrier burn the core that the
  * thread they wait for needs, and a multi-threaded test runs ~10x slower.

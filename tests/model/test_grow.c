@@ -72,13 +72,6 @@ static float *logits_of(const sd_model *m, const int32_t *tokens) {
     return out;
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 static void prompt_tokens(const sd_model *m, int32_t *tokens) {
     FILE *f = fopen("bench/prompts/code-py.txt", "rb");
     assert_non_null(f);
@@ -107,7 +100,7 @@ static void compare(const char *small_path, const char *grown_path, const char *
     for (int p = 0; p < N_TOK; p++) {
         const float *a = ls + (size_t)p * V, *b = lg + (size_t)p * V;
         for (int v = 0; v < V; v++) worst = fmax(worst, fabs((double)a[v] - b[v]));
-        assert_int_equal(argmax(a, V), argmax(b, V));
+        assert_int_equal(test_argmax(a, V), test_argmax(b, V));
     }
     printf("%-34s max |logit diff| %.3e over %d positions x %d logits\n", label, worst, N_TOK, V);
     assert_true(worst < MAX_ABS);

@@ -63,13 +63,6 @@ static bool have_torch(void) {
     return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
 }
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* Engine vs torch_ref --mtp-out on the model file at path. */
 static void compare_reference(const char *path, const char *label) {
     sd_model *m = NULL;
@@ -102,8 +95,8 @@ static void compare_reference(const char *path, const char *label) {
         double md = 0, mr = 0;
         for (int i = 0; i < V; i++) md = fmax(md, fabs((double)cs[i] - rs[i])), mr = fmax(mr, fabs((double)rs[i]));
         worst = fmax(worst, md / mr);
-        if (argmax(cs, V) != argmax(rs, V))
-            fail_msg("%s: MTP row %d argmax %d (C) vs %d (torch)", label, s, argmax(cs, V), argmax(rs, V));
+        if (test_argmax(cs, V) != test_argmax(rs, V))
+            fail_msg("%s: MTP row %d argmax %d (C) vs %d (torch)", label, s, test_argmax(cs, V), test_argmax(rs, V));
     }
     printf("MTP max rel diff %-28s %.3e (%d rows x %d logits)\n", label, worst, N_TOK - 1, V);
     if (worst > 1e-4) fail_msg("%s: MTP max relative difference %.3e > 1e-4", label, worst);

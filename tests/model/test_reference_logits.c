@@ -57,13 +57,6 @@ static int group_setup(void **state) {
     return 0;
 }
 
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
 /* Runs torch_ref.py on path for tokens; returns malloc'd [n][n_vocab] logits. */
 static float *torch_logits(const char *path, const int32_t *tokens, int n, int n_vocab) {
     char list[N_TOK * 12] = "", out[300], cmd[1024];
@@ -108,8 +101,8 @@ static void compare_model(const sd_model *m, const char *path, const char *label
         }
         assert_true(max_ref > 0.0);
         worst = fmax(worst, max_diff / max_ref);
-        if (argmax(cs, V) != argmax(rs, V))
-            fail_msg("%s: position %d argmax %d (C) vs %d (torch)", label, s, argmax(cs, V), argmax(rs, V));
+        if (test_argmax(cs, V) != test_argmax(rs, V))
+            fail_msg("%s: position %d argmax %d (C) vs %d (torch)", label, s, test_argmax(cs, V), test_argmax(rs, V));
     }
     printf("max rel diff %-34s %.3e (%d positions x %d logits)\n", label, worst, N_TOK, V);
     if (worst > MAX_REL) fail_msg("%s: max relative difference %.3e > %.0e", label, worst, MAX_REL);
