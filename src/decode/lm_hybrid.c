@@ -114,23 +114,37 @@ static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32
     return SD_OK;
 }
 
-static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                                 sd_err *err) {
-    sd_lm_hybrid *h = self;
-    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_forward_tail(h, tokens, S, n_tail, logits, err);
+/* The model's forward a run wraps: forward_first when n_first is given, else forward_tail. */
+static sd_status model_forward(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                               int32_t *n_first, sd_err *err) {
+    return n_first ? h->m.forward_first(h->m.self, tokens, S, logits, n_first, err)
+                   : h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
+}
+
+/* A forward of tokens[S] at len with the discipline's snapshot and captures
+ * around it (every discipline but window). */
+static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                     int32_t *n_first, sd_err *err) {
     sync(h);
-    if (S < 0 || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
-        return h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
+    if (S < (n_first ? 1 : 0) || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
+        return model_forward(h, tokens, S, n_tail, logits, n_first, err);
     int32_t cap_first;
     sd_status st = prepare(h, S, &cap_first, err);
     if (st != SD_OK) return st;
     h->m.capture_from(h->m.self, cap_first);
-    st = h->m.forward_tail(h->m.self, tokens, S, n_tail, logits, err);
+    st = model_forward(h, tokens, S, n_tail, logits, n_first, err);
     if (st != SD_OK) {
         h->m.capture_from(h->m.self, INT32_MAX);
         return st;
     }
     return finish(h, tokens, S, cap_first, err);
+}
+
+static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+                                 sd_err *err) {
+    sd_lm_hybrid *h = self;
+    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_forward_tail(h, tokens, S, n_tail, logits, err);
+    return run(h, tokens, S, n_tail, logits, NULL, err);
 }
 
 static sd_status hy_forward(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
@@ -144,19 +158,7 @@ static sd_status hy_forward_first(void *self, const int32_t *tokens, int32_t S, 
         *n_first = S;
         return sd_window_forward_tail(h, tokens, S, S, logits, err);
     }
-    sync(h);
-    if (S < 1 || S > h->m.n_ctx(h->m.self) - h->len)
-        return h->m.forward_first(h->m.self, tokens, S, logits, n_first, err);
-    int32_t cap_first;
-    sd_status st = prepare(h, S, &cap_first, err);
-    if (st != SD_OK) return st;
-    h->m.capture_from(h->m.self, cap_first);
-    st = h->m.forward_first(h->m.self, tokens, S, logits, n_first, err);
-    if (st != SD_OK) {
-        h->m.capture_from(h->m.self, INT32_MAX);
-        return st;
-    }
-    return finish(h, tokens, S, cap_first, err);
+    return run(h, tokens, S, S, logits, n_first, err);
 }
 
 static sd_status hy_logits_rest(void *self, float *logits, sd_err *err) {
