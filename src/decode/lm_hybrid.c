@@ -63,22 +63,27 @@ static sd_status save(sd_lm_hybrid *h, sd_err *err) {
     return SD_OK;
 }
 
+/* A target's forward that the decode loop never rolls back into: a plain
+ * step (one token) and a prefill chunk (it reads fewer rows than it feeds;
+ * a verify forward reads them all). It is kept whole or dropped whole, and
+ * dropping it (which the loop never does) falls back to re-decoding: it
+ * needs no snapshot and no capture, and costs nothing. */
+static bool kept_whole(const sd_lm_hybrid *h, int32_t S, int32_t n_tail) {
+    return h->commit_on_forward && (S <= 1 || n_tail < S);
+}
+
 /* Before a forward of S tokens at len: where the run starts, the snapshot,
  * and which steps the forward captures (*cap_first; INT32_MAX: none). */
-static sd_status prepare(sd_lm_hybrid *h, int32_t S, int32_t *cap_first, sd_err *err) {
+static sd_status prepare(sd_lm_hybrid *h, int32_t S, bool whole, int32_t *cap_first, sd_err *err) {
     const int32_t L = h->len;
-    /* A target's one-token forward (a plain step) has nothing a rollback could
-     * keep: it is kept whole or dropped whole, and dropping it (which the
-     * decode loop never does) falls back to re-decoding. It costs nothing. */
-    const bool plain = h->commit_on_forward && S <= 1;
     sd_status st = SD_OK;
     if (h->committed || h->commit_on_forward) { /* a run starts here */
         h->committed = false;
         h->cap_lo = h->cap_hi = L;
-        if (!plain && h->disc != SD_ROLLBACK_CHECKPOINT && h->base != L) st = save(h, err);
+        if (!whole && h->disc != SD_ROLLBACK_CHECKPOINT && h->base != L) st = save(h, err);
     }
     *cap_first = INT32_MAX;
-    if (st != SD_OK || S <= 0 || plain) return st;
+    if (st != SD_OK || S <= 0 || whole) return st;
     if (h->disc == SD_ROLLBACK_CHECKPOINT) {
         /* all steps when they fit the ring, else the last one (a rollback into a
          * long forward, e.g. a draft's catch-up, lands on its end) */
@@ -94,7 +99,8 @@ static sd_status prepare(sd_lm_hybrid *h, int32_t S, int32_t *cap_first, sd_err 
 }
 
 /* After a successful forward of tokens[S] at len that captured steps >= cap_first. */
-static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t cap_first, sd_err *err) {
+static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, bool whole, int32_t cap_first,
+                        sd_err *err) {
     const int32_t L = h->len;
     memcpy(h->hist + L, tokens, (size_t)S * sizeof *tokens);
     if (h->known >= L) h->known = L + S;
@@ -106,7 +112,7 @@ static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32
         if (h->cap_lo < h->cap_hi - h->n_slots) h->cap_lo = h->cap_hi - h->n_slots;
         if (h->disc == SD_ROLLBACK_CHECKPOINT)
             h->st.bytes_moved += (uint64_t)(L + S - cap_first + 1) * h->m.state_bytes_moved;
-    } else if (h->disc == SD_ROLLBACK_REPLAY && S > h->n_slots) {
+    } else if (!whole && h->disc == SD_ROLLBACK_REPLAY && S > h->n_slots) {
         /* too long to capture: the run restarts at its end */
         h->cap_lo = h->cap_hi = L + S;
         return save(h, err);
@@ -128,8 +134,9 @@ static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t 
     sync(h);
     if (S < (n_first ? 1 : 0) || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
         return model_forward(h, tokens, S, n_tail, logits, n_first, err);
+    const bool whole = kept_whole(h, S, n_tail);
     int32_t cap_first;
-    sd_status st = prepare(h, S, &cap_first, err);
+    sd_status st = prepare(h, S, whole, &cap_first, err);
     if (st != SD_OK) return st;
     h->m.capture_from(h->m.self, cap_first);
     st = model_forward(h, tokens, S, n_tail, logits, n_first, err);
@@ -137,7 +144,7 @@ static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t 
         h->m.capture_from(h->m.self, INT32_MAX);
         return st;
     }
-    return finish(h, tokens, S, cap_first, err);
+    return finish(h, tokens, S, whole, cap_first, err);
 }
 
 static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
