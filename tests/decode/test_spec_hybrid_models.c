@@ -28,6 +28,7 @@
 #include "decode/spec.h"
 #include "model/model.h"
 #include "support/tiny_model.h"
+#include "chi_square.h"
 
 static const char *TP = "models/fixture-q35-target.gguf", *DP = "models/fixture-q35-draft.gguf";
 
@@ -326,52 +327,11 @@ static void test_fixture_window_prompt_lengths(void **state) {
 }
 
 /* ---- temperature > 0: speculative sampling keeps plain sampling's law ----
- * Pearson chi-square, as tests/decode/test_spec_sampling.c (there on Markov
+ * Pearson chi-square (chi_square.h), as tests/decode/test_spec_sampling.c (there on Markov
  * oracles, here on the hybrid fixture): 3-token continuations at temperature
  * 1 with top-k 3, so each of them is one of 27 cells whose exact probability
  * is the product of the sampler's own distributions along the path. */
-#define P_FAIL 1e-4
 enum { TOPK = 3, NG = 3, CELLS = 27 };
-
-static double gamma_q(double a, double x) {
-    if (x <= 0) return 1;
-    double lg = lgamma(a);
-    if (x < a + 1) {
-        double sum = 1 / a, term = sum;
-        for (int n = 1; n < 1000 && fabs(term) > fabs(sum) * 1e-15; n++) sum += term *= x / (a + n);
-        return 1 - sum * exp(-x + a * log(x) - lg);
-    }
-    double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
-    for (int i = 1; i < 1000; i++) {
-        double an = -i * (i - a);
-        b += 2;
-        d = an * d + b;
-        d = fabs(d) < 1e-300 ? 1e-300 : d;
-        c = b + an / c;
-        c = fabs(c) < 1e-300 ? 1e-300 : c;
-        d = 1 / d;
-        double del = d * c;
-        h *= del;
-        if (fabs(del - 1) < 1e-15) break;
-    }
-    return exp(-x + a * log(x) - lg) * h;
-}
-
-static double chi_square_p(const int *count, const double *prob, int n_cells, int n_samples) {
-    double chi = 0, pooled_e = 0, pooled_o = 0;
-    int df = -1;
-    for (int c = 0; c < n_cells; c++) {
-        double e = prob[c] * n_samples;
-        if (e < 5) {
-            pooled_e += e, pooled_o += count[c];
-            continue;
-        }
-        chi += (count[c] - e) * (count[c] - e) / e;
-        df++;
-    }
-    if (pooled_e > 0) chi += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e, df++;
-    return gamma_q(df / 2.0, chi / 2.0);
-}
 
 /* The law's tree: node = a path of 0..2 choices; tok[node][i] the i-th token
  * (ascending id) with nonzero probability, pr its probability. */
