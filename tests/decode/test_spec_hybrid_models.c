@@ -35,6 +35,13 @@ static const char *TP = "models/fixture-q35-target.gguf", *DP = "models/fixture-
 static bool have_fixtures(void) { return access(TP, R_OK) == 0 && access(DP, R_OK) == 0; }
 static bool asan(void) { return getenv("SD_ASAN") != NULL; }
 
+static sd_model *load_model(const char *path) {
+    sd_model *m = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_model_load(path, &m, &err), SD_OK);
+    return m;
+}
+
 /* The snapshot of c (state + len) into a new buffer. */
 static unsigned char *snapshot(sd_context *c) {
     size_t n = sd_context_state_bytes(c);
@@ -98,8 +105,7 @@ static void test_bitwise_tiny(void **state) {
     sd_err err = {0};
     tiny_model_temp_path(path, sizeof path, "q35rb");
     assert_int_equal(tiny_model_write(&sp, path, &err), SD_OK);
-    sd_model *m = NULL;
-    assert_int_equal(sd_model_load(path, &m, &err), SD_OK);
+    sd_model *m = load_model(path);
     check_bitwise(m);
     sd_model_free(m);
     remove(path);
@@ -108,9 +114,7 @@ static void test_bitwise_tiny(void **state) {
 static void test_bitwise_fixture(void **state) {
     (void)state;
     if (!have_fixtures()) skip();
-    sd_model *m = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_model_load(TP, &m, &err), SD_OK);
+    sd_model *m = load_model(TP);
     check_bitwise(m);
     sd_model_free(m);
 }
@@ -231,10 +235,7 @@ static int32_t *tokens_of(sd_model *m, const char *text, int32_t *n) {
 static void test_fixture_matrix(void **state) {
     (void)state;
     if (!have_fixtures()) skip();
-    sd_model *t = NULL, *dm = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_model_load(TP, &t, &err), SD_OK);
-    assert_int_equal(sd_model_load(DP, &dm, &err), SD_OK);
+    sd_model *t = load_model(TP), *dm = load_model(DP);
     static const char *texts[] = {
         "static int parse_args(int argc, char **argv) {\n    for (int i = 1; i < argc; i++) {\n",
         "The following copyright notice applies. The following copyright notice",
@@ -272,9 +273,7 @@ static void test_fixture_matrix(void **state) {
 static void test_fixture_always_wrong_long(void **state) {
     (void)state;
     if (!have_fixtures()) skip();
-    sd_model *t = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_model_load(TP, &t, &err), SD_OK);
+    sd_model *t = load_model(TP);
     int32_t n;
     int32_t *ids = tokens_of(t, "int main(void) {\n", &n);
     const int32_t N = asan() ? 200 : 1000;
@@ -300,10 +299,7 @@ static void test_fixture_always_wrong_long(void **state) {
 static void test_fixture_window_prompt_lengths(void **state) {
     (void)state;
     if (!have_fixtures()) skip();
-    sd_model *t = NULL, *dm = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_model_load(TP, &t, &err), SD_OK);
-    assert_int_equal(sd_model_load(DP, &dm, &err), SD_OK);
+    sd_model *t = load_model(TP), *dm = load_model(DP);
     int32_t n;
     int32_t *ids = tokens_of(t, "The following copyright notice applies to the following files and to all of them", &n);
     const int32_t W = 5, n_predict = asan() ? 12 : 32;
@@ -383,10 +379,8 @@ static int index_in(const int32_t *toks, int32_t t) {
 static void test_fixture_sampling_law(void **state) {
     (void)state;
     if (!have_fixtures()) skip();
-    sd_model *t = NULL, *dm = NULL;
+    sd_model *t = load_model(TP), *dm = load_model(DP);
     sd_err err = {0};
-    assert_int_equal(sd_model_load(TP, &t, &err), SD_OK);
-    assert_int_equal(sd_model_load(DP, &dm, &err), SD_OK);
     int32_t n_prompt;
     int32_t *prompt = tokens_of(t, "The following copyright notice applies. The following", &n_prompt);
     const sd_sampling s = {.temp = 1.0f, .top_k = TOPK, .top_p = 1};
