@@ -21,48 +21,10 @@
 #include "decode/sampler.h"
 #include "decode/spec.h"
 #include "oracle_rec.h"
+#include "toy_drafter.h"
 
-typedef enum { D_NGRAM, D_DRAFT, D_AUTO, D_PERFECT, D_WRONG, D_RANDOM, D_KINDS } drafter_kind;
-static const char *KIND_NAME[D_KINDS] = {"ngram", "draft", "auto", "perfect", "wrong", "random"};
-
-/* ---- test drafters over the oracle's own greedy: perfect, wrong, random ---- */
-typedef struct toy {
-    const rec_oracle *o;
-    drafter_kind kind;
-    sd_rng rng;
-    int32_t *buf;
-} toy;
-
-static int toy_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
-    (void)q, (void)err;
-    toy *t = self;
-    if (t->kind == D_RANDOM) {
-        for (int i = 0; i < k; i++) out[i] = (int32_t)(sd_rng_next(&t->rng) % (uint64_t)t->o->V);
-        return (int)(sd_rng_next(&t->rng) % (uint64_t)(k + 1));
-    }
-    memcpy(t->buf, ctx, (size_t)n * sizeof *ctx);
-    for (int i = 0; i < k; i++) {
-        int32_t next = rec_next(t->o, t->buf, n + i);
-        out[i] = t->kind == D_WRONG ? (next + 1) % t->o->V : next;
-        t->buf[n + i] = out[i];
-    }
-    return k;
-}
-
-static void toy_free(void *self) {
-    toy *t = self;
-    free(t->buf);
-    free(t);
-}
-
-static sd_drafter toy_drafter(const rec_oracle *o, drafter_kind kind, uint64_t seed, int32_t cap) {
-    toy *t = calloc(1, sizeof *t);
-    t->o = o;
-    t->kind = kind;
-    t->buf = malloc((size_t)cap * sizeof *t->buf);
-    sd_rng_seed(&t->rng, seed);
-    return (sd_drafter){.name = KIND_NAME[kind], .self = t, .propose = toy_propose, .free = toy_free};
-}
+/* The recurrent oracle's greedy, as toy_drafter.h reaches it. */
+static int32_t toy_next(const void *o, const int32_t *t, int32_t n) { return rec_next(o, t, n); }
 
 static int32_t pick(sd_rng *r, int32_t lo, int32_t hi) { return lo + (int32_t)(sd_rng_next(r) % (uint64_t)(hi - lo + 1)); }
 
@@ -144,7 +106,7 @@ static void run_case(uint64_t seed, sd_rollback disc, sd_hybrid_mutant mutant, t
     if (dk == D_NGRAM) dr = ng, ng = (sd_drafter){0};
     else if (dk == D_DRAFT) dr = dm, dm = (sd_drafter){0};
     else if (dk == D_AUTO) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, V, &err), SD_OK);
-    else dr = toy_drafter(&target, dk, seed, n_prompt + n_predict + 16);
+    else dr = toy_drafter(&target, toy_next, target.V, dk, seed, n_prompt + n_predict + 16);
 
     int32_t *want = malloc((size_t)(n_predict + 1) * sizeof *want);
     int32_t *got = malloc((size_t)(n_predict + 1) * sizeof *got);
