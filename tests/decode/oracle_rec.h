@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "decode/lm_hybrid.h"
+#include "oracle_lm.h" /* oracle_mix */
 
 typedef struct rec_slot {
     int32_t p;
@@ -44,16 +45,8 @@ typedef struct rec_oracle {
     int64_t forwards, steps;
 } rec_oracle;
 
-static inline uint64_t rec_mix(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
-
-static inline uint64_t rec_proj(uint64_t salt, int32_t tok) { return rec_mix((uint64_t)tok ^ salt); }
-static inline uint64_t rec_conv(const rec_state *s, uint64_t u) { return rec_mix(3 * s->w0 + 5 * s->w1 + u); }
+static inline uint64_t rec_proj(uint64_t salt, int32_t tok) { return oracle_mix((uint64_t)tok ^ salt); }
+static inline uint64_t rec_conv(const rec_state *s, uint64_t u) { return oracle_mix(3 * s->w0 + 5 * s->w1 + u); }
 static inline void rec_apply(rec_state *s, uint64_t u, uint64_t y) {
     s->w0 = s->w1;
     s->w1 = u;
@@ -68,12 +61,12 @@ static inline void rec_step(uint64_t salt, rec_state *s, int32_t tok) {
 }
 
 static inline int32_t rec_argmax_of(const rec_oracle *o, const rec_state *s) {
-    return (int32_t)(rec_mix(s->h ^ o->salt) % (uint64_t)o->V);
+    return (int32_t)(oracle_mix(s->h ^ o->salt) % (uint64_t)o->V);
 }
 
 static inline void rec_row(const rec_oracle *o, const rec_state *s, float *row) {
-    uint64_t h = rec_mix(s->h ^ (o->salt * 7));
-    for (int32_t v = 0; v < o->V; v++) row[v] = (float)(rec_mix(h + (uint64_t)v) >> 40) * 0x1p-24f;
+    uint64_t h = oracle_mix(s->h ^ (o->salt * 7));
+    for (int32_t v = 0; v < o->V; v++) row[v] = (float)(oracle_mix(h + (uint64_t)v) >> 40) * 0x1p-24f;
     row[rec_argmax_of(o, s)] = 2.0f;
 }
 
@@ -177,7 +170,7 @@ static inline void rec_reset(void *self) { ((rec_oracle *)self)->s = (rec_state)
 static inline void rec_set_len(void *self, int32_t n) { ((rec_oracle *)self)->s.len = n; }
 
 static inline void rec_oracle_init(rec_oracle *o, int32_t V, int32_t n_ctx, uint64_t seed) {
-    *o = (rec_oracle){.V = V, .n_ctx = n_ctx, .salt = rec_mix(seed ^ 0x9e3779b97f4a7c15ull), .cap_from = INT32_MAX};
+    *o = (rec_oracle){.V = V, .n_ctx = n_ctx, .salt = oracle_mix(seed ^ 0x9e3779b97f4a7c15ull), .cap_from = INT32_MAX};
 }
 
 static inline void rec_oracle_free(rec_oracle *o) {
