@@ -10,8 +10,8 @@ sd_status sd_recurrent_init(sd_recurrent *r, const sd_hparams *hp, sd_err *err) 
     memset(r, 0, sizeof *r);
     if (hp->n_layer_gdn <= 0) return SD_OK;
     /* The loader bounded every factor (SD_MAX_DIM each, checked products), so these fit. */
-    r->conv_floats = (int64_t)(hp->ssm_conv_kernel - 1) * hp->ssm_conv_dim;
-    r->ssm_floats = (int64_t)hp->ssm_n_v_heads * hp->ssm_state * hp->ssm_state;
+    r->conv_floats = sd_recurrent_conv_floats(hp);
+    r->ssm_floats = sd_recurrent_ssm_floats(hp);
     size_t n = 0;
     if (!sd_mul_size((size_t)(r->conv_floats + r->ssm_floats), (size_t)hp->n_layer_gdn, &n) ||
         !(r->data = sd_calloc(n, sizeof(float))))

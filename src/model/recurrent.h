@@ -23,6 +23,15 @@ typedef struct sd_recurrent {
     float *data;          /* [n_layers][conv_floats + ssm_floats], one block so save/restore is one copy */
 } sd_recurrent;
 
+/* Floats of one GDN layer's conv window, (K - 1) * conv_dim, and of its
+ * delta-rule states, H_v * S * S (the loader bounded every factor). */
+static inline int64_t sd_recurrent_conv_floats(const sd_hparams *hp) {
+    return (int64_t)(hp->ssm_conv_kernel - 1) * hp->ssm_conv_dim;
+}
+static inline int64_t sd_recurrent_ssm_floats(const sd_hparams *hp) {
+    return (int64_t)hp->ssm_n_v_heads * hp->ssm_state * hp->ssm_state;
+}
+
 /* Sizes the state for the GDN layers of hp and zeroes it. A model without
  * GDN layers gets an empty state (data NULL). Errors: SD_ERR_NOMEM. */
 sd_status sd_recurrent_init(sd_recurrent *r, const sd_hparams *hp, sd_err *err);

@@ -12,11 +12,11 @@
 #include "model/context.h"
 #include "numerics/gdn.h"
 
-/* Floats one GDN layer keeps per captured position. */
+/* Floats one GDN layer keeps per captured position: STATE its whole
+ * recurrent state (recurrent.h layout), INPUTS [mix | conv | decay | beta]. */
 static int64_t layer_floats(const sd_hparams *hp, sd_capture_kind kind) {
-    const int64_t cd = hp->ssm_conv_dim, hv = hp->ssm_n_v_heads, sd = hp->ssm_state;
-    if (kind == SD_CAPTURE_STATE) return (int64_t)(hp->ssm_conv_kernel - 1) * cd + hv * sd * sd;
-    if (kind == SD_CAPTURE_INPUTS) return 2 * cd + 2 * hv;
+    if (kind == SD_CAPTURE_STATE) return sd_recurrent_conv_floats(hp) + sd_recurrent_ssm_floats(hp);
+    if (kind == SD_CAPTURE_INPUTS) return 2 * (int64_t)hp->ssm_conv_dim + 2 * (int64_t)hp->ssm_n_v_heads;
     return 0;
 }
 
