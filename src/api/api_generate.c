@@ -186,9 +186,7 @@ static sd_status setup_rollback(run *r, sd_err *err) {
     if (c->th) {
         const sd_model *m = c->model->m;
         r->pub.rollback_bytes_held = (uint64_t)sd_context_state_bytes(c->tctx) +
-                                     (uint64_t)slots * sd_model_capture_bytes(m, d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE
-                                                                                 : d == SD_ROLLBACK_REPLAY ? SD_CAPTURE_INPUTS
-                                                                                                           : SD_CAPTURE_NONE);
+                                     (uint64_t)slots * sd_model_capture_bytes(m, sd_rollback_capture_kind(d));
     }
     return SD_OK;
 }

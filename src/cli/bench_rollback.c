@@ -72,9 +72,6 @@ static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, do
 
 static void fill_row(bench_env *e, sd_rollback d, double alpha, rb_acc *a, double greedy, bench_rb_row *row) {
     const double rounds = a->rounds > 0 ? (double)a->rounds : NAN;
-    const sd_capture_kind kind = d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE
-                                 : d == SD_ROLLBACK_REPLAY   ? SD_CAPTURE_INPUTS
-                                                             : SD_CAPTURE_NONE;
     *row = (bench_rb_row){
         .disc = sd_rollback_name(d),
         .alpha = alpha,
@@ -84,7 +81,7 @@ static void fill_row(bench_env *e, sd_rollback d, double alpha, rb_acc *a, doubl
         .rb_ms_per_round = a->rb_s * 1e3 / rounds,
         .mb_moved_per_round = (double)a->moved / 1e6 / rounds,
         .mb_held = ((double)sd_context_state_bytes(e->tc) +
-                    (double)(BENCH_MAX_K + 1) * (double)sd_model_capture_bytes(e->tm, kind)) / 1e6,
+                    (double)(BENCH_MAX_K + 1) * (double)sd_model_capture_bytes(e->tm, sd_rollback_capture_kind(d))) / 1e6,
         .lossless_ok = a->ok,
         .lossless_n = a->n,
     };

@@ -30,7 +30,7 @@ bool sd_rollback_parse(const char *name, sd_rollback *r) {
     return false;
 }
 
-static sd_capture_kind kind_of(sd_rollback d) {
+sd_capture_kind sd_rollback_capture_kind(sd_rollback d) {
     return d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE : d == SD_ROLLBACK_REPLAY ? SD_CAPTURE_INPUTS : SD_CAPTURE_NONE;
 }
 
@@ -278,7 +278,7 @@ sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots
     if ((unsigned)d >= SD_ROLLBACK_N || n_slots < 1)
         return sd_err_set(err, SD_ERR_ARG, "rollback: discipline %d with %d slots", (int)d, n_slots);
     if (d == SD_ROLLBACK_WINDOW && n_slots < 2) return sd_err_set(err, SD_ERR_ARG, "rollback: window %d < 2", n_slots);
-    sd_status st = h->m.capture_init(h->m.self, kind_of(d), d == SD_ROLLBACK_WINDOW ? 1 : n_slots, err);
+    sd_status st = h->m.capture_init(h->m.self, sd_rollback_capture_kind(d), d == SD_ROLLBACK_WINDOW ? 1 : n_slots, err);
     if (st != SD_OK) return st;
     const bool restart = (d == SD_ROLLBACK_WINDOW) != (h->disc == SD_ROLLBACK_WINDOW) && h->hist;
     h->disc = d;

@@ -77,6 +77,10 @@ typedef enum sd_rollback {
 /* The primitives over a model context (lm_model.c): c must outlive r. */
 void sd_recm_from_context(sd_recm *r, sd_context *c);
 
+/* What discipline d keeps per position of a forward (model.h
+ * sd_capture_kind): STATE for checkpoint, INPUTS for replay, else NONE. */
+sd_capture_kind sd_rollback_capture_kind(sd_rollback d);
+
 /* "checkpoint", "replay", "redecode", "window"; NULL outside the enum. */
 const char *sd_rollback_name(sd_rollback r);
 /* The discipline named name into *r; false if none is. */
