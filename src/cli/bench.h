@@ -150,6 +150,9 @@ void bench_prompts_free(bench_env *e);
 
 /* bench_run.c */
 double bench_median(double *xs, int n);  /* sorts xs */
+/* The K of the oracle and rollback tables: o->k cut so that K + 1 stays on
+ * the timed c_v curve (BENCH_MAX_S). */
+int bench_oracle_k(const bench_opts *o);
 /* Decode parameters for bench runs: budget n_predict, no stop at EOG (every
  * run makes exactly n tokens), K = k fixed or adaptive, gate on or off. */
 sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate);

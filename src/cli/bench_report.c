@@ -90,7 +90,7 @@ static void md_ksweep(const bench_env *e, const bench_results *r) {
 }
 
 static void md_oracle(const bench_env *e, const bench_results *r) {
-    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int k = bench_oracle_k(e->o);
     printf("## Synthetic acceptance (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
     printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
            "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
@@ -113,7 +113,7 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
 }
 
 static void md_rollback(const bench_env *e, const bench_results *r) {
-    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int k = bench_oracle_k(e->o);
     printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
     printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s. "
            "forwards/round counts a redecode's second forward and window's re-anchors (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
@@ -206,7 +206,7 @@ static json_t *json_oracle(const bench_env *e, const bench_results *r) {
                                              "speedup_at_head_cost", num(a->speedup_head), "lossless_ok", a->lossless_ok,
                                              "lossless_n", a->lossless_n));
     }
-    int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int k = bench_oracle_k(e->o);
     return json_pack("{s:s,s:i,s:o,s:o}", "prompt", e->prompts[0].name, "K", k, "greedy_tok_s",
                      num(r->oracle_greedy_tok_s), "rows", arr);
 }

@@ -24,7 +24,7 @@ typedef struct rb_acc {
 
 /* Switches the target's (and a hybrid draft's) discipline. */
 static sd_status use_discipline(bench_env *e, sd_rollback d, sd_err *err) {
-    const int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int k = bench_oracle_k(e->o);
     const int32_t n = d == SD_ROLLBACK_WINDOW ? k + 1 : BENCH_MAX_K + 1; /* window: S = K + 1 */
     sd_status st = sd_lm_hybrid_configure(e->th, d, n, err);
     if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, n, err);
@@ -49,7 +49,7 @@ static sd_status greedy_once(bench_env *e, int32_t **ref, int32_t *n_ref, double
 /* One oracle run at alpha with the current discipline, into a. */
 static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, double alpha, uint64_t seed, rb_acc *a,
                              sd_err *err) {
-    const int k = e->o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : e->o->k;
+    const int k = bench_oracle_k(e->o);
     sd_spec_params sp = bench_params(e->o, k, false, false);
     sd_drafter dr;
     sd_status st = sd_drafter_oracle_init(&dr, ref, n_ref, e->prompts[0].n_ids, alpha, e->tm->hp.n_vocab, seed, err);

@@ -19,6 +19,8 @@ double bench_median(double *xs, int n) {
     return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
 }
 
+int bench_oracle_k(const bench_opts *o) { return o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : o->k; }
+
 sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate) {
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = o->n_predict;

@@ -274,7 +274,7 @@ sd_status bench_ksweep(bench_env *e, bench_results *r, sd_err *err) {
 sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     const bench_opts *o = e->o;
     const bench_prompt *p = &e->prompts[0];
-    int reps = o->reps > 64 ? 64 : o->reps, k = o->k > BENCH_MAX_S - 1 ? BENCH_MAX_S - 1 : o->k;
+    int reps = o->reps > 64 ? 64 : o->reps, k = bench_oracle_k(o);
     int32_t *ref = NULL, n_ref = 0;
     double g_tok[64];
     mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + EAGLE-3 head */
