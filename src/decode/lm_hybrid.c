@@ -52,13 +52,24 @@ static void sync(sd_lm_hybrid *h) {
     forget(h, len);
 }
 
-static sd_status save(sd_lm_hybrid *h, sd_err *err) {
-    double t0 = sd_now_s();
-    sd_status st = h->m.save(h->m.self, h->snap, err);
-    if (st != SD_OK) return st;
-    h->base = h->len;
+sd_status sd_lm_hybrid_snap_save(sd_lm_hybrid *h, sd_err *err) {
     h->st.saves++;
     h->st.bytes_moved += h->m.state_bytes_moved;
+    return h->m.save(h->m.self, h->snap, err);
+}
+
+sd_status sd_lm_hybrid_snap_restore(sd_lm_hybrid *h, sd_err *err) {
+    h->st.restores++;
+    h->st.bytes_moved += h->m.state_bytes_moved;
+    return h->m.restore(h->m.self, h->snap, err);
+}
+
+/* The snapshot moves to len (the time counts as rollback time). */
+static sd_status save(sd_lm_hybrid *h, sd_err *err) {
+    double t0 = sd_now_s();
+    sd_status st = sd_lm_hybrid_snap_save(h, err);
+    if (st != SD_OK) return st;
+    h->base = h->len;
     h->st.rollback_s += sd_now_s() - t0;
     return SD_OK;
 }
@@ -180,12 +191,6 @@ static sd_status redecode(sd_lm_hybrid *h, int32_t from, int32_t to, sd_err *err
     return to > from ? h->m.forward_tail(h->m.self, h->hist + from, to - from, 0, NULL, err) : SD_OK;
 }
 
-static sd_status restore(sd_lm_hybrid *h, sd_err *err) {
-    h->st.restores++;
-    h->st.bytes_moved += h->m.state_bytes_moved;
-    return h->m.restore(h->m.self, h->snap, err);
-}
-
 /* The discipline's own way back to n; false when its data does not reach. */
 static bool roll_back(sd_lm_hybrid *h, int32_t n, sd_status *st, sd_err *err) {
     switch (h->disc) {
@@ -197,13 +202,13 @@ static bool roll_back(sd_lm_hybrid *h, int32_t n, sd_status *st, sd_err *err) {
         return true;
     case SD_ROLLBACK_REPLAY:
         if (h->base < 0 || n < h->base || h->cap_lo > h->base || n > h->cap_hi) return false;
-        *st = restore(h, err);
+        *st = sd_lm_hybrid_snap_restore(h, err);
         if (*st == SD_OK && n > h->base) *st = h->m.replay(h->m.self, n, err);
         h->st.replayed += n - h->base;
         return true;
     case SD_ROLLBACK_REDECODE:
         if (h->base < 0 || n < h->base || h->known < n) return false;
-        *st = restore(h, err);
+        *st = sd_lm_hybrid_snap_restore(h, err);
         if (*st == SD_OK) *st = redecode(h, h->base, n, err);
         return true;
     default:
@@ -217,7 +222,7 @@ static sd_status fall_back(sd_lm_hybrid *h, int32_t n, sd_err *err) {
     h->st.fallbacks++;
     if (h->known < n) return sd_err_set(err, SD_ERR_ARG, "rollback: the tokens of positions below %d are unknown", n);
     if (h->base >= 0 && h->base <= n) {
-        sd_status st = restore(h, err);
+        sd_status st = sd_lm_hybrid_snap_restore(h, err);
         return st == SD_OK ? redecode(h, h->base, n, err) : st;
     }
     h->m.reset(h->m.self);

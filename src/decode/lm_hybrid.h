@@ -147,6 +147,11 @@ sd_status sd_lm_hybrid_init(sd_lm_hybrid *h, const sd_recm *m, sd_rollback d, in
  * is unchanged on error. */
 sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots, sd_err *err);
 
+/* lm_hybrid.c, for lm_window.c too: the model's state copied into the
+ * snapshot h->snap, or back, counted in h->st (saves / restores, bytes). */
+sd_status sd_lm_hybrid_snap_save(sd_lm_hybrid *h, sd_err *err);
+sd_status sd_lm_hybrid_snap_restore(sd_lm_hybrid *h, sd_err *err);
+
 /* lm_window.c: the sd_lm calls of the window discipline (lm_hybrid.c's
  * routes to them while h->disc is SD_ROLLBACK_WINDOW), and its reset. */
 void sd_window_start(sd_lm_hybrid *h);

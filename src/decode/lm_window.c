@@ -27,18 +27,12 @@
 #include "core/clock.h"
 #include "decode/lm_hybrid.h"
 
-static sd_status wsave(sd_lm_hybrid *h, sd_err *err) {
-    h->st.saves++;
-    h->st.bytes_moved += h->m.state_bytes_moved;
-    return h->m.save(h->m.self, h->snap, err);
-}
-
 void sd_window_start(sd_lm_hybrid *h) {
     h->base = h->m.len(h->m.self);
     h->fed = h->pad = 0;
     h->len = h->commit = h->base;
     if (h->known > h->base) h->known = h->base;
-    if (wsave(h, NULL) != SD_OK) { /* cannot fail for a snapshot buffer of state_bytes */
+    if (sd_lm_hybrid_snap_save(h, NULL) != SD_OK) { /* cannot fail for a snapshot buffer of state_bytes */
         h->m.reset(h->m.self);
         h->base = h->len = h->commit = h->known = 0;
     }
@@ -53,15 +47,13 @@ static void wsync(sd_lm_hybrid *h) {
 static sd_status keep(sd_lm_hybrid *h, sd_err *err) {
     h->base += h->fed;
     h->fed = 0;
-    return wsave(h, err);
+    return sd_lm_hybrid_snap_save(h, err);
 }
 
 /* Back to the anchor's snapshot. */
 static sd_status clean(sd_lm_hybrid *h, sd_err *err) {
-    h->st.restores++;
-    h->st.bytes_moved += h->m.state_bytes_moved;
     h->fed = h->pad = 0;
-    return h->m.restore(h->m.self, h->snap, err);
+    return sd_lm_hybrid_snap_restore(h, err);
 }
 
 /* The model to a committed prefix, with c committed positions: keep the run
@@ -159,7 +151,7 @@ void sd_window_truncate(sd_lm_hybrid *h, int32_t n) {
             h->m.reset(h->m.self);
             h->base = h->fed = h->pad = 0;
             if (h->known < n) h->len = h->commit = h->known;
-            st = wsave(h, &err);
+            st = sd_lm_hybrid_snap_save(h, &err);
         }
     }
     if (st != SD_OK) { /* cannot happen with consistent primitives: start over */
