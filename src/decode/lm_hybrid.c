@@ -116,7 +116,6 @@ static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, bool 
     memcpy(h->hist + L, tokens, (size_t)S * sizeof *tokens);
     if (h->known >= L) h->known = L + S;
     h->len = L + S;
-    h->m.capture_from(h->m.self, INT32_MAX);
     if (cap_first != INT32_MAX) {
         if (cap_first > h->cap_hi + 1) h->cap_lo = cap_first - 1; /* not contiguous with what the ring held */
         h->cap_hi = L + S;
@@ -151,11 +150,8 @@ static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t 
     if (st != SD_OK) return st;
     h->m.capture_from(h->m.self, cap_first);
     st = model_forward(h, tokens, S, n_tail, logits, n_first, err);
-    if (st != SD_OK) {
-        h->m.capture_from(h->m.self, INT32_MAX);
-        return st;
-    }
-    return finish(h, tokens, S, whole, cap_first, err);
+    h->m.capture_from(h->m.self, INT32_MAX); /* nothing else captures */
+    return st == SD_OK ? finish(h, tokens, S, whole, cap_first, err) : st;
 }
 
 static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
