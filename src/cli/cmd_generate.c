@@ -87,8 +87,9 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
 /* Which -md file to load, if any (NULL = none): a draft model or an EAGLE-3
  * head (its role follows its architecture; the library checks it fits). */
 static const char *draft_path(const gen_opts *o) {
-    if (o->spec == GEN_SPEC_NONE || o->spec == GEN_SPEC_NGRAM || o->spec == GEN_SPEC_MTP) return NULL;
-    if (o->spec == GEN_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
+    const specdec_spec_mode m = o->gen.spec;
+    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_MTP) return NULL;
+    if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
     return cli_default_draft(o->draft, o->model_is_default);
 }
 
@@ -97,17 +98,17 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
     if (st != SPECDEC_OK) return st;
     cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->n_ctx);
     const char *dp = draft_path(o);
-    if (o->spec == GEN_SPEC_DRAFT && !dp)
+    if (o->gen.spec == SPECDEC_SPEC_DRAFT && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
-    if (o->spec == GEN_SPEC_EAGLE3 && !dp)
+    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
     st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
-    if (o->spec == GEN_SPEC_EAGLE3 && !head)
+    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
                                  dp, specdec_model_arch(e->draft));
-    if (o->spec == GEN_SPEC_DRAFT && head)
+    if (o->gen.spec == SPECDEC_SPEC_DRAFT && head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
     return SPECDEC_OK;
 }
@@ -121,7 +122,7 @@ static specdec_status make_context(const gen_opts *o, engine *e, specdec_error *
                 cores);
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = o->n_ctx;
-    cp.n_batch = o->draft_max + 1 > 64 ? o->draft_max + 1 : 64;
+    cp.n_batch = o->gen.draft_max + 1 > 64 ? o->gen.draft_max + 1 : 64;
     cp.n_threads = threads;
     cp.draft = e->draft;
     return specdec_context_init(e->target, &cp, &e->ctx, err);
@@ -161,25 +162,10 @@ static bool on_piece(const specdec_piece *p, void *user) {
 }
 
 static specdec_generate_params generate_params(const gen_opts *o) {
-    specdec_generate_params gp = specdec_generate_default_params();
-    gp.n_predict = o->n_predict;
-    gp.spec = (specdec_spec_mode)o->spec; /* the same order: none, ngram, draft, auto, eagle3, mtp */
-    gp.draft_max = o->draft_max;
-    gp.hybrid_rollback = o->rollback;
-    gp.hybrid_window = o->window;
-    gp.fixed_k = o->fixed_k;
-    gp.draft_sample = o->draft_sample;
-    gp.ngram_min = o->ngram_min;
-    gp.ngram_max = o->ngram_max;
-    gp.gate = o->gate;
-    gp.temperature = o->sampling.temp;
-    gp.top_k = o->sampling.top_k;
-    gp.top_p = o->sampling.top_p;
-    gp.min_p = o->sampling.min_p;
-    gp.seed = o->sampling.seed;
+    specdec_generate_params gp = o->gen;
     /* at temperature > 0 deterministic drafts give plain sampling's bytes: checked too */
-    gp.check_lossless = o->check == 1 || (o->check == -1 && o->spec != GEN_SPEC_NONE &&
-                                           (o->sampling.temp <= 0 || !o->draft_sample));
+    gp.check_lossless = o->check == 1 || (o->check == -1 && gp.spec != SPECDEC_SPEC_NONE &&
+                                           (gp.temperature <= 0 || !gp.draft_sample));
     return gp;
 }
 
@@ -257,7 +243,7 @@ int cmd_generate(int argc, char **argv) {
         if (o.json && !gen_print_json(&r)) rc = 1;
         if (r.st.lossless_checked && !r.st.lossless) {
             fprintf(stderr, "specdec: speculative output differs from plain %s at token %d\n",
-                    o.sampling.temp > 0 ? "sampling" : "greedy", r.st.lossless_first_diff);
+                    o.gen.temperature > 0 ? "sampling" : "greedy", r.st.lossless_first_diff);
             rc = 1;
         }
     }

@@ -10,35 +10,21 @@
 #include "cli/model_args.h"
 #include "specdec.h"
 
-typedef enum gen_spec { GEN_SPEC_NONE, GEN_SPEC_NGRAM, GEN_SPEC_DRAFT, GEN_SPEC_AUTO, GEN_SPEC_EAGLE3, GEN_SPEC_MTP } gen_spec;
-
-/* The sampling flags (specdec_generate_params' fields of the same meaning). */
-typedef struct gen_sampling {
-    float temp;
-    int32_t top_k;
-    float top_p, min_p;
-    uint64_t seed;
-} gen_sampling;
-
 typedef struct gen_opts {
     const char *model, *draft, *prompt, *prompt_file;
     bool model_is_default;
-    int32_t n_predict, n_ctx, threads;
-    gen_sampling sampling;
-    gen_spec spec;
-    specdec_rollback rollback; /* --hybrid-rollback */
-    int32_t draft_max, ngram_min, ngram_max, gate, window;
+    int32_t n_ctx, threads;
+    /* The flags of the same meaning as specdec_generate_params' fields, kept
+     * in that struct (starting from specdec_generate_default_params) so the
+     * CLI's defaults are the API's. check_lossless is decided by `check`. */
+    specdec_generate_params gen;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     bool json, chat;
-    bool fixed_k; /* --fixed-k: every round drafts --draft-max (no adaptive K) */
-    bool draft_sample; /* --draft-sample: the draft model samples its proposals (else its argmax) */
 } gen_opts;
 
 /* Parses argv (argv[0] = "generate"). Returns -1 to go on, else the exit code
  * (0 after --help, 2 after a usage error, already reported on stderr). */
 int gen_parse(int argc, char **argv, gen_opts *o);
-
-const char *gen_spec_name(gen_spec s);
 
 /* What one run produced, for the report. st.drafter names the drafter
  * ("ngram", "draft", "auto (ngram + draft)", ...); st.lossless_* hold the

@@ -82,25 +82,9 @@ static bool parse_float(const char *s, float lo, float hi, float *out) {
     return true;
 }
 
-const char *gen_spec_name(gen_spec s) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp"};
-    return names[s];
-}
-
 static void defaults(gen_opts *o) {
-    *o = (gen_opts){
-        .model = CLI_DEFAULT_TARGET,
-        .model_is_default = true,
-        .n_predict = 128,
-        .sampling = {.temp = 0, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 42},
-        .spec = GEN_SPEC_AUTO,
-        .draft_max = 8,
-        .ngram_min = 1,
-        .ngram_max = 3,
-        .gate = 4,
-        .window = 9,
-        .check = -1,
-    };
+    *o = (gen_opts){.model = CLI_DEFAULT_TARGET, .model_is_default = true, .check = -1};
+    o->gen = specdec_generate_default_params();
 }
 
 /* Options that take an integer: flag, field, bounds. */
@@ -111,10 +95,10 @@ typedef struct int_flag {
 } int_flag;
 #define OFF(f) offsetof(gen_opts, f)
 static const int_flag INT_FLAGS[] = {
-    {"-n", OFF(n_predict), 0, 1 << 24},       {"-c", OFF(n_ctx), 1, 1 << 24},
-    {"-t", OFF(threads), 1, 1024},            {"--draft-max", OFF(draft_max), 1, 64},
-    {"--ngram-min", OFF(ngram_min), 1, 8},    {"--ngram-max", OFF(ngram_max), 1, 8},
-    {"--gate", OFF(gate), 0, 1 << 20},        {"--window", OFF(window), 2, 64},
+    {"-n", OFF(gen.n_predict), 0, 1 << 24},       {"-c", OFF(n_ctx), 1, 1 << 24},
+    {"-t", OFF(threads), 1, 1024},                {"--draft-max", OFF(gen.draft_max), 1, 64},
+    {"--ngram-min", OFF(gen.ngram_min), 1, 8},    {"--ngram-max", OFF(gen.ngram_max), 1, 8},
+    {"--gate", OFF(gen.gate), 0, 1 << 20},        {"--window", OFF(gen.hybrid_window), 2, 64},
 };
 
 static int parse_value(gen_opts *o, const char *flag, const char *v) {
@@ -129,31 +113,28 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         *(int32_t *)((char *)o + INT_FLAGS[i].offset) = (int32_t)x;
         return -1;
     }
-    gen_sampling *s = &o->sampling;
+    specdec_generate_params *g = &o->gen;
     if (!strcmp(flag, "-m")) o->model = v, o->model_is_default = false;
     else if (!strcmp(flag, "-md")) o->draft = v;
     else if (!strcmp(flag, "-p")) o->prompt = v;
     else if (!strcmp(flag, "-f")) o->prompt_file = v;
-    else if (!strcmp(flag, "--temp")) { if (!parse_float(v, 0, 100, &s->temp)) return bad("bad value for %s", flag); }
-    else if (!strcmp(flag, "--top-p")) { if (!parse_float(v, 1e-6f, 1, &s->top_p)) return bad("%s needs a number in (0, 1]", flag); }
-    else if (!strcmp(flag, "--min-p")) { if (!parse_float(v, 0, 0.999999f, &s->min_p)) return bad("%s needs a number in [0, 1)", flag); }
+    else if (!strcmp(flag, "--temp")) { if (!parse_float(v, 0, 100, &g->temperature)) return bad("bad value for %s", flag); }
+    else if (!strcmp(flag, "--top-p")) { if (!parse_float(v, 1e-6f, 1, &g->top_p)) return bad("%s needs a number in (0, 1]", flag); }
+    else if (!strcmp(flag, "--min-p")) { if (!parse_float(v, 0, 0.999999f, &g->min_p)) return bad("%s needs a number in [0, 1)", flag); }
     else if (!strcmp(flag, "--top-k")) {
         long x;
         if (!parse_long(v, 0, 1 << 24, &x)) return bad("bad value for %s", flag);
-        s->top_k = (int32_t)x;
+        g->top_k = (int32_t)x;
     } else if (!strcmp(flag, "--seed")) {
         char *end;
         errno = 0;
         unsigned long long x = strtoull(v, &end, 10);
         if (errno || end == v || *end) return bad("bad value for %s", flag);
-        s->seed = x;
+        g->seed = x;
     } else if (!strcmp(flag, "--spec")) {
-        int found = 0;
-        for (gen_spec m = GEN_SPEC_NONE; m <= GEN_SPEC_MTP; m++)
-            if (!strcmp(v, gen_spec_name(m))) o->spec = m, found = 1;
-        if (!found) return bad("--spec must be none, ngram, draft, eagle3, mtp or auto, not '%s'", v);
+        if (!specdec_spec_mode_parse(v, &g->spec)) return bad("--spec must be none, ngram, draft, eagle3, mtp or auto, not '%s'", v);
     } else if (!strcmp(flag, "--hybrid-rollback")) {
-        if (!specdec_rollback_parse(v, &o->rollback))
+        if (!specdec_rollback_parse(v, &g->hybrid_rollback))
             return bad("--hybrid-rollback must be auto, checkpoint, replay, redecode or window, not '%s'", v);
     } else
         return bad("unknown option '%s'", flag);
@@ -173,12 +154,12 @@ static bool takes_value(const char *flag) {
 static int check_combination(const gen_opts *o) {
     if (!o->prompt == !o->prompt_file) return bad("%s", "give the prompt with exactly one of -p TEXT or -f FILE");
     if (o->prompt && !*o->prompt) return bad("%s", "the prompt (-p) is empty");
-    if (o->ngram_min > o->ngram_max) return bad("%s", "--ngram-min must not exceed --ngram-max");
-    if (o->spec == GEN_SPEC_DRAFT && !o->draft && !o->model_is_default)
+    if (o->gen.ngram_min > o->gen.ngram_max) return bad("%s", "--ngram-min must not exceed --ngram-max");
+    if (o->gen.spec == SPECDEC_SPEC_DRAFT && !o->draft && !o->model_is_default)
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
-    if (o->spec == GEN_SPEC_EAGLE3 && !o->draft && !o->model_is_default)
+    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !o->draft && !o->model_is_default)
         return bad("%s", "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
-    if (o->check == 1 && o->sampling.temp > 0 && o->draft_sample)
+    if (o->check == 1 && o->gen.temperature > 0 && o->gen.draft_sample)
         return bad("%s", "--check-lossless at --temp > 0 needs deterministic drafts: drop --draft-sample");
     return -1;
 }
@@ -205,8 +186,8 @@ int gen_parse(int argc, char **argv, gen_opts *o) {
         else if (!strcmp(a, "--no-check")) o->check = 0;
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--chat")) o->chat = true;
-        else if (!strcmp(a, "--fixed-k")) o->fixed_k = true;
-        else if (!strcmp(a, "--draft-sample")) o->draft_sample = true;
+        else if (!strcmp(a, "--fixed-k")) o->gen.fixed_k = true;
+        else if (!strcmp(a, "--draft-sample")) o->gen.draft_sample = true;
         else if (a[0] != '-') return bad("unexpected argument '%s'", a);
         else if (!takes_value(a)) return bad("unknown option '%s'", a);
         else if (i + 1 >= argc) return bad("%s needs a value", a);
