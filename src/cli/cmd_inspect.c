@@ -122,15 +122,15 @@ static void print_str(const char *s, uint64_t len, uint64_t max) {
     if (len > max) printf("...");
 }
 
-static void print_text(const char *path, const gguf_ctx *ctx, const sd_model *hybrid, const sd_err *herr) {
-    summary s = summarize(ctx);
+static void print_text(const char *path, const gguf_ctx *ctx, const summary *s, const sd_model *hybrid,
+                       const sd_err *herr) {
     printf("file: %s\nversion: %u\narchitecture: ", path, gguf_version(ctx));
-    if (s.arch) print_str(s.arch, s.arch_len, 200);
+    if (s->arch) print_str(s->arch, s->arch_len, 200);
     else printf("(none)");
     printf("\nalignment: %u\ndata offset: %" PRIu64 "\ntokenizer: ", gguf_alignment(ctx), gguf_data_offset(ctx));
-    if (s.tok) {
-        print_str(s.tok, s.tok_len, 200);
-        printf(", %" PRIu64 " tokens\n", s.n_tokens);
+    if (s->tok) {
+        print_str(s->tok, s->tok_len, 200);
+        printf(", %" PRIu64 " tokens\n", s->n_tokens);
     } else {
         printf("(none)\n");
     }
@@ -155,7 +155,7 @@ static void print_text(const char *path, const gguf_ctx *ctx, const sd_model *hy
                t->nbytes);
     }
     printf("total: %" PRId64 " tensors, %" PRIu64 " parameters, %" PRIu64 " bytes (%.2f MiB)\n", gguf_n_tensors(ctx),
-           s.params, s.bytes, (double)s.bytes / (1024.0 * 1024.0));
+           s->params, s->bytes, (double)s->bytes / (1024.0 * 1024.0));
     if (hybrid) print_hybrid(hybrid);
     else if (herr->code) printf("layers: the model does not load: %s\n", herr->msg);
 }
@@ -289,18 +289,18 @@ static json_t *jloaded(const loaded *l) {
                      w->file_measured ? json_integer((json_int_t)w->file) : json_null());
 }
 
-static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hybrid, const loaded *l) {
-    summary s = summarize(ctx);
+static int print_json(const char *path, const gguf_ctx *ctx, const summary *s, const sd_model *hybrid,
+                      const loaded *l) {
     json_t *root = json_object(), *kvs = json_array(), *ts = json_array(), *tok = json_null();
     json_object_set_new(root, "file", jstr(path, strlen(path)));
     json_object_set_new(root, "version", json_integer(gguf_version(ctx)));
-    json_object_set_new(root, "architecture", s.arch ? jstr(s.arch, s.arch_len) : json_null());
+    json_object_set_new(root, "architecture", s->arch ? jstr(s->arch, s->arch_len) : json_null());
     json_object_set_new(root, "alignment", json_integer(gguf_alignment(ctx)));
     json_object_set_new(root, "data_offset", json_integer((json_int_t)gguf_data_offset(ctx)));
-    if (s.tok) {
+    if (s->tok) {
         tok = json_object();
-        json_object_set_new(tok, "model", jstr(s.tok, s.tok_len));
-        json_object_set_new(tok, "n_tokens", json_integer((json_int_t)s.n_tokens));
+        json_object_set_new(tok, "model", jstr(s->tok, s->tok_len));
+        json_object_set_new(tok, "n_tokens", json_integer((json_int_t)s->n_tokens));
     }
     json_object_set_new(root, "tokenizer", tok);
     for (int64_t i = 0; i < gguf_n_kv(ctx); i++) json_array_append_new(kvs, jkv(ctx, i));
@@ -309,8 +309,8 @@ static int print_json(const char *path, const gguf_ctx *ctx, const sd_model *hyb
     json_object_set_new(root, "tensors", ts);
     json_t *total = json_object();
     json_object_set_new(total, "tensors", json_integer(gguf_n_tensors(ctx)));
-    json_object_set_new(total, "parameters", json_integer((json_int_t)s.params));
-    json_object_set_new(total, "bytes", json_integer((json_int_t)s.bytes));
+    json_object_set_new(total, "parameters", json_integer((json_int_t)s->params));
+    json_object_set_new(total, "bytes", json_integer((json_int_t)s->bytes));
     json_object_set_new(root, "total", total);
     if (hybrid) json_object_set_new(root, "hybrid", jhybrid(hybrid));
     if (l) json_object_set_new(root, "loaded", jloaded(l));
@@ -357,9 +357,9 @@ int cmd_inspect(int argc, char **argv) {
     const bool hyb = load && is_hybrid(&s);
     const sd_model *hybrid = hyb ? l.m : NULL;
     const sd_err none = {0}, *herr = hyb && !l.ok ? &l.err : &none;
-    if (json) rc = print_json(path, ctx, hybrid, load ? &l : NULL);
+    if (json) rc = print_json(path, ctx, &s, hybrid, load ? &l : NULL);
     else {
-        print_text(path, ctx, hybrid, herr);
+        print_text(path, ctx, &s, hybrid, herr);
         if (load) print_loaded(&l);
     }
     sd_model_free(l.m);
