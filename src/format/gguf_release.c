@@ -23,6 +23,16 @@ static uint64_t t_begin(const gguf_ctx *ctx, int64_t i) { return ctx->data_offse
 static uint64_t t_end(const gguf_ctx *ctx, int64_t i) { return t_begin(ctx, i) + ctx->tensors[i].nbytes; }
 static bool t_done(const gguf_ctx *ctx, int64_t i) { return ctx->t_released[i] == ctx->tensors[i].nbytes; }
 
+/* Where the released bytes that start at the tensor of file-order rank k
+ * end: past every wholly released tensor from there on (and the padding
+ * between them), at the released prefix of the first that is not, or at the
+ * file's end. */
+static uint64_t released_end(const gguf_ctx *ctx, int64_t k) {
+    const int64_t *ord = ctx->t_by_offset;
+    while (k < ctx->n_tensors && t_done(ctx, ord[k])) k++;
+    return k < ctx->n_tensors ? t_begin(ctx, ord[k]) + ctx->t_released[ord[k]] : ctx->size;
+}
+
 /* The released bytes [*lo, *hi) of the file around tensor i: its released
  * prefix, and if it is wholly released, the released neighbours and padding. */
 static void released_span(const gguf_ctx *ctx, int64_t i, uint64_t *lo, uint64_t *hi) {
@@ -30,13 +40,7 @@ static void released_span(const gguf_ctx *ctx, int64_t i, uint64_t *lo, uint64_t
     int64_t k = ctx->t_rank[i];
     while (k > 0 && t_done(ctx, ord[k - 1])) k--;
     *lo = k > 0 ? t_end(ctx, ord[k - 1]) : ctx->header_released ? 0 : ctx->data_offset;
-    if (!t_done(ctx, i)) {
-        *hi = t_begin(ctx, i) + ctx->t_released[i];
-        return;
-    }
-    k = ctx->t_rank[i];
-    while (k + 1 < ctx->n_tensors && t_done(ctx, ord[k + 1])) k++;
-    *hi = k + 1 < ctx->n_tensors ? t_begin(ctx, ord[k + 1]) + ctx->t_released[ord[k + 1]] : ctx->size;
+    *hi = released_end(ctx, ctx->t_rank[i]);
 }
 
 void gguf_release(gguf_ctx *ctx, const gguf_tensor_info *t, uint64_t prefix) {
@@ -59,11 +63,8 @@ void gguf_release_header(gguf_ctx *ctx) {
     ctx->header_released = 1;
     if (!ctx->mapped) return;
     /* [0, hi): the header, and the released tensors (and padding) after it */
-    uint64_t hi = ctx->data_offset, page = sd_page_size();
-    const int64_t *ord = ctx->t_by_offset;
-    int64_t k = 0;
-    while (k < ctx->n_tensors && t_done(ctx, ord[k])) k++;
-    if (ctx->n_tensors > 0) hi = k < ctx->n_tensors ? t_begin(ctx, ord[k]) + ctx->t_released[ord[k]] : ctx->size;
+    const uint64_t page = sd_page_size();
+    uint64_t hi = ctx->n_tensors > 0 ? released_end(ctx, 0) : ctx->data_offset;
     hi = hi / page * page;
     if (hi > 0) (void)madvise((void *)ctx->base, (size_t)hi, MADV_DONTNEED);
 }
