@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/resident.h"
 #include "format/gguf.h"
+#include "support/pagemap.h"
 
 #define NA (3 * 4096 + 1000) /* f32 elements of A: ~12 pages */
 #define NB 25                /* B: 100 bytes */
@@ -32,20 +32,24 @@ static float *filled(size_t n, float base) {
     return v;
 }
 
-/* Resident bytes of the whole pages inside [p, p + n). */
-static uint64_t inner_resident(const void *p, size_t n) {
-    size_t page = sd_page_size();
-    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + n) / page * page;
-    uint64_t r = 0;
-    if (b > a) assert_true(sd_resident_bytes((const void *)a, b - a, &r));
-    return r;
-}
-
 /* Resident bytes of the pages overlapping [p, p + n). */
 static uint64_t outer_resident(const void *p, size_t n) {
     uint64_t r = 0;
     assert_true(sd_resident_bytes(p, n, &r));
     return r;
+}
+
+/* Writes w (then freed) as dir/name into a fresh directory dir (a
+ * "/tmp/sd_release_XXXXXX" template), and opens it. */
+static gguf_ctx *write_and_open(gguf_writer *w, char *dir, char *path, size_t cap, const char *name) {
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, cap, "%s/%s", dir, name);
+    sd_err e = {0};
+    assert_int_equal(gguf_writer_write(w, path, &e), SD_OK);
+    gguf_writer_free(w);
+    gguf_ctx *ctx = NULL;
+    if (gguf_open(path, &ctx, &e)) fail_msg("%s", e.msg);
+    return ctx;
 }
 
 static uint64_t touch(const gguf_tensor_info *t) {
@@ -56,25 +60,18 @@ static uint64_t touch(const gguf_tensor_info *t) {
 
 static void test_release_file(void **state) {
     (void)state;
-    uint64_t probe = 0;
-    if (!sd_resident_bytes(&probe, sizeof probe, &probe)) {
+    if (!pagemap_readable()) {
         printf("/proc/self/pagemap unreadable: not tested\n");
         skip();
     }
     char dir[] = "/tmp/sd_release_XXXXXX", path[256];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/r.gguf", dir);
     float *a = filled(NA, 1.0f), *b = filled(NB, -7.0f), *c = filled(NC, 0.5f);
     gguf_writer *w = gguf_writer_init();
     int64_t na = NA, nb = NB, nc = NC;
     assert_int_equal(gguf_writer_add_tensor(w, "a", GGML_TYPE_F32, 1, &na, a, NA * 4), SD_OK);
     assert_int_equal(gguf_writer_add_tensor(w, "b", GGML_TYPE_F32, 1, &nb, b, NB * 4), SD_OK);
     assert_int_equal(gguf_writer_add_tensor(w, "c", GGML_TYPE_F32, 1, &nc, c, NC * 4), SD_OK);
-    sd_err e = {0};
-    assert_int_equal(gguf_writer_write(w, path, &e), SD_OK);
-    gguf_writer_free(w);
-    gguf_ctx *ctx = NULL;
-    if (gguf_open(path, &ctx, &e)) fail_msg("%s", e.msg);
+    gguf_ctx *ctx = write_and_open(w, dir, path, sizeof path, "r.gguf");
     const gguf_tensor_info *ta = gguf_find_tensor(ctx, "a"), *tb = gguf_find_tensor(ctx, "b"),
                            *tc = gguf_find_tensor(ctx, "c");
     touch(ta), touch(tb), touch(tc);
@@ -123,14 +120,11 @@ static void test_release_file(void **state) {
 
 static void test_release_header(void **state) {
     (void)state;
-    uint64_t probe = 0;
-    if (!sd_resident_bytes(&probe, sizeof probe, &probe)) {
+    if (!pagemap_readable()) {
         printf("/proc/self/pagemap unreadable: not tested\n");
         skip();
     }
     char dir[] = "/tmp/sd_release_XXXXXX", path[256];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/h.gguf", dir);
     enum { NS = 40000 };
     char *text = malloc(NS);
     assert_non_null(text);
@@ -140,11 +134,7 @@ static void test_release_header(void **state) {
     int64_t na = NA;
     assert_int_equal(gguf_writer_set_str(w, "big.text", text, NS), SD_OK);
     assert_int_equal(gguf_writer_add_tensor(w, "a", GGML_TYPE_F32, 1, &na, a, NA * 4), SD_OK);
-    sd_err e = {0};
-    assert_int_equal(gguf_writer_write(w, path, &e), SD_OK);
-    gguf_writer_free(w);
-    gguf_ctx *ctx = NULL;
-    if (gguf_open(path, &ctx, &e)) fail_msg("%s", e.msg);
+    gguf_ctx *ctx = write_and_open(w, dir, path, sizeof path, "h.gguf");
     const gguf_tensor_info *ta = gguf_find_tensor(ctx, "a");
     const char *s;
     uint64_t len;

@@ -15,23 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/resident.h"
 #include "model/model.h"
 #include "numerics/quant.h"
+#include "support/pagemap.h"
 
 #define FIXTURE "models/fixture-target.gguf"
 
-static uint64_t inner_resident(const void *p, size_t n) {
-    size_t page = sd_page_size();
-    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + n) / page * page;
-    uint64_t r = 0;
-    if (b > a) assert_true(sd_resident_bytes((const void *)a, b - a, &r));
-    return r;
-}
-
 static sd_model *load_fixture(void) {
-    uint64_t probe = 0;
-    if (access(FIXTURE, R_OK) != 0 || !sd_resident_bytes(&probe, sizeof probe, &probe)) {
+    if (access(FIXTURE, R_OK) != 0 || !pagemap_readable()) {
         printf("fixture or /proc/self/pagemap missing: not tested\n");
         return NULL;
     }
