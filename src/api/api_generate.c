@@ -351,7 +351,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
         st = sd_spec_generate(&c->tlm, r->has_drafter ? &r->drafter : NULL, prompt, n_prompt, &p, NULL, r, out,
                               &n_out, &r->ist, err);
         if (st == SD_OK) sd_api_stream_finish(&r->stream);
-        if (st == SD_OK && r->stream.oom) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+        if (st == SD_OK && r->stream.text.oom) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK) {
         r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict);

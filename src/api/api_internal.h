@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "core/status.h"
+#include "core/strbuf.h"
 #include "decode/lm.h"
 #include "decode/lm_hybrid.h"
 #include "model/model.h"
@@ -60,8 +61,7 @@ typedef struct sd_api_stream {
     sd_detok dt;
     const char *const *stop;
     int32_t n_stop;
-    char *buf;       /* text not delivered yet */
-    size_t len, cap;
+    sd_strbuf text;  /* text not delivered yet; text.oom: it could not be held (generate fails with NOMEM) */
     char *piece;     /* one token's bytes: sd_detok_cap */
     size_t piece_cap;
     int32_t n_tokens, n_drafted; /* tokens behind the undelivered text */
@@ -70,7 +70,6 @@ typedef struct sd_api_stream {
     void *user;
     const specdec_stats *stats;  /* running counters shown to the callback */
     bool cancelled;              /* the callback returned false */
-    bool oom;                    /* the text could not be held: generate fails with SD_ERR_NOMEM */
 } sd_api_stream;
 
 sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const char *const *stop, int32_t n_stop,

@@ -15,9 +15,7 @@ sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const ch
                          .stats = stats, .piece_cap = sd_detok_cap(tok)};
     sd_detok_init(&s->dt);
     s->piece = malloc(s->piece_cap);
-    s->cap = s->piece_cap + 64;
-    s->buf = malloc(s->cap + 1);
-    if (!s->piece || !s->buf) {
+    if (!s->piece) {
         sd_api_stream_free(s);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     }
@@ -26,46 +24,32 @@ sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const ch
 
 void sd_api_stream_free(sd_api_stream *s) {
     free(s->piece);
-    free(s->buf);
-    s->piece = s->buf = NULL;
+    s->piece = NULL;
+    sd_strbuf_free(&s->text);
 }
 
-/* Hands buf[0..n) to the callback and drops it from buf. */
+/* Hands text[0..n) to the callback (NUL-terminated there for it) and
+ * drops it from text. */
 static void deliver(sd_api_stream *s, size_t n) {
     if (n == 0) return;
-    char saved = s->buf[n];
-    s->buf[n] = 0;
-    specdec_piece p = {.text = s->buf, .len = n, .n_tokens = s->n_tokens, .n_drafted = s->n_drafted,
-                       .stats = s->stats};
+    char *t = s->text.s, saved = t[n];
+    t[n] = 0;
+    specdec_piece p = {.text = t, .len = n, .n_tokens = s->n_tokens, .n_drafted = s->n_drafted, .stats = s->stats};
     bool go_on = !s->cb || s->cb(&p, s->user);
-    s->buf[n] = saved;
-    memmove(s->buf, s->buf + n, s->len - n);
-    s->len -= n;
+    t[n] = saved;
+    sd_strbuf_consume(&s->text, n);
     s->n_tokens = s->n_drafted = 0;
     if (!go_on) s->cancelled = true;
 }
 
-static bool append(sd_api_stream *s, const char *b, size_t n) {
-    if (s->len + n > s->cap) {
-        size_t cap = 2 * (s->len + n);
-        char *t = realloc(s->buf, cap + 1);
-        if (!t) return false;
-        s->buf = t;
-        s->cap = cap;
-    }
-    memcpy(s->buf + s->len, b, n);
-    s->len += n;
-    return true;
-}
-
-/* The earliest full match of any stop string in buf: its offset, and which
+/* The earliest full match of any stop string in text: its offset, and which
  * string in *which; -1 if none. */
 static long first_match(const sd_api_stream *s, int32_t *which) {
     long best = -1;
     for (int32_t i = 0; i < s->n_stop; i++) {
         size_t m = strlen(s->stop[i]);
-        for (size_t at = 0; at + m <= s->len && (best < 0 || (long)at < best); at++)
-            if (!memcmp(s->buf + at, s->stop[i], m)) {
+        for (size_t at = 0; at + m <= s->text.len && (best < 0 || (long)at < best); at++)
+            if (!memcmp(s->text.s + at, s->stop[i], m)) {
                 best = (long)at;
                 *which = i;
                 break;
@@ -74,13 +58,13 @@ static long first_match(const sd_api_stream *s, int32_t *which) {
     return best;
 }
 
-/* The longest tail of buf that is a proper prefix of some stop string. */
+/* The longest tail of text that is a proper prefix of some stop string. */
 static size_t held_tail(const sd_api_stream *s) {
     size_t hold = 0;
     for (int32_t i = 0; i < s->n_stop; i++) {
         size_t m = strlen(s->stop[i]);
-        for (size_t k = m - 1 < s->len ? m - 1 : s->len; k > hold; k--)
-            if (!memcmp(s->buf + s->len - k, s->stop[i], k)) {
+        for (size_t k = m - 1 < s->text.len ? m - 1 : s->text.len; k > hold; k--)
+            if (!memcmp(s->text.s + s->text.len - k, s->stop[i], k)) {
                 hold = k;
                 break;
             }
@@ -89,7 +73,7 @@ static size_t held_tail(const sd_api_stream *s) {
 }
 
 /* Delivers up to a stop string's match and returns true; else delivers
- * buf[0..n) and returns false. */
+ * text[0..n) and returns false. */
 static bool stop_or_deliver(sd_api_stream *s, size_t n) {
     int32_t which = -1;
     long at = first_match(s, &which);
@@ -103,24 +87,19 @@ static bool stop_or_deliver(sd_api_stream *s, size_t n) {
 }
 
 bool sd_api_stream_push(sd_api_stream *s, int32_t token, bool from_draft) {
-    if (s->cancelled || s->oom || s->stop_index >= 0) return false;
+    if (s->cancelled || s->text.oom || s->stop_index >= 0) return false;
     size_t n = sd_detok_push(&s->dt, s->tok, token, s->piece, s->piece_cap);
     s->n_tokens++;
     s->n_drafted += from_draft;
-    if (!append(s, s->piece, n)) {
-        s->oom = true; /* end the stream rather than drop text */
-        return false;
-    }
-    return !stop_or_deliver(s, s->len - held_tail(s)) && !s->cancelled;
+    sd_strbuf_add(&s->text, s->piece, n);
+    if (s->text.oom) return false; /* end the stream rather than drop text */
+    return !stop_or_deliver(s, s->text.len - held_tail(s)) && !s->cancelled;
 }
 
 void sd_api_stream_finish(sd_api_stream *s) {
-    if (s->cancelled || s->oom || s->stop_index >= 0) return;
+    if (s->cancelled || s->text.oom || s->stop_index >= 0) return;
     char tail[16];
     size_t n = sd_detok_flush(&s->dt, tail, sizeof tail);
-    if (!append(s, tail, n)) {
-        s->oom = true;
-        return;
-    }
-    stop_or_deliver(s, s->len);
+    sd_strbuf_add(&s->text, tail, n);
+    if (!s->text.oom) stop_or_deliver(s, s->text.len);
 }
