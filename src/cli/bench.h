@@ -29,16 +29,23 @@
 #define BENCH_MAX_K 16      /* K sweep 1..16 */
 #define BENCH_MAX_ALPHAS 8
 #define BENCH_N_DRAFTERS 4  /* ngram, draft, auto, eagle3 */
+#define BENCH_MAX_WINDOWS 4 /* S values of the window sweep */
+#define BENCH_MAX_KS 8      /* K values of the window sweep */
+#define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
 
 typedef struct bench_opts {
     const char *target, *draft, *prompts_dir, *json, *plot;
     const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
-    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback;
+    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate;
     bool drafters[BENCH_N_DRAFTERS]; /* which of ngram, draft, auto the class table runs */
     double alphas[BENCH_MAX_ALPHAS];
     int n_alphas;
+    /* the window table: S values, K values (pairs with K < S run) and the oracle's α */
+    int windows[BENCH_MAX_WINDOWS], n_windows;
+    int ks[BENCH_MAX_KS], n_ks;
+    double window_alpha;
     uint64_t seed;
 } bench_opts;
 
@@ -123,6 +130,26 @@ typedef struct bench_rb_row {
     int lossless_ok, lossless_n;
 } bench_rb_row;
 
+/* One (S, K) of the window discipline's sweep (hybrid targets). */
+typedef struct bench_win_row {
+    int S, k;
+    double ms_per_tok, tok_s, speedup, acc_per_round;
+    double fwd_per_round;     /* target forwards per verify round: re-anchors and forced plain steps included */
+    double rb_ms_per_round;   /* snapshots, restores and re-anchor forwards, per round */
+    int lossless_ok, lossless_n;
+} bench_win_row;
+
+/* One drafter of the gate table: speculation with the decode defaults
+ * (adaptive K, hit-rate gate on) where drafts are (almost) never accepted. */
+typedef struct bench_gate_row {
+    const char *drafter;
+    bool present;
+    double tok_s, speedup, alpha;
+    double rounds, drafted, probes, closed_steps; /* per run (means) */
+    double rb_ms;                                 /* target rollback ms per run (mean) */
+    int lossless_ok, lossless_n;
+} bench_gate_row;
+
 typedef struct bench_results {
     bench_prompt_row *rows;  /* [n_prompts] */
     int n_rows;
@@ -137,6 +164,12 @@ typedef struct bench_results {
     bench_rb_row rb[SD_ROLLBACK_N * BENCH_MAX_ALPHAS];
     int n_rb;
     double rb_greedy_tok_s;
+    bench_win_row win[BENCH_MAX_WINDOWS * BENCH_MAX_KS];
+    int n_win;
+    double win_greedy_tok_s;
+    bench_gate_row gate[BENCH_N_GATE];
+    double gate_greedy_tok_s;
+    bool gate_present;
 } bench_results;
 
 extern const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS];
@@ -186,6 +219,15 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err);
  * the synthetic α's (oracle drafter, K = -k): speedup, forwards per round,
  * rollback ms and bytes per round. Nothing for a dense target. */
 sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err);
+/* bench_rollback.c: the window discipline's S/K sweep (DESIGN.md §4, §8): for
+ * each S of o->windows and K of o->ks with K < S, the oracle at
+ * o->window_alpha with fixed K, alternated rep by rep with greedy: ms per
+ * token, forwards per round, LOSSLESS. Nothing for a dense target. */
+sd_status bench_window(bench_env *e, bench_results *r, sd_err *err);
+/* bench_gate.c: speculation at α ≈ 0 with the decode defaults (gate on)
+ * against greedy, alternated: the oracle at α = 0, the same paying the draft
+ * model's time (with -md), and the draft model itself (with -md). */
+sd_status bench_gate(bench_env *e, bench_results *r, sd_err *err);
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* bench_report.c */

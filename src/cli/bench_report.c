@@ -116,7 +116,7 @@ static void md_rollback(const bench_env *e, const bench_results *r) {
     const int k = bench_oracle_k(e->o);
     printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
     printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s. "
-           "forwards/round counts a redecode's second forward and window's re-anchors (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
+           "forwards/round counts a redecode's second forward, window's re-anchors and the plain steps its full tail forces (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
            "(snapshots, restores, replays, checkpoint copies); MB held = snapshot + capture ring (%d positions).\n\n",
            r->rb_greedy_tok_s, BENCH_MAX_K + 1);
     printf("| discipline | α | accepted/round | forwards/round | rollback ms/round | MB moved/round | MB held |"
@@ -131,6 +131,41 @@ static void md_rollback(const bench_env *e, const bench_results *r) {
     printf("\n");
 }
 
+static void md_window(const bench_env *e, const bench_results *r) {
+    printf("## Window discipline S/K sweep (oracle drafter, α = %.2f, fixed K, prompt `%s`)\n\n", e->o->window_alpha,
+           e->prompts[0].name);
+    printf("Every round feeds exactly S tokens: the committed tail since the anchor, a0, up to K drafts (cut to fit "
+           "S), pad (DESIGN.md §4). forwards/round counts the re-anchors and the plain steps a full tail forces; "
+           "rollback ms/round = snapshots, restores and re-anchors. greedy %.2f tok/s (%.2f ms/token).\n\n",
+           r->win_greedy_tok_s, 1e3 / r->win_greedy_tok_s);
+    printf("| S | K | ms/token | accepted/round | forwards/round | rollback ms/round | speedup | LOSSLESS |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < r->n_win; i++) {
+        const bench_win_row *w = &r->win[i];
+        printf("| %d | %d | %.2f | %.2f | %.3f | %.3f | %.2f× | %d/%d |\n", w->S, w->k, w->ms_per_tok, w->acc_per_round,
+               w->fwd_per_round, w->rb_ms_per_round, w->speedup, w->lossless_ok, w->lossless_n);
+    }
+    printf("\n");
+}
+
+static void md_gate(const bench_env *e, const bench_results *r) {
+    printf("## Gated speculation at α ≈ 0 (decode defaults: adaptive K up to %d, gate on; prompt `%s`)\n\n", e->o->k,
+           e->prompts[0].name);
+    printf("Per run means of verify rounds, drafted tokens, shadow probes, plain steps with the gate closed and the "
+           "target's rollback time; greedy %.2f tok/s.\n\n", r->gate_greedy_tok_s);
+    printf("| drafter | spec tok/s | speedup | α | rounds | drafted | probes | gate-closed steps | rollback ms |"
+           " LOSSLESS |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < BENCH_N_GATE; i++) {
+        const bench_gate_row *g = &r->gate[i];
+        if (!g->present) continue;
+        printf("| %s | %.2f | %.3f× | %.3f | %.1f | %.1f | %.1f | %.1f | %.2f | %d/%d |\n", g->drafter, g->tok_s,
+               g->speedup, g->alpha, g->rounds, g->drafted, g->probes, g->closed_steps, g->rb_ms, g->lossless_ok,
+               g->lossless_n);
+    }
+    printf("\n");
+}
+
 void bench_print_markdown(const bench_env *e, const bench_results *r) {
     md_header(e);
     if (r->n_rows) md_classes(e, r);
@@ -138,6 +173,8 @@ void bench_print_markdown(const bench_env *e, const bench_results *r) {
     if (r->n_k) md_ksweep(e, r);
     if (r->n_oracle) md_oracle(e, r);
     if (r->n_rb) md_rollback(e, r);
+    if (r->n_win) md_window(e, r);
+    if (r->gate_present) md_gate(e, r);
     fflush(stdout);
 }
 
@@ -211,6 +248,37 @@ static json_t *json_oracle(const bench_env *e, const bench_results *r) {
                      num(r->oracle_greedy_tok_s), "rows", arr);
 }
 
+static json_t *json_window(const bench_env *e, const bench_results *r) {
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_win; i++) {
+        const bench_win_row *w = &r->win[i];
+        json_array_append_new(arr, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "S", w->S, "K", w->k,
+                                             "ms_per_token", num(w->ms_per_tok), "tok_s", num(w->tok_s),
+                                             "accepted_per_round", num(w->acc_per_round), "forwards_per_round",
+                                             num(w->fwd_per_round), "rollback_ms_per_round", num(w->rb_ms_per_round),
+                                             "speedup", num(w->speedup), "lossless_ok", w->lossless_ok,
+                                             "lossless_n", w->lossless_n));
+    }
+    return json_pack("{s:s,s:o,s:o,s:o}", "prompt", e->prompts[0].name, "alpha", num(e->o->window_alpha),
+                     "greedy_tok_s", num(r->win_greedy_tok_s), "rows", arr);
+}
+
+static json_t *json_gate(const bench_env *e, const bench_results *r) {
+    json_t *arr = json_array();
+    for (int i = 0; i < BENCH_N_GATE; i++) {
+        const bench_gate_row *g = &r->gate[i];
+        if (!g->present) continue;
+        json_array_append_new(arr, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i,s:i}", "drafter", g->drafter,
+                                             "tok_s", num(g->tok_s), "speedup", num(g->speedup), "alpha", num(g->alpha),
+                                             "rounds", num(g->rounds), "drafted", num(g->drafted), "probes",
+                                             num(g->probes), "gate_closed_steps", num(g->closed_steps), "rollback_ms",
+                                             num(g->rb_ms), "lossless_ok", g->lossless_ok, "lossless_n",
+                                             g->lossless_n));
+    }
+    return json_pack("{s:s,s:i,s:o,s:o}", "prompt", e->prompts[0].name, "K", e->o->k, "greedy_tok_s",
+                     num(r->gate_greedy_tok_s), "rows", arr);
+}
+
 sd_status bench_write_json(const bench_env *e, const bench_results *r, const char *path, sd_err *err) {
     const bench_opts *o = e->o;
     json_t *root = json_pack("{s:s,s:s?,s:s,s:i,s:i,s:i,s:i,s:I,s:I}", "target", o->target, "draft", o->draft,
@@ -236,6 +304,8 @@ sd_status bench_write_json(const bench_env *e, const bench_results *r, const cha
         }
         json_object_set_new(root, "rollback", arr);
     }
+    if (r->n_win) json_object_set_new(root, "window", json_window(e, r));
+    if (r->gate_present) json_object_set_new(root, "gate", json_gate(e, r));
     int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc ? sd_err_set(err, SD_ERR_IO, "%s: cannot write JSON", path) : SD_OK;

@@ -1,10 +1,12 @@
-/* specdec bench, the rollback table (issue 12, DESIGN.md §4): on a hybrid
+/* specdec bench, the rollback tables (issue 12, DESIGN.md §4): on a hybrid
  * target, each rollback discipline (checkpoint, replay, redecode, window
  * with S = K + 1) runs the
  * oracle drafter at every synthetic α, alternated rep by rep with a plain
  * greedy run, and reports its speedup over that greedy, target forwards per
- * verify round (a redecode's second forward counts), the time and the
- * recurrent-state bytes its rollbacks cost per round, and the bytes it holds. */
+ * verify round (a redecode's second forward counts, and window's re-anchors
+ * and the plain steps it forces), the time and the recurrent-state bytes its
+ * rollbacks cost per round, and the bytes it holds. The window table sweeps
+ * window's S and K the same way at one α (the source's S/K sweep). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +19,15 @@
 typedef struct rb_acc {
     double tok_s[64];
     int n, ok;
-    int64_t rounds, accepted, redecodes;
+    int64_t rounds, accepted, redecodes, anchor_steps;
     double rb_s;
     uint64_t moved;
 } rb_acc;
 
-/* Switches the target's (and a hybrid draft's) discipline. */
-static sd_status use_discipline(bench_env *e, sd_rollback d, sd_err *err) {
-    const int k = bench_oracle_k(e->o);
-    const int32_t n = d == SD_ROLLBACK_WINDOW ? k + 1 : BENCH_MAX_K + 1; /* window: S = K + 1 */
+/* Switches the target's (and a hybrid draft's) discipline; window's S =
+ * window, else a ring for the largest K. */
+static sd_status use_discipline(bench_env *e, sd_rollback d, int32_t window, sd_err *err) {
+    const int32_t n = d == SD_ROLLBACK_WINDOW ? window : BENCH_MAX_K + 1;
     sd_status st = sd_lm_hybrid_configure(e->th, d, n, err);
     if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, n, err);
     return st;
@@ -46,10 +48,9 @@ static sd_status greedy_once(bench_env *e, int32_t **ref, int32_t *n_ref, double
     return SD_OK;
 }
 
-/* One oracle run at alpha with the current discipline, into a. */
-static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, double alpha, uint64_t seed, rb_acc *a,
-                             sd_err *err) {
-    const int k = bench_oracle_k(e->o);
+/* One oracle run at alpha with fixed K = k and the current discipline, into a. */
+static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, int k, double alpha, uint64_t seed,
+                             rb_acc *a, sd_err *err) {
     sd_spec_params sp = bench_params(e->o, k, false, false);
     sd_drafter dr;
     sd_status st = sd_drafter_oracle_init(&dr, ref, n_ref, e->prompts[0].n_ids, alpha, e->tm->hp.n_vocab, seed, err);
@@ -65,6 +66,7 @@ static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, do
     a->rounds += run.st.rounds;
     a->accepted += run.st.accepted;
     a->redecodes += e->th->st.redecodes;
+    a->anchor_steps += e->th->st.anchor_steps;
     a->rb_s += e->th->st.rollback_s;
     a->moved += e->th->st.bytes_moved;
     return SD_OK;
@@ -77,7 +79,7 @@ static void fill_row(bench_env *e, sd_rollback d, double alpha, rb_acc *a, doubl
         .alpha = alpha,
         .tok_s = bench_median(a->tok_s, a->n < 64 ? a->n : 64),
         .acc_per_round = (double)a->accepted / rounds,
-        .fwd_per_round = ((double)a->rounds + (double)a->redecodes) / rounds,
+        .fwd_per_round = ((double)a->rounds + (double)a->redecodes + (double)a->anchor_steps) / rounds,
         .rb_ms_per_round = a->rb_s * 1e3 / rounds,
         .mb_moved_per_round = (double)a->moved / 1e6 / rounds,
         .mb_held = ((double)sd_context_state_bytes(e->tc) +
@@ -101,20 +103,59 @@ sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err) {
         bench_progress("rollback: greedy rep %d/%d", rep + 1, reps);
         st = greedy_once(e, &ref, &n_ref, &g_tok[rep], err);
         for (int d = 0; !st && d < SD_ROLLBACK_N; d++) {
-            st = use_discipline(e, (sd_rollback)d, err);
+            st = use_discipline(e, (sd_rollback)d, bench_oracle_k(o) + 1, err); /* window: S = K + 1 */
             for (int a = 0; !st && a < o->n_alphas; a++) {
                 bench_progress("rollback: %s α=%.2f rep %d/%d", sd_rollback_name((sd_rollback)d), o->alphas[a],
                                rep + 1, reps);
-                st = oracle_once(e, ref, n_ref, o->alphas[a], o->seed + (uint64_t)rep, &acc[d][a], err);
+                st = oracle_once(e, ref, n_ref, bench_oracle_k(o), o->alphas[a], o->seed + (uint64_t)rep, &acc[d][a],
+                                 err);
             }
         }
     }
-    if (!st) st = use_discipline(e, SD_ROLLBACK_REPLAY, err);
+    if (!st) st = use_discipline(e, SD_ROLLBACK_REPLAY, 0, err);
     free(ref);
     if (st) return st;
     r->rb_greedy_tok_s = bench_median(g_tok, reps);
     for (int d = 0; d < SD_ROLLBACK_N; d++)
         for (int a = 0; a < o->n_alphas; a++)
             fill_row(e, (sd_rollback)d, o->alphas[a], &acc[d][a], r->rb_greedy_tok_s, &r->rb[r->n_rb++]);
+    return SD_OK;
+}
+
+sd_status bench_window(bench_env *e, bench_results *r, sd_err *err) {
+    if (!e->th) return SD_OK;
+    const bench_opts *o = e->o;
+    const int reps = o->reps > 64 ? 64 : o->reps;
+    int32_t *ref = NULL, n_ref = 0;
+    double g_tok[64];
+    rb_acc acc[BENCH_MAX_WINDOWS][BENCH_MAX_KS];
+    memset(acc, 0, sizeof acc);
+    sd_status st = SD_OK;
+    for (int rep = 0; !st && rep < reps; rep++) {
+        bench_progress("window: greedy rep %d/%d", rep + 1, reps);
+        st = greedy_once(e, &ref, &n_ref, &g_tok[rep], err);
+        for (int w = 0; !st && w < o->n_windows; w++) {
+            st = use_discipline(e, SD_ROLLBACK_WINDOW, o->windows[w], err);
+            for (int k = 0; !st && k < o->n_ks; k++) {
+                if (o->ks[k] >= o->windows[w]) continue;
+                bench_progress("window: S=%d K=%d rep %d/%d", o->windows[w], o->ks[k], rep + 1, reps);
+                st = oracle_once(e, ref, n_ref, o->ks[k], o->window_alpha, o->seed + (uint64_t)rep, &acc[w][k], err);
+            }
+        }
+    }
+    if (!st) st = use_discipline(e, SD_ROLLBACK_REPLAY, 0, err);
+    free(ref);
+    if (st) return st;
+    r->win_greedy_tok_s = bench_median(g_tok, reps);
+    for (int w = 0; w < o->n_windows; w++)
+        for (int k = 0; k < o->n_ks; k++) {
+            if (o->ks[k] >= o->windows[w]) continue;
+            bench_rb_row rb;
+            fill_row(e, SD_ROLLBACK_WINDOW, o->window_alpha, &acc[w][k], r->win_greedy_tok_s, &rb);
+            r->win[r->n_win++] = (bench_win_row){
+                .S = o->windows[w], .k = o->ks[k], .ms_per_tok = 1e3 / rb.tok_s, .tok_s = rb.tok_s,
+                .speedup = rb.speedup, .acc_per_round = rb.acc_per_round, .fwd_per_round = rb.fwd_per_round,
+                .rb_ms_per_round = rb.rb_ms_per_round, .lossless_ok = rb.lossless_ok, .lossless_n = rb.lossless_n};
+        }
     return SD_OK;
 }

@@ -30,8 +30,14 @@ static void usage(FILE *f) {
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
         "  -t T             threads (default 2)\n"
         "  -k K             draft tokens per round (default 8)\n"
-        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback (default all; rollback: hybrid\n"
-        "                   targets only, each rollback discipline at the --alphas)\n"
+        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate (default\n"
+        "                   classes,cv,ksweep,oracle,rollback). rollback: hybrid targets only, each\n"
+        "                   rollback discipline at the --alphas; window: hybrid targets only, the window\n"
+        "                   discipline's S/K sweep (--windows x --ks, K < S) at --window-alpha; gate:\n"
+        "                   speculation at α = 0 with the decode defaults (gate on) against greedy\n"
+        "  --windows LIST   window sizes S of the window table, 2..64 (default 9,13,17)\n"
+        "  --ks LIST        draft lengths K of the window table, 1..16 (default 4,6,8,12,16)\n"
+        "  --window-alpha A the oracle's α in the window table (default 0.7)\n"
         "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3, or none (default all)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
@@ -48,7 +54,7 @@ static int usage_error(const char *msg, const char *arg) {
 }
 
 static bool parse_tables(bench_opts *o, const char *list) {
-    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = false;
+    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = o->t_window = o->t_gate = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -57,6 +63,8 @@ static bool parse_tables(bench_opts *o, const char *list) {
         else if (!strcmp(tok, "ksweep")) o->t_ksweep = true;
         else if (!strcmp(tok, "oracle")) o->t_oracle = true;
         else if (!strcmp(tok, "rollback")) o->t_rollback = true;
+        else if (!strcmp(tok, "window")) o->t_window = true;
+        else if (!strcmp(tok, "gate")) o->t_gate = true;
         else return false;
     }
     return true;
@@ -76,16 +84,19 @@ static bool parse_drafters(bench_opts *o, const char *list) {
     return true;
 }
 
+/* One acceptance rate in [0, 1]. */
+static bool parse_alpha(const char *s, double *a) {
+    char *end;
+    *a = strtod(s, &end);
+    return *s && !*end && *a >= 0 && *a <= 1;
+}
+
 static bool parse_alphas(bench_opts *o, const char *list) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", list);
     o->n_alphas = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        double a = strtod(tok, &end);
-        if (*end || !(a >= 0 && a <= 1) || o->n_alphas == BENCH_MAX_ALPHAS) return false;
-        o->alphas[o->n_alphas++] = a;
-    }
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+        if (o->n_alphas == BENCH_MAX_ALPHAS || !parse_alpha(tok, &o->alphas[o->n_alphas++])) return false;
     return o->n_alphas > 0;
 }
 
@@ -95,6 +106,16 @@ static bool parse_int(const char *s, int lo, int hi, int *out) {
     if (*s == '\0' || *end || v < lo || v > hi) return false;
     *out = (int)v;
     return true;
+}
+
+/* A comma list of at most max integers in lo..hi into out[]. */
+static bool parse_ints(const char *list, int lo, int hi, int max, int *out, int *n) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    *n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+        if (*n == max || !parse_int(tok, lo, hi, &out[(*n)++])) return false;
+    return *n > 0;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -109,7 +130,8 @@ static bool parse_u64(const char *s, uint64_t *out) {
 /* Every bench option takes a value. */
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--prompts", "--json", "--plot", "--greedy-ids", "-n", "--reps",
-                                        "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters", "--alphas"};
+                                        "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters", "--alphas",
+                                        "--windows", "--ks", "--window-alpha"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
     return false;
@@ -118,9 +140,11 @@ static bool known_option(const char *a) {
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
-                        .membw_mb = 256};
+                        .membw_mb = 256, .window_alpha = 0.7};
     parse_tables(o, "classes,cv,ksweep,oracle,rollback");
     parse_alphas(o, "0.5,0.7,0.9");
+    parse_ints("9,13,17", 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows);
+    parse_ints("4,6,8,12,16", 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks);
     parse_drafters(o, "ngram,draft,auto,eagle3");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -140,7 +164,10 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
         else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
-        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle)", v); }
+        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle,rollback,window,gate)", v); }
+        else if (!strcmp(a, "--windows")) { if (!parse_ints(v, 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows)) return usage_error("bad --windows (at most 4 of 2..64)", v); }
+        else if (!strcmp(a, "--ks")) { if (!parse_ints(v, 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks)) return usage_error("bad --ks (at most 8 of 1..16)", v); }
+        else if (!strcmp(a, "--window-alpha")) { if (!parse_alpha(v, &o->window_alpha)) return usage_error("bad --window-alpha (in [0, 1])", v); }
         else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3, or none)", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else return usage_error("unknown option", a);
@@ -290,6 +317,8 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     if (!st && o->t_ksweep) st = bench_ksweep(e, r, err);
     if (!st && o->t_oracle) st = bench_oracle(e, r, err);
     if (!st && o->t_rollback) st = bench_rollback(e, r, err);
+    if (!st && o->t_window) st = bench_window(e, r, err);
+    if (!st && o->t_gate) st = bench_gate(e, r, err);
     bench_progress("done");
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;

@@ -101,6 +101,8 @@ typedef struct sd_hybrid_stats {
     int64_t redecoded;      /* tokens forwarded again (redecode, fallbacks) */
     int64_t redecodes;      /* the forwards that did it */
     int64_t fallbacks;      /* rollbacks the discipline could not serve (redecoded instead) */
+    int64_t anchor_steps;   /* window: plain steps it forced (the tail at S - 1 leaves no room for a
+                               draft), each an S-token forward of committed tokens */
     uint64_t bytes_moved;   /* state bytes copied by saves, restores, loads and checkpoint captures */
     double rollback_s;      /* time in truncate (the rollbacks) and in saves */
 } sd_hybrid_stats;

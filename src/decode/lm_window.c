@@ -118,6 +118,7 @@ sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t
     const int32_t F = L + S - h->base;
     int32_t P = h->commit_on_forward && F < W ? W - F : 0;
     if (P > n_ctx - (h->base + F)) P = n_ctx - (h->base + F);
+    if (decoding && S == 1 && h->commit_on_forward && F == W) h->st.anchor_steps++; /* no room for a draft */
     for (int32_t i = 0; i < P; i++) h->hist[L + S + i] = 0; /* pad: any token, its rows are never kept */
     float *out = P ? wbuf(h, n_tail + P) : logits;
     if (!out) return sd_err_set(err, SD_ERR_NOMEM, "window: out of memory");

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# specdec bench's hybrid tables on the qwen35 fixture pair: rollback (every
+# discipline), the window S/K sweep (only K < S, every row lossless, at least
+# one forward per round), the gate at α = 0 (every drafter lossless, nothing
+# accepted); markdown and JSON agree on the rows. No speed assertions.
+set -euo pipefail
+export OMP_WAIT_POLICY=passive
+bin="${SD_SPECDEC_BIN:?}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/prompts"
+printf 'class: code\nint main(void) { return 0; }\nint main(void) {' > "$tmp/prompts/a.txt"
+
+"$bin" bench -m "$root/models/fixture-q35-target.gguf" -md "$root/models/fixture-q35-draft.gguf" \
+  --prompts "$tmp/prompts" -n 20 --reps 1 -k 4 --alphas 0.7 --tables rollback,window,gate \
+  --windows 5,9 --ks 2,4,8 --window-alpha 0.6 --json "$tmp/b.json" > "$tmp/out.md" 2> "$tmp/err.txt"
+for h in "## Hybrid rollback" "## Window discipline S/K sweep (oracle drafter, α = 0.60" "## Gated speculation at α ≈ 0"; do
+  grep -qF "$h" "$tmp/out.md" || { echo "missing '$h' in the tables"; cat "$tmp/out.md"; exit 1; }
+done
+# markdown rows of the window table: S K ms/token ... LOSSLESS 1/1
+awk '/^## Window/{w=1} /^## Gated/{w=0} w && /^\| [0-9]/' "$tmp/out.md" > "$tmp/win.md"
+[ "$(wc -l < "$tmp/win.md")" -eq 5 ] || { echo "window table: want 5 rows (K < S)"; cat "$tmp/out.md"; exit 1; }
+grep -vq '| 1/1 |$' "$tmp/win.md" && { echo "window table: a row is not lossless"; cat "$tmp/win.md"; exit 1; }
+
+python3 - "$tmp/b.json" <<'PY'
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+rb = j["rollback"]
+assert sorted(r["discipline"] for r in rb) == ["checkpoint", "redecode", "replay", "window"], rb
+for r in rb:
+    assert r["lossless_ok"] == r["lossless_n"] == 1, r
+    assert r["forwards_per_round"] >= 1, r
+for r in rb:  # checkpoint and replay never run the target twice in a round
+    if r["discipline"] in ("checkpoint", "replay"):
+        assert r["forwards_per_round"] == 1, r
+w = j["window"]
+assert w["alpha"] == 0.6 and w["prompt"] == "a", w
+assert [(r["S"], r["K"]) for r in w["rows"]] == [(5, 2), (5, 4), (9, 2), (9, 4), (9, 8)], w["rows"]
+for r in w["rows"]:
+    assert r["lossless_ok"] == r["lossless_n"] == 1, r
+    assert r["forwards_per_round"] >= 1 and r["ms_per_token"] > 0 and math.isfinite(r["speedup"]), r
+    assert abs(r["ms_per_token"] * r["tok_s"] - 1000) < 1e-6 * 1000, r
+    assert 0 <= r["accepted_per_round"] <= r["K"], r
+g = j["gate"]
+names = [r["drafter"] for r in g["rows"]]
+assert names == ["oracle(α=0)", "oracle(α=0) at draft cost", "draft"], names
+for r in g["rows"]:
+    assert r["lossless_ok"] == r["lossless_n"] == 1, r
+    assert r["speedup"] > 0 and r["rounds"] >= 0, r
+for r in g["rows"][:2]:  # the oracle at α = 0 never proposes the right token
+    assert r["alpha"] in (None, 0.0), r
+PY
+
+set +e
+"$bin" bench -m "$root/models/fixture-q35-target.gguf" --windows 1 2> "$tmp/e1"; rc1=$?
+"$bin" bench -m "$root/models/fixture-q35-target.gguf" --ks 4,17 2> "$tmp/e2"; rc2=$?
+"$bin" bench -m "$root/models/fixture-q35-target.gguf" --window-alpha 1.5 2> "$tmp/e3"; rc3=$?
+set -e
+[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 2 ] || { echo "exit codes $rc1 $rc2 $rc3"; exit 1; }
+for f in e1 e2 e3; do
+  [ "$(wc -l < "$tmp/$f")" -eq 1 ] && grep -q '^specdec: ' "$tmp/$f" || { echo "$f:"; cat "$tmp/$f"; exit 1; }
+done
+echo "bench hybrid ok"
