@@ -33,10 +33,14 @@ static sd_status use_discipline(bench_env *e, sd_rollback d, int32_t window, sd_
     return st;
 }
 
+/* Plain greedy, the baseline of every row: under replay, whose plain steps
+ * cost nothing extra (a window discipline left from the previous rep would
+ * pad every step to S tokens). */
 static sd_status greedy_once(bench_env *e, int32_t **ref, int32_t *n_ref, double *tok_s, sd_err *err) {
     sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
     bench_run run;
-    sd_status st = bench_generate(e, &e->prompts[0], NULL, &sp, *ref, *n_ref, &run, err);
+    sd_status st = use_discipline(e, SD_ROLLBACK_REPLAY, 0, err);
+    if (!st) st = bench_generate(e, &e->prompts[0], NULL, &sp, *ref, *n_ref, &run, err);
     if (st) return st;
     *tok_s = run.tok_s;
     if (!*ref) {
