@@ -147,6 +147,7 @@ typedef struct bench_gate_row {
     double tok_s, speedup, alpha;
     double rounds, drafted, probes, closed_steps; /* per run (means) */
     double rb_ms;                                 /* target rollback ms per run (mean) */
+    double draft_redecoded;                       /* tokens a hybrid draft model re-decoded per run (mean) */
     int lossless_ok, lossless_n;
 } bench_gate_row;
 

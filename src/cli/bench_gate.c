@@ -20,6 +20,7 @@ typedef struct gate_acc {
     int n, ok;
     int64_t rounds, drafted, accepted, probes, closed;
     double rb_s;
+    int64_t draft_redecoded;
 } gate_acc;
 
 static const char *const GATE_NAMES[BENCH_N_GATE] = {"oracle(α=0)", "oracle(α=0) at draft cost", "draft"};
@@ -49,6 +50,7 @@ static void acc_run(bench_env *e, const bench_run *run, gate_acc *a) {
     a->probes += run->st.probes;
     a->closed += run->st.gate_closed_steps;
     if (e->th) a->rb_s += e->th->st.rollback_s;
+    if (e->dh) a->draft_redecoded += e->dh->st.redecoded;
 }
 
 static void fill(int i, const gate_acc *a, double greedy, bench_gate_row *row) {
@@ -61,7 +63,7 @@ static void fill(int i, const gate_acc *a, double greedy, bench_gate_row *row) {
         .alpha = a->drafted > 0 ? (double)a->accepted / (double)a->drafted : NAN,
         .rounds = (double)a->rounds / runs, .drafted = (double)a->drafted / runs,
         .probes = (double)a->probes / runs, .closed_steps = (double)a->closed / runs,
-        .rb_ms = a->rb_s * 1e3 / runs, .lossless_ok = a->ok, .lossless_n = a->n};
+        .rb_ms = a->rb_s * 1e3 / runs, .draft_redecoded = (double)a->draft_redecoded / runs, .lossless_ok = a->ok, .lossless_n = a->n};
     row->speedup = row->tok_s / greedy;
 }
 
@@ -92,6 +94,7 @@ sd_status bench_gate(bench_env *e, bench_results *r, sd_err *err) {
             if (st || skip) continue;
             bench_progress("gate: %s rep %d/%d", GATE_NAMES[i], rep + 1, reps);
             if (e->th) e->th->st = (sd_hybrid_stats){0};
+            if (e->dh) e->dh->st = (sd_hybrid_stats){0};
             st = bench_generate(e, p, &dr, &spec, ref, n_ref, &run, err);
             sd_drafter_free(&dr);
             if (!st) acc_run(e, &run, &acc[i]);

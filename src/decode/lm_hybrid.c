@@ -91,7 +91,11 @@ static sd_status prepare(sd_lm_hybrid *h, int32_t S, bool whole, int32_t *cap_fi
     if (h->committed || h->commit_on_forward) { /* a run starts here */
         h->committed = false;
         h->cap_lo = h->cap_hi = L;
-        if (!whole && h->disc != SD_ROLLBACK_CHECKPOINT && h->base != L) st = save(h, err);
+        /* checkpoint needs no snapshot, except under a forward too long for its
+         * ring: a rollback to its start (a draft model's gap-fed probe, see
+         * drafter_model.c draft_guess) then restores instead of re-decoding from 0 */
+        const bool snap = h->disc != SD_ROLLBACK_CHECKPOINT || S > h->n_slots;
+        if (!whole && snap && h->base != L) st = save(h, err);
     }
     *cap_first = INT32_MAX;
     if (st != SD_OK || S <= 0 || whole) return st;
@@ -123,9 +127,14 @@ static sd_status finish(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, bool 
         if (h->disc == SD_ROLLBACK_CHECKPOINT)
             h->st.bytes_moved += (uint64_t)(L + S - cap_first + 1) * h->m.state_bytes_moved;
     } else if (!whole && h->disc == SD_ROLLBACK_REPLAY && S > h->n_slots) {
-        /* too long to capture: the run restarts at its end */
+        /* too long to capture: the run restarts at its end, but a snapshot
+         * taken at its start stays: a draft model's probe feeds a gap of
+         * uncommitted tokens that the next truncate drops whole, and moving
+         * the snapshot past them made that a re-decode from position 0 (of
+         * the whole context, at every gate probe). A short forward on top
+         * moves it to the end anyway (prepare: the run outgrew the ring). */
         h->cap_lo = h->cap_hi = L + S;
-        return save(h, err);
+        return h->base == L ? SD_OK : save(h, err);
     }
     return SD_OK;
 }

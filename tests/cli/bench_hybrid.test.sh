@@ -46,7 +46,7 @@ names = [r["drafter"] for r in g["rows"]]
 assert names == ["oracle(α=0)", "oracle(α=0) at draft cost", "draft"], names
 for r in g["rows"]:
     assert r["lossless_ok"] == r["lossless_n"] == 1, r
-    assert r["speedup"] > 0 and r["rounds"] >= 0, r
+    assert r["speedup"] > 0 and r["rounds"] >= 0 and r["draft_redecoded"] >= 0, r
 for r in g["rows"][:2]:  # the oracle at α = 0 never proposes the right token
     assert r["alpha"] in (None, 0.0), r
 PY

@@ -228,10 +228,46 @@ static void test_deep_truncate(void **state) {
     }
 }
 
+/* A draft model's lm (commit_on_forward false) under a forward longer than
+ * its ring, then a truncate to that forward's start (drafter_model.c's gate
+ * probe feeds a gap of uncommitted tokens and drops it at the next probe):
+ * restored from the snapshot at the start, never re-decoded from position 0. */
+static void test_long_forward_dropped(void **state) {
+    (void)state;
+    for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) {
+        rec_oracle o;
+        rec_oracle_init(&o, 50, 64, 12);
+        sd_recm m = rec_oracle_recm(&o);
+        sd_lm_hybrid h;
+        sd_err err = {0};
+        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 4, false, &err), SD_OK);
+        sd_lm lm;
+        sd_lm_hybrid_as_lm(&lm, &h);
+        int32_t toks[40];
+        float logits[50];
+        for (int i = 0; i < 40; i++) toks[i] = (i * 7 + 3) % 50;
+        assert_int_equal(lm.forward_tail(lm.self, toks, 20, 1, logits, &err), SD_OK); /* a catch-up */
+        for (int round = 0; round < 3; round++) {
+            lm.truncate(lm.self, 20);
+            assert_int_equal(lm.forward_tail(lm.self, toks + 20 + round, 10, 1, logits, &err), SD_OK); /* the gap */
+        }
+        lm.truncate(lm.self, 20);
+        assert_int_equal(lm.len(lm.self), 20);
+        rec_state s = {0};
+        for (int i = 0; i < 20; i++) rec_step(o.salt, &s, toks[i]);
+        assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
+        assert_int_equal(h.st.redecoded, 0);
+        assert_int_equal(o.misuse, 0);
+        sd_lm_hybrid_free(&h);
+        rec_oracle_free(&o);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deep_truncate), cmocka_unit_test(test_checkpoint), cmocka_unit_test(test_replay),
         cmocka_unit_test(test_redecode), cmocka_unit_test(test_window), cmocka_unit_test(test_mutants_fail),
+        cmocka_unit_test(test_long_forward_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
