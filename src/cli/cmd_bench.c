@@ -38,7 +38,8 @@ static void usage(FILE *f) {
         "  --windows LIST   window sizes S of the window table, 2..64 (default 9,13,17)\n"
         "  --ks LIST        draft lengths K of the window table, 1..16 (default 4,6,8,12,16)\n"
         "  --window-alpha A the oracle's α in the window table (default 0.7)\n"
-        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3, or none (default all)\n"
+        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3,mtp, or none (default\n"
+        "                   all; mtp: the target's MTP block, qwen35 files with nextn_predict_layers 1)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
@@ -145,7 +146,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
     parse_alphas(o, "0.5,0.7,0.9");
     parse_ints("9,13,17", 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows);
     parse_ints("4,6,8,12,16", 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks);
-    parse_drafters(o, "ngram,draft,auto,eagle3");
+    parse_drafters(o, "ngram,draft,auto,eagle3,mtp");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
