@@ -38,6 +38,8 @@ typedef struct bench_opts {
     const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
+    int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
+    bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
     bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate;
     bool drafters[BENCH_N_DRAFTERS]; /* which of BENCH_DRAFTER_NAMES the class table runs */
     double alphas[BENCH_MAX_ALPHAS];

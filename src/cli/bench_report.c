@@ -22,9 +22,13 @@ static void md_header(const bench_env *e) {
 
 static void md_classes(const bench_env *e, const bench_results *r) {
     printf("## Per prompt class\n\n");
-    printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). "
-           "α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n",
-           e->o->k);
+    const bench_opts *o = e->o;
+    if (o->fixed_k || o->gate >= 0)
+        printf("Drafters run with %s K = %d, hit-rate gate %s. ", o->fixed_k ? "fixed" : "adaptive", o->k,
+               o->gate == 0 ? "off" : o->gate > 0 ? "on" : "as the decode default");
+    else
+        printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). ", o->k);
+    printf("α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n");
     printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
     printf("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_rows; i++) {

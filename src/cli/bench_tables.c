@@ -92,8 +92,9 @@ static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_
     memset(acc, 0, sizeof acc);
     sd_spec_params plain = bench_params(o, o->k, false, false);
     /* Decode defaults for the drafters (adaptive K up to k, hit-rate gate on):
-     * what a user of `specdec generate` gets. */
-    sd_spec_params spec = bench_params(o, o->k, true, true);
+     * what a user of `specdec generate` gets; --fixed-k / --gate change them. */
+    sd_spec_params spec = bench_params(o, o->k, !o->fixed_k, true);
+    if (o->gate >= 0) spec.gate_misses = o->gate;
     sd_status st = SD_OK;
     int reps = o->reps > 64 ? 64 : o->reps;
     for (int r = 0; !st && r < reps; r++) {
