@@ -110,6 +110,7 @@ sd_status sd_context_truncate(sd_context *c, int32_t n) {
     }
     c->len = n;
     c->head_S = 0; /* the rows sd_forward_more would resume are gone */
+    c->tree_n = 0; /* and so are a tree's nodes */
     return SD_OK;
 }
 

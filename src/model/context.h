@@ -58,6 +58,21 @@ struct sd_context {
     int64_t cap_layer_floats, cap_floats; /* per GDN layer, per slot (all layers) */
     float *cap;                           /* [cap_slots][cap_floats] */
     int32_t *cap_pos;                     /* [cap_slots] */
+    /* Token tree (forward_tree.c): the last sd_forward_tree put tree_n nodes
+     * at KV slots tree_base.. (tree_n = 0: none, or another forward or a
+     * truncate came since). Node s sits at position tree_base + tree_depth[s]
+     * and attends to the committed rows 0..tree_base-1, then to the slots
+     * tree_base + tree_keys[s][0..tree_depth[s]] (its ancestors root first,
+     * itself last): the positions its chain would have. tree_active is set
+     * only during that forward, so the layers switch to the tree mask. */
+    bool tree_active;
+    int32_t tree_n, tree_base;
+    int32_t tree_parent[SD_TREE_MAX], tree_depth[SD_TREE_MAX];
+    uint8_t tree_keys[SD_TREE_MAX][SD_TREE_MAX];
+    /* Test-only mutant (tests/model/test_forward_tree.c): every node attends
+     * to all nodes before it (a causal chain mask), siblings included. The
+     * test shows its checks fail then. Never set outside that test. */
+    bool tree_mutant_chain_mask;
 };
 
 /* The capture slot of step p (the step that makes the p-th token's state), GDN layer slot `layer`. */

@@ -34,7 +34,8 @@ static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int6
  * (with the Llama 3.1 frequency factors when the model has them). The sines
  * of a position are computed once for all its heads, ROPE_PAIRS pairs at a time. */
 #define ROPE_PAIRS 256
-void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0) {
+void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0,
+                            const int32_t *depth) {
     const sd_hparams *hp = &m->hp;
     const int hd = hp->head_dim, half = hp->n_rot / 2;
     float cs[2 * ROPE_PAIRS];
@@ -44,7 +45,7 @@ void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, in
             for (int h = 0; h < n_heads; h++) sd_rmsnorm(row + (int64_t)h * hd, row + (int64_t)h * hd, norm_w, hd, hp->rms_eps);
         for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS) {
             int i1 = half - i0 < ROPE_PAIRS ? half : i0 + ROPE_PAIRS;
-            sd_rope_cossin(cs, i0, i1, hp->n_rot, pos0 + s, hp->rope_base, hp->rope_freq_scale, m->rope_freqs);
+            sd_rope_cossin(cs, i0, i1, hp->n_rot, pos0 + (depth ? depth[s] : s), hp->rope_base, hp->rope_freq_scale, m->rope_freqs);
             for (int h = 0; h < n_heads; h++) sd_rope_apply(row + (int64_t)h * hd, cs, i0, i1, hp->n_rot, hp->rope_neox);
         }
     }
@@ -167,10 +168,14 @@ void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
         add_bias(c->k, L->bk, S, c->kv_dim);
         add_bias(c->v, L->bv, S, c->kv_dim);
     }
-    sd_fwd_norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0);
-    sd_fwd_norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0);
+    const int32_t *depth = c->tree_active ? c->tree_depth : NULL; /* a token tree (forward_tree.c) */
+    sd_fwd_norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0, depth);
+    sd_fwd_norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0, depth);
     sd_fwd_kv_store(c, L->slot, pos0, S);
-    sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
+    if (depth)
+        sd_fwd_attention_tree(c, L->slot, pos0, S, c->q, c->att_out);
+    else
+        sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
     sd_matmul(&L->wo, c->att_out, S, c->xb, c->n_threads);
 }
 
@@ -188,7 +193,7 @@ void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
 
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
  * of rows r0..r1-1 only go to logits[r1 - r0][n_vocab] (r0 = r1: none). */
-static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
+void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd;
@@ -220,7 +225,7 @@ static void forward_batch(sd_context *c, const int32_t *tokens, int S, int r0, i
 }
 
 /* The checks every forward makes before touching the state. */
-static sd_status check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
+sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
                              const float *logits, sd_err *err) {
     const int32_t n_vocab = c->m->hp.n_vocab;
     if (c->m->hp.arch == SD_ARCH_EAGLE3)
@@ -244,17 +249,18 @@ sd_status sd_forward(sd_context *c, const int32_t *tokens, int32_t S, float *log
 sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                           sd_err *err) {
     const int32_t n_vocab = c->m->hp.n_vocab;
-    sd_status st = check_batch(c, tokens, S, n_tail, logits, err);
+    sd_status st = sd_fwd_check_batch(c, tokens, S, n_tail, logits, err);
     if (st != SD_OK) return st;
     const int32_t first = S - n_tail; /* first row with logits */
     for (int32_t done = 0; done < S;) {
         int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
         int32_t r0 = first > done ? (first - done < n ? first - done : n) : 0;
         float *out = r0 < n ? logits + (int64_t)(done + r0 - first) * n_vocab : NULL;
-        forward_batch(c, tokens + done, n, r0, n, out);
+        sd_fwd_batch(c, tokens + done, n, r0, n, out);
         done += n;
     }
     c->head_S = 0;
+    c->tree_n = 0;
     return SD_OK;
 }
 
@@ -285,11 +291,12 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
                           sd_err *err) {
     if (S < 1 || S > c->n_batch)
         return sd_err_set(err, SD_ERR_ARG, "forward_head: S = %d is not in 1..n_batch (%d)", S, c->n_batch);
-    sd_status st = check_batch(c, tokens, S, n_head, logits, err);
+    sd_status st = sd_fwd_check_batch(c, tokens, S, n_head, logits, err);
     if (st != SD_OK) return st;
-    forward_batch(c, tokens, S, 0, n_head, logits);
+    sd_fwd_batch(c, tokens, S, 0, n_head, logits);
     c->head_S = S;
     c->head_n = n_head;
+    c->tree_n = 0;
     return SD_OK;
 }
 

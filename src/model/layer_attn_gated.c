@@ -26,8 +26,8 @@ void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S) {
             memcpy(c->q + (int64_t)s * q_dim + h * hd, src, (size_t)hd * sizeof(float));
             memcpy(c->gate + (int64_t)s * q_dim + h * hd, src + hd, (size_t)hd * sizeof(float));
         }
-    sd_fwd_norm_rope_heads(m, c->q, L->q_norm, S, hp->n_head, pos0 + c->pos_shift);
-    sd_fwd_norm_rope_heads(m, c->k, L->k_norm, S, hp->n_head_kv, pos0 + c->pos_shift);
+    sd_fwd_norm_rope_heads(m, c->q, L->q_norm, S, hp->n_head, pos0 + c->pos_shift, NULL);
+    sd_fwd_norm_rope_heads(m, c->k, L->k_norm, S, hp->n_head_kv, pos0 + c->pos_shift, NULL);
     sd_fwd_kv_store(c, L->slot, pos0, S);
     sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
     for (int64_t i = 0; i < S * q_dim; i++) c->att_out[i] *= 1.0f / (1.0f + sd_expf(-c->gate[i]));

@@ -10,14 +10,29 @@
 #include "model/context.h"
 
 /* forward.c: per head of every row of x[S][n_heads * head_dim], the optional
- * RMSNorm over the head (norm_w), then RoPE on its first n_rot dims. */
-void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0);
+ * RMSNorm over the head (norm_w), then RoPE on its first n_rot dims at
+ * position pos0 + s, or pos0 + depth[s] when depth is given (a token tree). */
+void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0,
+                            const int32_t *depth);
 /* forward.c: rounds the rows c->k, c->v [S][kv_dim] to f16 into the KV cache
  * of attention layer slot at positions pos0.. */
 void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
 /* forward.c: causal attention of q[S][n_head * head_dim] over the KV cache of
  * slot (which holds positions up to pos0 + S - 1) into out[S][n_head * head_dim]. */
 void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
+
+/* forward_tree.c: the attention of sd_fwd_attention under the tree mask of
+ * c (context.h tree_*): node s's queries over the committed rows 0..pos0-1
+ * and then its own key slots, in position order, so each node gets the
+ * arithmetic of the last query of its chain. */
+void sd_fwd_attention_tree(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
+
+/* forward.c: one batch of S <= n_batch tokens at KV slots len..len+S-1
+ * (checked by the caller); logits of rows r0..r1-1 to logits[r1 - r0][n_vocab]. */
+void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits);
+/* forward.c: the checks of every forward (arch, S, n_rows, room, token ids). */
+sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
+                             const float *logits, sd_err *err);
 
 /* forward.c: the softmax attention of the dense architectures (llama, qwen2,
  * qwen3; the EAGLE-3 head's layer, whose normed input rows are [e ; g],

@@ -317,6 +317,37 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
                           sd_err *err);
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err);
 
+/* ---- token trees (forward_tree.c; DESIGN.md §7) ----
+ * Several candidate continuations verified in one forward. Node s of a tree
+ * of S nodes has parent[s] in -1..s-1 (-1: a root, depth 0; else depth =
+ * the parent's + 1), is stored at KV slot len + s and sits at position
+ * len + depth(s); its query attends to the committed positions 0..len-1 and
+ * to its own root path (ancestors, then itself) in position order: a tree
+ * attention mask. Batch invariance extends to trees: row s of the logits is
+ * bitwise the row the tokens of its root path give as a plain chain after
+ * the same committed prefix (tests/model/test_forward_tree.c). */
+#define SD_TREE_MAX 64
+
+/* Runs the tree tokens[S], parent[S] (1 <= S <= min(n_batch, SD_TREE_MAX))
+ * after the len committed positions; logits[S][n_vocab] (every node). The
+ * context then holds len + S slots, the tree's nodes past the committed ones;
+ * keep one root path with sd_context_keep_path (a truncate back to the old
+ * len drops them all). Errors, state unchanged: SD_ERR_UNSUPPORTED (a model
+ * with recurrent layers: a tree would need one recurrent state per branch),
+ * SD_ERR_ARG (S out of range, a parent not in -1..s-1, token id), and
+ * SD_ERR_CONTEXT (len + S > n_ctx). */
+sd_status sd_forward_tree(sd_context *c, const int32_t *tokens, const int32_t *parent, int32_t S, float *logits,
+                          sd_err *err);
+
+/* Keeps the root path path[m] of the last sd_forward_tree (path[0] a root,
+ * path[d] a child of path[d - 1]; m = 0 keeps nothing): the KV rows (and
+ * hidden-state rows) of those nodes move to consecutive slots len0..len0+m-1
+ * (len0 = the length before the tree), where they are bitwise what a chain
+ * forward of the same tokens writes; the length becomes len0 + m. Errors,
+ * state unchanged: SD_ERR_ARG (no tree pending, i.e. another forward or a
+ * truncate came between, or path is not a root path of it). */
+sd_status sd_context_keep_path(sd_context *c, const int32_t *path, int32_t m, sd_err *err);
+
 /* ---- hidden-state hook for draft heads (EAGLE-3, MTP) ----
  * A head that reads the target (llama.cpp common/speculative.cpp, EAGLE-3's
  * `target_layers`) asks the target's context once for the hidden states it
