@@ -36,6 +36,13 @@ typedef struct sd_drafter {
      * (0 = no proposal), or -1 with err set. */
     int (*propose)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                    sd_err *err);
+    /* Tree drafting (decode/tree.h): as propose, a chain of up to k tokens,
+     * but always the drafter's best guess (deterministic, also where propose
+     * samples), and per chain step its w best tokens, best first, in
+     * cand[k][w] (cand[i][0] = chain token i; -1 where there are fewer).
+     * Returns the chain length (0 = no proposal), or -1 with err set. NULL:
+     * the drafter has no candidates to offer; the loop then drafts chains. */
+    int (*propose_top)(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err);
     /* A drafter that is costly but also has a free source (auto: its n-gram
      * lookup): proposes up to k tokens from the free source alone, as propose
      * does (q one-hot if stochastic). The decode loop uses it while the

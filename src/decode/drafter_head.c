@@ -6,6 +6,7 @@
 #include "core/checked.h"
 #include "decode/drafter_head.h"
 #include "decode/sampler.h"
+#include "decode/tree.h"
 
 typedef struct head {
     const sd_head_kind *kind;
@@ -55,9 +56,12 @@ static sd_status catch_up(head *e, const int32_t *ctx, int32_t from, int32_t to,
     return SD_OK;
 }
 
-static int32_t pick(const head *e) {
-    int32_t id = sd_argmax(e->logits, e->n_logits);
-    return e->kind->token ? e->kind->token(e->model, id) : id;
+/* The head's w best target tokens (w = 1: its argmax), best first. */
+static void pick_top(const head *e, int w, int32_t *out) {
+    if (w == 1) out[0] = sd_argmax(e->logits, e->n_logits);
+    else sd_top_w(e->logits, e->n_logits, w, out);
+    if (e->kind->token)
+        for (int r = 0; r < w; r++) out[r] = out[r] < 0 ? -1 : e->kind->token(e->model, out[r]);
 }
 
 static bool save_ctx(head *e, const int32_t *ctx, int32_t n) {
@@ -85,9 +89,8 @@ static sd_status sync_pairs(head *e, const int32_t *ctx, int32_t n, bool want_la
     return SD_OK;
 }
 
-static int head_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
-    head *e = self;
-    (void)q; /* proposals are the head's argmax: deterministic, q one-hot */
+/* The chain of up to k greedy tokens, with each step's w best in out[k][w]. */
+static int head_chain(head *e, const int32_t *ctx, int32_t n, int k, int w, int32_t *out, sd_err *err) {
     const int64_t E = e->model->hp.n_embd;
     /* n - 1 rows needed from the target; the chain needs indices up to n - 2 + k */
     if (n < 2 || sd_context_len(e->tctx) < n - 1) return 0;
@@ -97,13 +100,23 @@ static int head_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_
     if (sync_pairs(e, ctx, n, true, err) != SD_OK) return -1;
     int got = 0;
     for (;;) {
-        out[got] = pick(e);
+        int32_t *tok = out + (size_t)got * (size_t)w;
+        pick_top(e, w, tok);
         if (++got == k) break;
         memcpy(e->g, e->y, (size_t)E * sizeof *e->g);
-        if (e->kind->forward(e->hc, e->target, &out[got - 1], e->g, 1, e->y, 1, e->logits, err) != SD_OK) return -1;
+        if (e->kind->forward(e->hc, e->target, tok, e->g, 1, e->y, 1, e->logits, err) != SD_OK) return -1;
         e->n_forwards++;
     }
     return got;
+}
+
+static int head_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
+    (void)q; /* proposals are the head's argmax: deterministic, q one-hot */
+    return head_chain(self, ctx, n, k, 1, out, err);
+}
+
+static int head_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err) {
+    return head_chain(self, ctx, n, k, w < 1 ? 1 : w, cand, err);
 }
 
 static int head_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
@@ -163,7 +176,7 @@ sd_status sd_drafter_head_init(sd_drafter *d, const sd_head_kind *kind, const sd
         return st;
     }
     *d = (sd_drafter){.name = kind->name, .self = e, .costly = true, .stochastic = false, .reset = head_reset,
-                      .propose = head_propose, .prefill = head_prefill, .n_forwards = head_n_forwards,
-                      .free = head_free};
+                      .propose = head_propose, .propose_top = head_propose_top, .prefill = head_prefill,
+                      .n_forwards = head_n_forwards, .free = head_free};
     return SD_OK;
 }

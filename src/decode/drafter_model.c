@@ -11,6 +11,7 @@
 #include "decode/drafter.h"
 #include "decode/sampler.h"
 #include "decode/spec.h"
+#include "decode/tree.h"
 
 typedef struct draft {
     sd_lm *lm;
@@ -64,9 +65,9 @@ static int32_t shared_prefix(const draft *m, const int32_t *ctx, int32_t n) {
     return keep;
 }
 
-static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
-                         sd_err *err) {
-    draft *m = self;
+/* The chain of up to k proposals: picked (pick) into out when w == 0, else
+ * the w best of each row into out[k][w], the best continuing the chain. */
+static int draft_chain(draft *m, const int32_t *ctx, int32_t n, int k, int w, int32_t *out, float *q, sd_err *err) {
     int32_t V = m->lm->n_vocab, n_ctx = m->lm->n_ctx(m->lm->self);
     if (n > n_ctx) return 0; /* the draft's context is full: no proposal */
     int32_t keep = shared_prefix(m, ctx, n);
@@ -75,11 +76,22 @@ static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32
     if (feed(m, ctx + keep, n - keep, &row, err) != SD_OK) return -1;
     int got = 0;
     for (;;) {
-        out[got] = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL);
+        int32_t *tok = w ? out + (size_t)got * (size_t)w : out + got;
+        if (w) sd_top_w(row, V, w, tok);
+        else *tok = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL);
         if (++got == k || m->lm->len(m->lm->self) >= n_ctx) break;
-        if (feed(m, &out[got - 1], 1, &row, err) != SD_OK) return -1;
+        if (feed(m, tok, 1, &row, err) != SD_OK) return -1;
     }
     return got;
+}
+
+static int draft_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                         sd_err *err) {
+    return draft_chain(self, ctx, n, k, 0, out, q, err);
+}
+
+static int draft_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err) {
+    return draft_chain(self, ctx, n, k, w < 1 ? 1 : w, cand, NULL, err);
 }
 
 /* Tokens a probe feeds at most: past that, the guess continues the cached
@@ -144,7 +156,8 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sam
         return st;
     }
     *d = (sd_drafter){.name = "draft", .self = m, .costly = true, .stochastic = s.temp > 0,
-                      .reset = draft_reset, .propose = draft_propose, .prefill = draft_prefill, .guess = draft_guess,
-                      .n_forwards = draft_n_forwards, .free = draft_free};
+                      .reset = draft_reset, .propose = draft_propose, .propose_top = draft_propose_top,
+                      .prefill = draft_prefill, .guess = draft_guess, .n_forwards = draft_n_forwards,
+                      .free = draft_free};
     return SD_OK;
 }

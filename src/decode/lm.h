@@ -43,6 +43,17 @@ typedef struct sd_lm {
      * batch (the window discipline of lm_hybrid.h); the decode loop cuts its
      * draft to that minus one (a plain step when it is 1). */
     int32_t (*max_batch)(void *self);
+    /* Token trees (model.h sd_forward_tree, decode/tree.h), both NULL when
+     * the lm has none (a model with recurrent layers: a tree would need one
+     * recurrent state per branch). forward_tree appends the S nodes
+     * tokens[S], parent[S] (parent[s] in -1..s-1) at slots len..len+S-1, node
+     * s at position len + its depth, seeing only its root path; logits[S][n_vocab],
+     * each row bitwise its chain's. keep_path then keeps the root path
+     * path[m] of that tree at positions len0..len0+m-1 (len0 the length
+     * before it); it must come right after forward_tree. */
+    sd_status (*forward_tree)(void *self, const int32_t *tokens, const int32_t *parent, int32_t S, float *logits,
+                              sd_err *err);
+    sd_status (*keep_path)(void *self, const int32_t *path, int32_t m, sd_err *err);
 } sd_lm;
 
 /* lm->forward_tail, or lm->forward when it has none: then logits must hold

@@ -33,10 +33,21 @@ static sd_status ctx_forward_first(void *self, const int32_t *tokens, int32_t S,
 
 static sd_status ctx_logits_rest(void *self, float *logits, sd_err *err) { return sd_forward_more(self, logits, err); }
 
+static sd_status ctx_forward_tree(void *self, const int32_t *tokens, const int32_t *parent, int32_t S, float *logits,
+                                  sd_err *err) {
+    return sd_forward_tree(self, tokens, parent, S, logits, err);
+}
+
+static sd_status ctx_keep_path(void *self, const int32_t *path, int32_t m, sd_err *err) {
+    return sd_context_keep_path(self, path, m, err);
+}
+
 void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m) {
+    const bool tree = !sd_model_is_recurrent(m); /* one recurrent state cannot hold several branches */
     *lm = (sd_lm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
                   .forward = ctx_forward, .forward_tail = ctx_forward_tail, .forward_first = ctx_forward_first,
-                  .logits_rest = ctx_logits_rest, .truncate = ctx_truncate};
+                  .logits_rest = ctx_logits_rest, .truncate = ctx_truncate,
+                  .forward_tree = tree ? ctx_forward_tree : NULL, .keep_path = tree ? ctx_keep_path : NULL};
 }
 
 sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "decode/gate.h"
 #include "decode/sampler.h"
+#include "decode/tree.h"
 #include "decode/verify.h"
 
 sd_spec_params sd_spec_default_params(void) {
@@ -39,6 +40,11 @@ typedef struct decoder {
     float *logits;         /* [max(K+1, n_batch)][n_vocab] */
     float *q;              /* [K][n_vocab], stochastic drafters only */
     float *scratch;        /* [2][n_vocab] */
+    bool tree_on;          /* p->tree_nodes > 0 and both the lm and the drafter can */
+    bool tree_round;       /* this round's proposal is d->tree */
+    int32_t *cand;         /* [K][tree_width] candidates (tree_on only) */
+    sd_tree tree;
+    int32_t path[SD_DTREE_MAX];
     int32_t *out, n_out;
     sd_token_cb cb;
     void *user;
@@ -49,7 +55,9 @@ typedef struct decoder {
 static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     const sd_spec_params *p = d->p;
     size_t V = (size_t)d->lm->n_vocab, K = (size_t)p->draft_max;
+    d->tree_on = p->tree_nodes > 0 && d->lm->forward_tree && d->lm->keep_path && d->dr && d->dr->propose_top;
     size_t rows = K + 1 > (size_t)p->n_batch ? K + 1 : (size_t)p->n_batch;
+    if (d->tree_on && rows < SD_DTREE_MAX) rows = SD_DTREE_MAX;
     sd_status st = sd_sampler_init(&d->sm, &p->sampling, d->lm->n_vocab, err);
     if (st != SD_OK) return st;
     d->hist = sd_malloc_array((size_t)n_prompt + (size_t)p->n_predict + 1, sizeof *d->hist);
@@ -58,7 +66,8 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     d->scratch = sd_malloc_array(2 * V, sizeof *d->scratch);
     bool want_q = d->dr && d->dr->stochastic && K > 0;
     d->q = want_q ? sd_malloc_array(K, V * sizeof *d->q) : NULL;
-    if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q))
+    d->cand = d->tree_on ? sd_malloc_array(K, (size_t)p->tree_width * sizeof *d->cand) : NULL;
+    if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q) || (d->tree_on && !d->cand))
         return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
     sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
     d->has_free = d->dr && d->dr->costly && d->dr->propose_free;
@@ -73,6 +82,7 @@ static void decoder_free(decoder *d) {
     free(d->logits);
     free(d->scratch);
     free(d->q);
+    free(d->cand);
 }
 
 /* Appends one token to the output; sets d->stop at n_predict, EOG, or when
@@ -136,6 +146,18 @@ static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
     return k > 0 ? k : 0;
 }
 
+/* The tree of this round from the chain of k and its candidates: at most
+ * tree_nodes draft nodes, and no more than fit the context and a batch. */
+static int plan_tree(decoder *d, int32_t n, int k) {
+    int32_t n_max = d->p->tree_nodes, room = d->lm->n_ctx(d->lm->self) - n - 1;
+    if (n_max > room) n_max = room;
+    if (n_max > d->p->n_batch - 1) n_max = d->p->n_batch - 1;
+    if (n_max < 1) return 0; /* no room for a draft node: a plain step */
+    sd_tree_from_top(&d->tree, d->batch[0], d->cand, k, d->p->tree_width, n_max);
+    d->tree_round = true;
+    return k < n_max ? k : n_max;
+}
+
 /* This round's proposal into batch[1..]: the drafter's, or while its gate is
  * closed, its free source's under the free gate. Returns how many, 0 for a
  * plain step, -1 on error. Times the drafter (r of the speedup model). */
@@ -143,7 +165,11 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
     int k = plan_k(d, &d->gate, n), got = 0;
     d->src = &d->gate;
     double t0 = sd_now_s();
-    if (k > 0) {
+    d->tree_round = false;
+    if (k > 0 && d->tree_on) {
+        got = d->dr->propose_top(d->dr->self, d->hist, d->n_hist, k, d->p->tree_width, d->cand, err);
+        if (got > 0) got = plan_tree(d, n, got);
+    } else if (k > 0) {
         got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
     } else if (d->has_free && (k = plan_k(d, &d->gate_free, n)) > 0) {
         d->src = &d->gate_free;
@@ -224,6 +250,23 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     return SD_OK;
 }
 
+/* One round on the token tree d->tree (its chain of k from the drafter). */
+static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
+    double t0 = sd_now_s();
+    sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, v, d->path, err);
+    if (st != SD_OK) return st;
+    time_forward(d, d->tree.n, sd_now_s() - t0);
+    d->st->target_forwards++;
+    d->st->rounds++;
+    d->st->tree_rounds++;
+    d->st->drafted += d->tree.n - 1;
+    d->st->accepted += v->j;
+    sd_gate_round(d->src, k, v->j);
+    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->tree.tok[d->path[t]], true);
+    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    return SD_OK;
+}
+
 static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
     for (;;) {
         commit(d, a0, false); /* §1: a0 is always correct */
@@ -233,7 +276,9 @@ static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
         int got = propose(d, n, err);
         if (got < 0) return err ? err->code : SD_ERR_ARG;
         sd_verdict v;
-        sd_status st = got > 0 ? spec_round(d, got, &v, err) : plain_step(d, a0, &v, err);
+        sd_status st = got == 0        ? plain_step(d, a0, &v, err)
+                       : d->tree_round ? tree_round(d, got, &v, err)
+                                       : spec_round(d, got, &v, err);
         if (st != SD_OK || d->stop) return st;
         a0 = v.next_a0;
     }
@@ -246,6 +291,10 @@ static sd_status check_args(sd_lm *lm, const sd_drafter *dr, int32_t n_prompt, c
         return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
     /* a drafter with K = 0 would still be asked for one-token probes */
     if (dr && p->draft_max < 1) return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
+    if (p->tree_nodes < 0 || p->tree_nodes >= SD_DTREE_MAX || (p->tree_nodes > 0 && p->tree_width < 1) ||
+        p->tree_width > 8)
+        return sd_err_set(err, SD_ERR_ARG, "tree: %d nodes of width %d (0..%d nodes, width 1..8)", p->tree_nodes,
+                          p->tree_width, SD_DTREE_MAX - 1);
     if (p->n_past < 0 || p->n_past >= n_prompt)
         return sd_err_set(err, SD_ERR_ARG, "n_past must be in [0, n_prompt)");
     if (lm->len(lm->self) != p->n_past)

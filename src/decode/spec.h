@@ -47,6 +47,14 @@ typedef struct sd_spec_params {
      * result is the same as with n_past 0, as the forward is batch invariant
      * (DESIGN.md §5). Default 0. */
     int32_t n_past;
+    /* Token trees (decode/tree.h, DESIGN.md §7): 0 = off (chains). Else a
+     * drafter with candidates (propose_top) on an lm with forward_tree
+     * drafts a chain of K as usual plus up to tree_width - 1 siblings of
+     * each chain token (its next-best candidates, level 1 first), at most
+     * tree_nodes draft nodes in all (K <= tree_nodes < SD_DTREE_MAX and
+     * < n_batch), verified in one tree forward. Otherwise chains. */
+    int32_t tree_nodes;
+    int32_t tree_width; /* 1..8 candidates per level (1 = a chain) */
     /* If not NULL, called instead of the sd_token_cb with each committed
      * token and whether it was an accepted draft token (a0, the target's own
      * pick, is not); return false to stop early. */
@@ -69,6 +77,7 @@ typedef struct sd_spec_stats {
     int64_t target_forwards; /* all target forwards after prefill (plain steps included) */
     int64_t draft_forwards;  /* forwards of a draft model, if any */
     int64_t gate_closed_steps; /* plain steps taken because the gate was closed */
+    int64_t tree_rounds;       /* rounds verified as a token tree (their drafted counts every node) */
     int64_t probes, probe_hits; /* shadow probes while closed, and how many would have hit */
     bool gate_open;             /* the gate's state at the end (false without a drafter) */
     double t_prefill_s, t_decode_s;

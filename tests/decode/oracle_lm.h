@@ -32,6 +32,9 @@ typedef struct oracle {
     bool two_pass;           /* offer forward_first / logits_rest */
     int32_t pend_S, pend_n;  /* the pending second pass: batch size, rows done (pend_S = 0: none) */
     int32_t pend_len;        /* len right after that batch */
+    bool tree;               /* offer forward_tree / keep_path */
+    int32_t tree_n, tree_base, tree_parent[64]; /* the pending tree (tree_n = 0: none) */
+    int64_t tree_forwards, tree_moves; /* tree forwards; keep_path rows moved (a sibling was kept) */
 } oracle;
 
 static inline uint64_t oracle_mix(uint64_t h) {
@@ -60,12 +63,14 @@ static inline void oracle_truncate(void *self, int32_t n) {
     oracle *o = self;
     if (n > o->len || n < 0) o->misuse++;
     else o->len = n;
+    o->tree_n = 0;
 }
 static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S, float *logits,
                                        sd_err *err) {
     oracle *o = self;
     o->forwards++;
     o->pend_S = 0;
+    o->tree_n = 0;
     if (S < 1 || o->len + S > o->n_ctx) {
         o->misuse++;
         return sd_err_set(err, SD_ERR_CONTEXT, "oracle: forward past n_ctx");
@@ -109,6 +114,53 @@ static inline sd_status oracle_logits_rest(void *self, float *logits, sd_err *er
     return SD_OK;
 }
 
+/* Token trees (decode/lm.h forward_tree): node s is held at slot len + s;
+ * its logits are those after the committed tokens and its root path. */
+static inline sd_status oracle_forward_tree(void *self, const int32_t *tok, const int32_t *parent, int32_t S,
+                                            float *logits, sd_err *err) {
+    oracle *o = self;
+    o->forwards++;
+    o->tree_forwards++;
+    o->pend_S = 0;
+    if (S < 1 || S > 64 || o->len + S > o->n_ctx) {
+        o->misuse++;
+        return sd_err_set(err, SD_ERR_CONTEXT, "oracle: bad tree or past n_ctx");
+    }
+    int32_t *buf = malloc((size_t)(o->len + S) * sizeof *buf), depth[64];
+    memcpy(buf, o->state, (size_t)o->len * sizeof *buf);
+    for (int32_t s = 0; s < S; s++) {
+        if (tok[s] < 0 || tok[s] >= o->V || parent[s] < -1 || parent[s] >= s) o->misuse++;
+        depth[s] = parent[s] < 0 ? 0 : depth[parent[s]] + 1;
+        for (int32_t a = s; a >= 0; a = parent[a]) buf[o->len + depth[a]] = tok[a];
+        oracle_row(o, buf, o->len + depth[s] + 1, logits + (size_t)s * (size_t)o->V);
+        o->tree_parent[s] = parent[s];
+    }
+    free(buf);
+    memcpy(o->state + o->len, tok, (size_t)S * sizeof *tok);
+    o->tree_base = o->len;
+    o->tree_n = S;
+    o->len += S;
+    return SD_OK;
+}
+
+static inline sd_status oracle_keep_path(void *self, const int32_t *path, int32_t m, sd_err *err) {
+    oracle *o = self;
+    bool ok = o->tree_n > 0 && o->len == o->tree_base + o->tree_n && m >= 0 && m <= o->tree_n;
+    for (int32_t d = 0; ok && d < m; d++)
+        ok = path[d] >= 0 && path[d] < o->tree_n && o->tree_parent[path[d]] == (d ? path[d - 1] : -1);
+    if (!ok) {
+        o->misuse++;
+        return sd_err_set(err, SD_ERR_ARG, "oracle: keep_path is not a root path of the pending tree");
+    }
+    for (int32_t d = 0; d < m; d++) {
+        o->tree_moves += path[d] != d;
+        o->state[o->tree_base + d] = o->state[o->tree_base + path[d]];
+    }
+    o->len = o->tree_base + m;
+    o->tree_n = 0;
+    return SD_OK;
+}
+
 /* markov_levels: table entries are integers in [0, levels) (small = many ties). */
 static inline void oracle_init(oracle *o, oracle_kind kind, int32_t V, int32_t w, int32_t n_ctx,
                                uint64_t seed, int markov_levels) {
@@ -134,6 +186,10 @@ static inline sd_lm oracle_lm(oracle *o) {
     if (o->two_pass) {
         lm.forward_first = oracle_forward_first;
         lm.logits_rest = oracle_logits_rest;
+    }
+    if (o->tree) {
+        lm.forward_tree = oracle_forward_tree;
+        lm.keep_path = oracle_keep_path;
     }
     return lm;
 }

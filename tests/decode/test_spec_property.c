@@ -3,7 +3,9 @@
  * target (hash and Markov models behind sd_lm) and every kind of drafter:
  * n-gram (real), draft model (real, over a second oracle), auto (real),
  * perfect, always-wrong and random. Each output must equal plain greedy
- * computed independently, token for token; the count is printed. */
+ * computed independently, token for token; the count is printed. Half the
+ * cases ask for token trees (decode/tree.h) on an oracle that offers them
+ * half the time: tree rounds must be as lossless as chains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,6 +71,7 @@ static int32_t reference(const oracle *o, const int32_t *prompt, int32_t n_promp
 
 typedef struct tally {
     int cases, lossless, per_kind[D_KINDS], rounds_with_rejects, ctx_limited, drafted, accepted;
+    int tree_cases, tree_lossless, tree_rounds, tree_moves;
 } tally;
 
 static void run_case(uint64_t seed, tally *tl) {
@@ -120,6 +123,11 @@ static void run_case(uint64_t seed, tally *tl) {
     int32_t *plain = malloc((size_t)(n_predict + 1) * sizeof *plain);
     int32_t n_want = reference(&target, prompt, n_prompt, n_predict, want), n_got = -1, n_plain = -1;
     target.two_pass = pick(&R, 0, 1); /* half the cases verify with the two-pass head */
+    target.tree = pick(&R, 0, 1);     /* half offer token trees, */
+    if (pick(&R, 0, 1)) {             /* and half of all ask for them */
+        p.tree_nodes = p.draft_max + pick(&R, 0, 8);
+        p.tree_width = pick(&R, 1, 4);
+    }
     sd_lm lm = oracle_lm(&target);
     sd_spec_stats st;
     sd_status rc = sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err);
@@ -143,6 +151,10 @@ static void run_case(uint64_t seed, tally *tl) {
     tl->per_kind[dk] += ok;
     tl->rounds_with_rejects += st.drafted > st.accepted;
     tl->ctx_limited += n_want < n_predict && n_want == n_ctx - n_prompt + 1;
+    tl->tree_cases += st.tree_rounds > 0;
+    tl->tree_lossless += st.tree_rounds > 0 && ok;
+    tl->tree_rounds += (int)st.tree_rounds;
+    tl->tree_moves += (int)target.tree_moves;
     tl->drafted += (int)st.drafted;
     tl->accepted += (int)st.accepted;
     sd_drafter_free(&dr);
@@ -165,7 +177,10 @@ static void test_lossless_random_cases(void **state) {
     for (int k = 0; k < D_KINDS; k++) printf("%s%s %d", k ? ", " : "", KIND_NAME[k], tl.per_kind[k]);
     printf("); %d cases with rejected drafts, %d stopped by a full context; α overall %d/%d\n",
            tl.rounds_with_rejects, tl.ctx_limited, tl.accepted, tl.drafted);
+    printf("token trees: LOSSLESS %d/%d cases with tree rounds (%d rounds, %d rows moved by keep_path)\n",
+           tl.tree_lossless, tl.tree_cases, tl.tree_rounds, tl.tree_moves);
     assert_int_equal(tl.lossless, n);
+    assert_true(tl.tree_cases > n / 10 && tl.tree_moves > 0); /* siblings were accepted too */
     /* The cases must exercise what they claim to: rejections and full contexts. */
     assert_true(tl.rounds_with_rejects > n / 10);
     assert_true(tl.ctx_limited > n / 20);

@@ -211,6 +211,58 @@ static void test_deterministic_byte_identical(void **state) {
 }
 
 /* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
+/* Token trees at temperature > 0 (decode/tree.h): a node is accepted iff
+ * it is the target's own pick at its position, so the output is plain
+ * sampling's, byte for byte, for every seed; also with a draft model that
+ * samples its chain proposals (a tree drafts its best candidates instead). */
+static void test_tree_byte_identical(void **state) {
+    (void)state;
+    const int32_t prompt[] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2, 0, 1};
+    const int32_t n_prompt = (int32_t)(sizeof prompt / sizeof *prompt), n_gen = 24;
+    const sd_sampling settings[2] = {{.temp = 1.0f, .top_p = 1}, {.temp = 0.7f, .top_k = 3, .top_p = 0.9f}};
+    for (int si = 0; si < 2; si++) {
+        oracle target, draft_o;
+        oracle_init(&target, ORACLE_MARKOV, V, 1, 64, 11, 4);
+        oracle_init(&draft_o, ORACLE_MARKOV, V, 1, 64, 12, 4);
+        target.tree = true;
+        sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&draft_o);
+        int64_t drafted = 0, accepted = 0, tree_rounds = 0;
+        for (int i = 0; i < 400; i++) {
+            sd_drafter dr = {0};
+            sd_sampling ds = settings[si];
+            assert_int_equal(sd_drafter_model_init(&dr, &draft_lm, i % 2 ? &ds : NULL, 4, NULL), SD_OK);
+            sd_spec_params p = sd_spec_default_params();
+            p.n_predict = n_gen;
+            p.draft_max = 1 + i % 5;
+            p.adaptive_k = i % 2;
+            p.gate_misses = 0;
+            p.tree_nodes = p.draft_max + i % 4;
+            p.tree_width = 1 + i % 3;
+            p.sampling = settings[si];
+            p.sampling.seed = 9000 + (uint64_t)i;
+            int32_t plain[32], spec[32], n_plain = 0, n_spec = 0;
+            sd_spec_stats st;
+            target.len = 0;
+            assert_int_equal(sd_spec_generate(&lm, NULL, prompt, n_prompt, &p, NULL, NULL, plain, &n_plain, NULL, NULL),
+                             SD_OK);
+            target.len = 0;
+            assert_int_equal(sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, spec, &n_spec, &st, NULL),
+                             SD_OK);
+            assert_int_equal(n_plain, n_spec);
+            if (memcmp(plain, spec, (size_t)n_plain * sizeof *plain) != 0)
+                fail_msg("tree, seed %d: speculative sampling differs from plain sampling", 9000 + i);
+            drafted += st.drafted, accepted += st.accepted, tree_rounds += st.tree_rounds;
+            sd_drafter_free(&dr);
+        }
+        printf("byte-identical  tree draft   settings %d: %lld tree rounds, %lld/%lld nodes accepted\n", si,
+               (long long)tree_rounds, (long long)accepted, (long long)drafted);
+        assert_true(tree_rounds > 400 && accepted > 0 && accepted < drafted);
+        assert_int_equal(target.misuse, 0);
+        oracle_free(&target);
+        oracle_free(&draft_o);
+    }
+}
+
 static void test_rule_exact_law(void **state) {
     (void)state;
     const float p[3] = {0.5f, 0.3f, 0.2f}, q[3] = {0.2f, 0.7f, 0.1f};
@@ -235,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_same_law_filters),
         cmocka_unit_test(test_broken_rule_is_caught),
         cmocka_unit_test(test_deterministic_byte_identical),
+        cmocka_unit_test(test_tree_byte_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

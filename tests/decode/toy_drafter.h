@@ -46,6 +46,25 @@ static inline int toy_propose(void *self, const int32_t *ctx, int32_t n, int k, 
     return k;
 }
 
+/* Candidates for token trees: per step the kind's chain token, then the
+ * greedy token (for always-wrong: so siblings are accepted) and random ones. */
+static inline int toy_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand,
+                                  sd_err *err) {
+    toy *t = self;
+    int32_t chain[64];
+    int got = toy_propose(self, ctx, n, k < 64 ? k : 64, chain, NULL, err);
+    memcpy(t->buf, ctx, (size_t)n * sizeof *ctx);
+    for (int i = 0; i < got; i++) {
+        int32_t *c = cand + (size_t)i * (size_t)w;
+        c[0] = chain[i];
+        for (int r = 1; r < w; r++)
+            c[r] = r == 1 && t->kind == D_WRONG ? t->next(t->o, t->buf, n + i)
+                   : sd_rng_next(&t->rng) % 4 ? (int32_t)(sd_rng_next(&t->rng) % (uint64_t)t->V) : -1;
+        t->buf[n + i] = chain[i];
+    }
+    return got;
+}
+
 static inline void toy_free(void *self) {
     toy *t = self;
     free(t->buf);
@@ -63,7 +82,8 @@ static inline sd_drafter toy_drafter(const void *o, toy_next_fn next, int32_t V,
     t->kind = kind;
     t->buf = malloc((size_t)cap * sizeof *t->buf);
     sd_rng_seed(&t->rng, seed);
-    return (sd_drafter){.name = KIND_NAME[kind], .self = t, .propose = toy_propose, .free = toy_free};
+    return (sd_drafter){.name = KIND_NAME[kind], .self = t, .propose = toy_propose, .propose_top = toy_propose_top,
+                        .free = toy_free};
 }
 
 #endif
