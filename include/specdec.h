@@ -368,6 +368,16 @@ typedef struct specdec_generate_params {
     specdec_rollback hybrid_rollback;
     /* SPECDEC_ROLLBACK_WINDOW: the static window S, 2..64. Default 9. */
     int32_t hybrid_window;
+    /* Token trees (DESIGN.md §7), dense targets only: 0 = off (default,
+     * chains). N in 1..63: a drafter with candidates (draft model, EAGLE-3
+     * head) drafts its chain of K plus up to tree_width - 1 next-best
+     * siblings per chain token (level 1 first), at most N draft tokens, all
+     * verified in one target forward under a tree attention mask; the longest
+     * root path the target agrees with is accepted (output as without).
+     * n-gram rounds stay chains. A qwen35 target refuses a tree
+     * (SPECDEC_ERR_ARG: one recurrent state cannot hold several branches). */
+    int32_t tree_nodes;
+    int32_t tree_width; /* candidates per level, 1..8. Default 2 */
     /* Polled on the generating thread, with generate's user pointer, before
      * each prefill chunk (n_batch tokens) and each decode step: return true to
      * stop there, as a cancel (SPECDEC_STOP_CANCELLED; a prefill cut short

@@ -24,6 +24,7 @@ specdec_generate_params specdec_generate_default_params(void) {
         .seed = 42,
         .stop_at_eog = true,
         .hybrid_window = 9,
+        .tree_width = 2,
     };
 }
 
@@ -77,6 +78,16 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown hybrid rollback %d", g->hybrid_rollback);
     if (g->hybrid_rollback == SPECDEC_ROLLBACK_WINDOW && (g->hybrid_window < 2 || g->hybrid_window > 64))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "hybrid_window must be in [2, 64], not %d", g->hybrid_window);
+    if (g->tree_nodes < 0 || g->tree_nodes > 63 || g->tree_width < 1 || g->tree_width > 8)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes must be in [0, 63] and tree_width in [1, 8]");
+    if (g->tree_nodes > 0 && c->th)
+        return sd_api_fail(err, SPECDEC_ERR_ARG,
+                           "token trees need a dense target: %s has recurrent layers, and a tree would need one "
+                           "recurrent state per branch",
+                           c->model->m->hp.arch_name);
+    if (g->tree_nodes > 0 && g->tree_nodes + 1 > c->n_batch)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes %d does not fit the context's batch of %d rows",
+                           g->tree_nodes, c->n_batch);
     if (g->check_lossless && g->temperature > 0 && g->draft_sample)
         return sd_api_fail(err, SPECDEC_ERR_ARG,
                            "check_lossless at temperature > 0 needs deterministic drafts: draft_sample off");
@@ -318,6 +329,8 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.n_predict = g->n_predict < 0 || g->n_predict > room ? (room > 0 ? room : 0) : g->n_predict;
     p.draft_max = g->draft_max;
     p.adaptive_k = !g->fixed_k;
+    p.tree_nodes = g->tree_nodes;
+    p.tree_width = g->tree_width;
     p.gate_misses = g->gate;
     p.n_batch = r->c->n_batch;
     p.stop_at_eog = g->stop_at_eog;

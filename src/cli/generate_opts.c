@@ -37,6 +37,10 @@ static void usage(FILE *f) {
             "  --ngram-max N            longest n-gram looked up (default 3)\n"
             "  --fixed-k                every round drafts --draft-max tokens (no adaptive K)\n"
             "  --gate G                 zero-accept rounds in a row that stop drafting (0 = never; default 4)\n"
+            "  --tree N                 token trees of at most N draft tokens (0 = off, default; dense\n"
+            "                           targets, draft model or EAGLE-3 head): the chain of K plus next-best\n"
+            "                           siblings, verified in one forward with a tree attention mask\n"
+            "  --tree-width W           candidates per tree level, 1..8 (default 2)\n"
             "  --hybrid-rollback R      hybrid models (qwen35): how rejected drafts leave the recurrent\n"
             "                           state: auto | checkpoint | replay | redecode | window (default\n"
             "                           auto = replay; the output is the same with each, only the cost differs)\n"
@@ -101,6 +105,7 @@ static const int_flag INT_FLAGS[] = {
     {"-t", OFF(threads), 1, 1024},                {"--draft-max", OFF(gen.draft_max), 1, 64},
     {"--ngram-min", OFF(gen.ngram_min), 1, 8},    {"--ngram-max", OFF(gen.ngram_max), 1, 8},
     {"--gate", OFF(gen.gate), 0, 1 << 20},        {"--window", OFF(gen.hybrid_window), 2, 64},
+    {"--tree", OFF(gen.tree_nodes), 0, 63},       {"--tree-width", OFF(gen.tree_width), 1, 8},
 };
 
 static int parse_value(gen_opts *o, const char *flag, const char *v) {
