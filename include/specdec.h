@@ -235,7 +235,11 @@ typedef struct specdec_context_params {
      * (target_hidden_size = the target's n_embd, target_layers within its
      * layers, the same vocabulary); the context then keeps the target's
      * hidden states at the head's 3 layers for every position
-     * (n_ctx * 3 * n_embd floats) and the head's own one-layer KV cache. */
+     * (n_ctx * 3 * n_embd floats) and the head's own one-layer KV cache.
+     * Or an MTP sidecar (a qwen35 file holding only the nextn block,
+     * llama.cpp's "mtp_only" mtp-*.gguf) for SPECDEC_SPEC_MTP / _AUTO: its
+     * block drafts as a target's own would (the same n_embd and vocabulary
+     * as the target, else SPECDEC_ERR_ARG / SPECDEC_ERR_VOCAB). */
     const specdec_model *draft;
     /* A target with an MTP block (a qwen35 file's nextn layer) and no EAGLE-3
      * head: the context keeps the target's hidden after output_norm for every
@@ -277,10 +281,11 @@ typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NONE = 0, /* plain decoding */
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
     SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
-    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the target's MTP block if it has one, else the
-                              context's draft model or EAGLE-3 head */
+    SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the context's EAGLE-3 head or MTP sidecar, else
+                              the target's MTP block if it has one, else the context's draft model */
     SPECDEC_SPEC_EAGLE3,   /* the context's EAGLE-3 head (SPECDEC_ERR_ARG without one) */
-    SPECDEC_SPEC_MTP,      /* the target's own MTP block (qwen35 nextn; SPECDEC_ERR_ARG without one) */
+    SPECDEC_SPEC_MTP,      /* the context's MTP sidecar, else the target's own MTP block (qwen35 nextn;
+                              SPECDEC_ERR_ARG without either) */
 } specdec_spec_mode;
 
 /* "none", "ngram", "draft", "auto", "eagle3", "mtp"; NULL for a value outside the enum. */

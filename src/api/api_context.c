@@ -51,6 +51,12 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         sd_err_prefix(&e, "%s", p.draft->path);
         return sd_api_error(err, &e);
     }
+    /* an mtp_only file (llama.cpp's mtp-*.gguf): its MTP block drafts for the target */
+    const bool sidecar = p.draft && p.draft->m->hp.mtp_only;
+    if (sidecar && sd_mtp_check(p.draft->m, model->m, &e) != SD_OK) {
+        sd_err_prefix(&e, "%s: MTP sidecar", p.draft->path);
+        return sd_api_error(err, &e);
+    }
     specdec_context *c = calloc(1, sizeof *c);
     if (!c) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "out of memory");
     c->model = model;
@@ -65,8 +71,9 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
-    c->mtp = !head && model->m->nextn.present;
-    if (st == SD_OK && p.draft && !head) {
+    c->sidecar = sidecar;
+    c->mtp = sidecar || (!head && model->m->nextn.present);
+    if (st == SD_OK && p.draft && !head && !sidecar) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
         if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);
     }

@@ -44,13 +44,15 @@ typedef struct run {
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
     if ((unsigned)g->spec > SPECDEC_SPEC_MTP)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
-    if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head))
+    if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head || c->sidecar))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
-                           c->head ? " (it has an EAGLE-3 head: use spec mode eagle3)" : "");
+                           c->head      ? " (it has an EAGLE-3 head: use spec mode eagle3)"
+                           : c->sidecar ? " (it has an MTP sidecar: use spec mode mtp)"
+                                        : "");
     if (g->spec == SPECDEC_SPEC_MTP && !c->mtp)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode mtp needs a target with an MTP block%s",
                            c->head ? " and no EAGLE-3 head in the context"
-                                   : " (a qwen35 file with nextn_predict_layers = 1)");
+                                   : " (a qwen35 file with nextn_predict_layers = 1) or an MTP sidecar as the draft");
     if (g->spec == SPECDEC_SPEC_EAGLE3 && !c->head)
         return c->draft ? sd_api_fail(err, SPECDEC_ERR_ARG,
                                       "spec mode eagle3 needs an EAGLE-3 head; the context's draft %s has "
@@ -140,7 +142,9 @@ static sd_status build_drafter(run *r, sd_err *err) {
     bool use_draft = !use_mtp && c->draft && g->spec != SPECDEC_SPEC_NGRAM;
     sd_status st = SD_OK;
     if (use_mtp) {
-        st = sd_drafter_mtp_init(&dm, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
+        st = c->sidecar ? sd_drafter_mtp_sidecar_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx),
+                                                      c->n_batch, err)
+                        : sd_drafter_mtp_init(&dm, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
     } else if (use_draft && c->head) {
         st = sd_drafter_eagle3_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
     } else if (use_draft) {

@@ -33,7 +33,8 @@ struct specdec_model {
 struct specdec_context {
     const specdec_model *model, *draft;
     bool head;
-    bool mtp; /* the target has an MTP block (and no EAGLE-3 head is the draft) */
+    bool mtp; /* an MTP block drafts: the sidecar, else the target's own (and no EAGLE-3 head is the draft) */
+    bool sidecar; /* the draft is an MTP sidecar (an mtp_only qwen35 file): no dctx, its block drafts */
     sd_context *tctx, *dctx;
     sd_lm tlm, dlm;
     /* For a hybrid (recurrent) model, the rollback discipline behind tlm /

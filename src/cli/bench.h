@@ -28,7 +28,7 @@
 #define BENCH_MAX_S 17      /* c_v(S) for S = 1..17 */
 #define BENCH_MAX_K 16      /* K sweep 1..16 */
 #define BENCH_MAX_ALPHAS 8
-#define BENCH_N_DRAFTERS 4  /* ngram, draft, auto, eagle3 */
+#define BENCH_N_DRAFTERS 5  /* ngram, draft, auto, eagle3, mtp */
 #define BENCH_MAX_WINDOWS 4 /* S values of the window sweep */
 #define BENCH_MAX_KS 8      /* K values of the window sweep */
 #define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
@@ -38,8 +38,10 @@ typedef struct bench_opts {
     const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
+    int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
+    bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
     bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate;
-    bool drafters[BENCH_N_DRAFTERS]; /* which of ngram, draft, auto the class table runs */
+    bool drafters[BENCH_N_DRAFTERS]; /* which of BENCH_DRAFTER_NAMES the class table runs */
     double alphas[BENCH_MAX_ALPHAS];
     int n_alphas;
     /* the window table: S values, K values (pairs with K < S run) and the oracle's α */
@@ -97,7 +99,8 @@ typedef struct bench_cv {
     double cv[BENCH_MAX_S + 1];
     double draft_ms1;            /* draft model S=1 forward (0 without -md) */
     double r;                    /* draft_ms1 / ms[1] */
-    double head_ms1;             /* EAGLE-3 head step: fc of one row + the decoder layer + its lm head (0 without one) */
+    double head_ms1;             /* head step (bench_head_name): EAGLE-3: fc of one row + the decoder layer + its lm head;
+                                    MTP: eh_proj + the block + the target's lm head (0 without a head) */
     double r_head;               /* head_ms1 / ms[1] */
     double prefill_tok_s;        /* median over prompts */
     sd_membw bw;
@@ -195,11 +198,15 @@ sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate
 sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
                          const sd_spec_params *sp, const int32_t *ref, int32_t n_ref,
                          bench_run *out, sd_err *err);
-/* Makes drafter `name` ("ngram", "draft", "auto", "eagle3") fresh, its draft
- * KV cache emptied. "auto" is n-gram plus the EAGLE-3 head when there is one,
- * else plus the draft model. SD_ERR_ARG for "draft" / "eagle3" without the
- * model they need. */
+/* Makes drafter `name` ("ngram", "draft", "auto", "eagle3", "mtp") fresh,
+ * its draft KV cache emptied. "auto" is n-gram plus a head as the API's auto
+ * picks it — the EAGLE-3 head when there is one, else the target's MTP block
+ * when it has one — else plus the draft model. SD_ERR_ARG for "draft" /
+ * "eagle3" / "mtp" without the model or block they need. */
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err);
+/* The head the costed oracle column and the head step time use: "eagle3"
+ * (a head given with -md), else "mtp" (the target's MTP block), else NULL. */
+const char *bench_head_name(const bench_env *e);
 /* Empties c and fills its KV cache with the first prompt (the state a
  * verify forward meets after prefill). */
 sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err);

@@ -22,9 +22,13 @@ static void md_header(const bench_env *e) {
 
 static void md_classes(const bench_env *e, const bench_results *r) {
     printf("## Per prompt class\n\n");
-    printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). "
-           "α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n",
-           e->o->k);
+    const bench_opts *o = e->o;
+    if (o->fixed_k || o->gate >= 0)
+        printf("Drafters run with %s K = %d, hit-rate gate %s. ", o->fixed_k ? "fixed" : "adaptive", o->k,
+               o->gate == 0 ? "off" : o->gate > 0 ? "on" : "as the decode default");
+    else
+        printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). ", o->k);
+    printf("α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n");
     printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
     printf("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_rows; i++) {
@@ -66,6 +70,9 @@ static void md_cv(const bench_env *e, const bench_results *r) {
     if (e->hm)
         printf("EAGLE-3 head step (fc + decoder layer + its lm head, per drafted token): %.3f ms, "
                "r = head step / target step = %.3f\n\n", cv->head_ms1, cv->r_head);
+    else if (bench_head_name(e))
+        printf("MTP head step (eh_proj + the MTP block + the target's lm head, per drafted token): %.3f ms, "
+               "r = head step / target step = %.3f\n\n", cv->head_ms1, cv->r_head);
     printf("roofline: %.1f MB of weights per token / %.1f GB/s read bandwidth (STREAM-style, %d threads; "
            "triad %.1f GB/s) = %.2f ms floor per token; measured greedy decode %.2f ms/token "
            "(S=1 forward %.2f ms) = %.0f%% of the roofline\n\n",
@@ -95,11 +102,12 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
     printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
            "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
            r->oracle_greedy_tok_s);
-    printf("With a draft model or an EAGLE-3 head given, the same drafts also pay that drafter's real time "
+    printf("With a draft model, an EAGLE-3 head or the target's MTP block, the same drafts also pay that drafter's real time "
            "(it runs, its tokens are replaced by the oracle's): the speedup columns compare them at the same α. "
            "LOSSLESS counts the free oracle's runs; any costed run that differs sets it to 0.\n\n");
+    const char *head = bench_head_name(e);
     printf("| α | α (fit) | accepted/round | spec tok/s | measured speedup | predicted | at draft-model cost | "
-           "at EAGLE-3 head cost | LOSSLESS |\n");
+           "at %s head cost | LOSSLESS |\n", head && !strcmp(head, "mtp") ? "MTP" : "EAGLE-3");
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_oracle; i++) {
         const bench_oracle_row *a = &r->oracle[i];

@@ -6,7 +6,7 @@
 #include "cli/bench.h"
 #include "core/clock.h"
 
-const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto", "eagle3"};
+const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto", "eagle3", "mtp"};
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -64,19 +64,28 @@ sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
     return SD_OK;
 }
 
+const char *bench_head_name(const bench_env *e) {
+    return e->hm ? "eagle3" : e->tm->nextn.present ? "mtp" : NULL;
+}
+
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err) {
     memset(d, 0, sizeof *d);
     bool is_auto = !strcmp(name, "auto");
+    const char *head = bench_head_name(e);
     bool want_ngram = !strcmp(name, "ngram") || is_auto;
-    bool want_head = !strcmp(name, "eagle3") || (is_auto && e->hm);
-    bool want_draft = !strcmp(name, "draft") || (is_auto && !e->hm);
+    bool want_e3 = !strcmp(name, "eagle3") || (is_auto && e->hm);
+    bool want_mtp = !strcmp(name, "mtp") || (is_auto && !e->hm && head);
+    bool want_draft = !strcmp(name, "draft") || (is_auto && !head);
     if (want_draft && !e->dm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a draft model (-md)", name);
-    if (want_head && !e->hm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an EAGLE-3 head (-md)", name);
+    if (want_e3 && !e->hm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an EAGLE-3 head (-md)", name);
+    if (want_mtp && !e->tm->nextn.present)
+        return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a target with an MTP block", name);
     if (e->dc) sd_context_truncate(e->dc, 0);
     sd_drafter ng = {0}, dm = {0};
     sd_status st = SD_OK;
     if (want_ngram) st = sd_drafter_ngram_init(&ng, 1, 3, err);
-    if (!st && want_head) st = sd_drafter_eagle3_init(&dm, e->hm, e->tc, e->o->threads, 64, err);
+    if (!st && want_e3) st = sd_drafter_eagle3_init(&dm, e->hm, e->tc, e->o->threads, 64, err);
+    if (!st && want_mtp) st = sd_drafter_mtp_init(&dm, e->tc, e->o->threads, 64, err);
     if (!st && want_draft) {
         sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
         st = sd_drafter_model_init(&dm, &e->dlm, &sp.sampling, sp.n_batch, err);
@@ -85,7 +94,7 @@ sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_e
         sd_drafter_free(&ng);
         return st;
     }
-    if (!strcmp(name, "auto")) {
+    if (is_auto) {
         st = sd_drafter_auto_init(d, &ng, &dm, e->tm->hp.n_vocab, err);
         if (st) sd_drafter_free(&ng), sd_drafter_free(&dm);  /* not taken over */
         return st;

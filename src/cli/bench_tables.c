@@ -77,8 +77,9 @@ static bool drafter_available(const bench_env *e, int d) {
     const char *n = BENCH_DRAFTER_NAMES[d];
     if (!e->o->drafters[d]) return false;
     if (!strcmp(n, "draft")) return e->dm != NULL;
-    if (!strcmp(n, "auto")) return e->dm || e->hm;
+    if (!strcmp(n, "auto")) return e->dm || bench_head_name(e);
     if (!strcmp(n, "eagle3")) return e->hm != NULL;
+    if (!strcmp(n, "mtp")) return e->tm->nextn.present;
     return true;
 }
 
@@ -91,8 +92,9 @@ static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_
     memset(acc, 0, sizeof acc);
     sd_spec_params plain = bench_params(o, o->k, false, false);
     /* Decode defaults for the drafters (adaptive K up to k, hit-rate gate on):
-     * what a user of `specdec generate` gets. */
-    sd_spec_params spec = bench_params(o, o->k, true, true);
+     * what a user of `specdec generate` gets; --fixed-k / --gate change them. */
+    sd_spec_params spec = bench_params(o, o->k, !o->fixed_k, true);
+    if (o->gate >= 0) spec.gate_misses = o->gate;
     sd_status st = SD_OK;
     int reps = o->reps > 64 ? 64 : o->reps;
     for (int r = 0; !st && r < reps; r++) {
@@ -148,33 +150,42 @@ static sd_status prefill_only(bench_env *e, double *tok_s, double *decode_tok_s,
     return SD_OK;
 }
 
-/* Median ms of one EAGLE-3 head step (what drafting one token costs: fc of a
- * feature row, one decoder-layer position, its output head) after as many
- * positions as the first prompt, rolled back after each timing. The features
- * are zeros: the time does not depend on their values. */
+/* Median ms of one head step (what drafting one token costs: EAGLE-3: fc of
+ * a feature row, one decoder-layer position, its output head; MTP: eh_proj,
+ * the block, the target's lm head) after as many positions as the first
+ * prompt, rolled back after each timing. The hidden inputs are zeros: the
+ * time does not depend on their values. */
 static sd_status head_step_ms(bench_env *e, int reps, double *ms, sd_err *err) {
-    const sd_model *h = e->hm;
-    const int32_t n = e->prompts[0].n_ids, E = h->hp.n_embd, F = 3 * h->hp.n_embd_tgt;
+    const bool e3 = e->hm != NULL;
+    sd_model *view = NULL;
+    sd_status st = e3 ? SD_OK : sd_mtp_view_init(e->tm, &view, err);
+    if (st) return st;
+    const sd_model *h = e3 ? e->hm : view;
+    const int32_t n = e->prompts[0].n_ids > 1 ? e->prompts[0].n_ids : 1, E = h->hp.n_embd;
+    const int32_t F = e3 ? 3 * h->hp.n_embd_tgt : E, V = e3 ? h->hp.n_draft_vocab : h->hp.n_vocab;
     sd_context *hc = NULL;
-    sd_status st = sd_context_init(h, sd_context_n_ctx(e->tc), 64, e->o->threads, &hc, err);
-    float *feat = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)F * sizeof *feat);
-    float *g = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)E * sizeof *g);
-    float *y = sd_calloc((size_t)(n > 1 ? n : 1), (size_t)E * sizeof *y);
-    float *logits = sd_malloc_array((size_t)h->hp.n_draft_vocab, sizeof *logits);
+    st = sd_context_init(h, sd_context_n_ctx(e->tc), 64, e->o->threads, &hc, err);
+    float *feat = sd_calloc((size_t)n, (size_t)F * sizeof *feat);
+    float *g = sd_calloc((size_t)n, (size_t)E * sizeof *g);
+    float *y = sd_calloc((size_t)n, (size_t)E * sizeof *y);
+    float *logits = sd_malloc_array((size_t)V, sizeof *logits);
     if (!st && (!feat || !g || !y || !logits)) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-    if (!st) sd_eagle3_encode(hc, feat, n, g);
-    if (!st) st = sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, n, y, 0, NULL, err);
+    if (!st && e3) sd_eagle3_encode(hc, feat, n, g);
+    if (!st) st = e3 ? sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, n, y, 0, NULL, err)
+                     : sd_mtp_forward(hc, e->prompts[0].ids, g, n, y, 0, NULL, err);
     double t[64];
     for (int i = 0; !st && i < reps && i < 64; i++) {
         double t0 = sd_now_s();
-        sd_eagle3_encode(hc, feat, 1, g);
-        st = sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, 1, y, 1, logits, err);
+        if (e3) sd_eagle3_encode(hc, feat, 1, g);
+        st = e3 ? sd_eagle3_forward(hc, e->tm, e->prompts[0].ids, g, 1, y, 1, logits, err)
+                : sd_mtp_forward(hc, e->prompts[0].ids, g, 1, y, 1, logits, err);
         t[i] = (sd_now_s() - t0) * 1e3;
         sd_context_truncate(hc, n);
     }
     if (!st) *ms = bench_median(t, reps < 64 ? reps : 64);
     free(feat), free(g), free(y), free(logits);
     sd_context_free(hc);
+    sd_mtp_view_free(view);
     return st;
 }
 
@@ -193,8 +204,8 @@ sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
         if (!st) st = bench_forward_ms(e, e->dc, 1, reps, &cv->draft_ms1, err);
         cv->r = cv->draft_ms1 / cv->ms[1];
     }
-    if (!st && e->hm) {
-        bench_progress("EAGLE-3 head step");
+    if (!st && bench_head_name(e)) {
+        bench_progress("head step");
         st = head_step_ms(e, reps, &cv->head_ms1, err);
         cv->r_head = cv->head_ms1 / cv->ms[1];
     }
@@ -277,7 +288,7 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     int reps = o->reps > 64 ? 64 : o->reps, k = bench_oracle_k(o);
     int32_t *ref = NULL, n_ref = 0;
     double g_tok[64];
-    mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + EAGLE-3 head */
+    mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + head (bench_head_name) */
     memset(acc, 0, sizeof acc);
     memset(acc_cost, 0, sizeof acc_cost);
     sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, false, false);
@@ -296,9 +307,10 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
             sd_drafter_free(&dr);
             if (!st) acc_add(&acc[a], &run);
             for (int c = 0; c < 2 && !st; c++) { /* the same α at a draft model's / a head's cost */
-                if (!(c == 0 ? e->dm : e->hm)) continue;
+                const char *costly = c == 0 ? (e->dm ? "draft" : NULL) : bench_head_name(e);
+                if (!costly) continue;
                 sd_drafter cost;
-                st = bench_drafter_make(e, c == 0 ? "draft" : "eagle3", &cost, err);
+                st = bench_drafter_make(e, costly, &cost, err);
                 if (!st) st = sd_drafter_oracle_costed_init(&dr, ref, n_ref, p->n_ids, o->alphas[a], e->tm->hp.n_vocab,
                                                             o->seed + (uint64_t)rep, &cost, err);
                 sd_drafter_free(&cost);

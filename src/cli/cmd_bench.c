@@ -38,7 +38,11 @@ static void usage(FILE *f) {
         "  --windows LIST   window sizes S of the window table, 2..64 (default 9,13,17)\n"
         "  --ks LIST        draft lengths K of the window table, 1..16 (default 4,6,8,12,16)\n"
         "  --window-alpha A the oracle's α in the window table (default 0.7)\n"
-        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3, or none (default all)\n"
+        "  --drafters LIST  drafters of the class table: any of ngram,draft,auto,eagle3,mtp, or none (default\n"
+        "                   all; mtp: the target's MTP block, qwen35 files with nextn_predict_layers 1)\n"
+        "  --gate G         class table: zero-accept rounds that close the hit-rate gate, 0 = never\n"
+        "                   (default: the decode default)\n"
+        "  --fixed-k 0|1    class table: 1 = every round drafts -k tokens (default 0: adaptive K)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
@@ -131,7 +135,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--prompts", "--json", "--plot", "--greedy-ids", "-n", "--reps",
                                         "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters", "--alphas",
-                                        "--windows", "--ks", "--window-alpha"};
+                                        "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
     return false;
@@ -140,12 +144,12 @@ static bool known_option(const char *a) {
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
-                        .membw_mb = 256, .window_alpha = 0.7};
+                        .membw_mb = 256, .window_alpha = 0.7, .gate = -1};
     parse_tables(o, "classes,cv,ksweep,oracle,rollback");
     parse_alphas(o, "0.5,0.7,0.9");
     parse_ints("9,13,17", 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows);
     parse_ints("4,6,8,12,16", 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks);
-    parse_drafters(o, "ngram,draft,auto,eagle3");
+    parse_drafters(o, "ngram,draft,auto,eagle3,mtp");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
@@ -168,7 +172,13 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "--windows")) { if (!parse_ints(v, 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows)) return usage_error("bad --windows (at most 4 of 2..64)", v); }
         else if (!strcmp(a, "--ks")) { if (!parse_ints(v, 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks)) return usage_error("bad --ks (at most 8 of 1..16)", v); }
         else if (!strcmp(a, "--window-alpha")) { if (!parse_alpha(v, &o->window_alpha)) return usage_error("bad --window-alpha (in [0, 1])", v); }
-        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3, or none)", v); }
+        else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3,mtp, or none)", v); }
+        else if (!strcmp(a, "--gate")) { if (!parse_int(v, 0, 1 << 20, &o->gate)) return usage_error("bad --gate", v); }
+        else if (!strcmp(a, "--fixed-k")) {
+            int f;
+            if (!parse_int(v, 0, 1, &f)) return usage_error("bad --fixed-k (0 or 1)", v);
+            o->fixed_k = f;
+        }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else return usage_error("unknown option", a);
     }

@@ -84,11 +84,13 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
     return st;
 }
 
-/* Which -md file to load, if any (NULL = none): a draft model or an EAGLE-3
- * head (its role follows its architecture; the library checks it fits). */
+/* Which -md file to load, if any (NULL = none): a draft model, an EAGLE-3
+ * head or an MTP sidecar (its role follows the file; the library checks it
+ * fits). --spec mtp takes only a given one: no default sidecar. */
 static const char *draft_path(const gen_opts *o) {
     const specdec_spec_mode m = o->gen.spec;
-    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_MTP) return NULL;
+    if (m == SPECDEC_SPEC_MTP) return o->draft;
+    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM) return NULL;
     if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
     return cli_default_draft(o->draft, o->model_is_default);
 }

@@ -126,6 +126,13 @@ sd_status sd_drafter_eagle3_init(sd_drafter *d, const sd_model *head, sd_context
  * EAGLE-3 head's does. Freeing turns a hook it set off again. Errors:
  * SD_ERR_UNSUPPORTED (the target has no MTP block), SD_ERR_ARG, SD_ERR_NOMEM. */
 sd_status sd_drafter_mtp_init(sd_drafter *d, sd_context *target, int n_threads, int32_t n_batch, sd_err *err);
+/* The same with the MTP block of sidecar (borrowed; must outlive the drafter):
+ * an mtp_only file (model.h) or any qwen35 file with an MTP block, drafting
+ * for a target without one (or instead of its own). Errors as above, plus
+ * SD_ERR_ARG (n_embd differs: sd_mtp_check) and SD_ERR_VOCAB (another
+ * vocabulary). */
+sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd_context *target, int n_threads,
+                                      int32_t n_batch, sd_err *err);
 
 /* ---- auto (drafter_auto.c) ----
  * n-gram first (it is free and wins on extractive spans); when it has no

@@ -197,12 +197,25 @@ static sd_status bind_nextn(sd_loader *L, sd_model *m) {
     return st;
 }
 
+/* An "mtp_only" file (llama.cpp convert_hf_to_gguf.py --mtp, conversion/qwen.py
+ * _QwenMtpMixin: mtp-*.gguf) keeps the keys of the whole model, token_embd,
+ * output_norm, output and the MTP block, and drops the trunk; llama.cpp tells
+ * it by blk.0.attn_norm.weight missing (src/models/qwen35.cpp load_arch_tensors). */
+static sd_status detect_mtp_only(sd_loader *L, sd_model *m) {
+    m->hp.mtp_only = m->hp.n_nextn > 0 && !gguf_find_tensor(L->gguf, "blk.0.attn_norm.weight");
+    if (m->hp.mtp_only && m->hp.n_nextn != 1)
+        return sd_err_set(L->err, SD_ERR_UNSUPPORTED, "MTP sidecar with %d nextn blocks: only 1 is supported",
+                          m->hp.n_nextn);
+    return SD_OK;
+}
+
 static sd_status qwen35_tensors(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
     sd_status st = layer_pattern(L, m);
+    if (st == SD_OK) st = detect_mtp_only(L, m);
     if (st == SD_OK) st = sd_bind_embeddings_and_output(L, m);
-    for (int il = 0; st == SD_OK && il < hp->n_layer; il++) {
+    for (int il = 0; st == SD_OK && !hp->mtp_only && il < hp->n_layer; il++) {
         sd_layer *l = &m->layers[il];
         st = sd_bind_vector(L, &l->attn_norm, n_embd, true, "blk.%d.attn_norm.weight", il);
         if (st == SD_OK) st = l->kind == SD_LAYER_GDN ? bind_gdn(L, l, il) : bind_attention(L, l, il);

@@ -25,6 +25,9 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
                           sd_context **out, sd_err *err) {
     *out = NULL;
     const sd_hparams *hp = &m->hp;
+    if (hp->mtp_only)
+        return sd_err_set(err, SD_ERR_ARG, "an MTP sidecar (a qwen35 file with only the nextn block) is no model to "
+                                           "run: give it with -md as a target's MTP drafter");
     if (n_ctx <= 0) n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (n_batch <= 0) n_batch = 64;
     if (n_batch > n_ctx) n_batch = n_ctx;

@@ -16,6 +16,16 @@
 #include "model/layers.h"
 #include "numerics/ops.h"
 
+sd_status sd_mtp_check(const sd_model *mtp, const sd_model *target, sd_err *err) {
+    if (mtp->hp.arch != SD_ARCH_QWEN35 || !mtp->nextn.present)
+        return sd_err_set(err, SD_ERR_UNSUPPORTED, "no MTP block (architecture '%s', nextn_predict_layers %d)",
+                          mtp->hp.arch_name, mtp->hp.n_nextn);
+    if (mtp->hp.n_embd != target->hp.n_embd)
+        return sd_err_set(err, SD_ERR_ARG, "MTP block of n_embd %d does not fit a target of n_embd %d",
+                          mtp->hp.n_embd, target->hp.n_embd);
+    return SD_OK;
+}
+
 sd_status sd_mtp_view_init(const sd_model *t, sd_model **out, sd_err *err) {
     *out = NULL;
     if (t->hp.arch != SD_ARCH_QWEN35 || !t->nextn.present)
@@ -32,6 +42,7 @@ sd_status sd_mtp_view_init(const sd_model *t, sd_model **out, sd_err *err) {
     v->hp.arch = SD_ARCH_QWEN35_MTP;
     v->hp.n_layer = v->hp.n_layer_all = 1;
     v->hp.n_nextn = v->hp.n_layer_gdn = 0;
+    v->hp.mtp_only = false;
     v->tok = t->tok;
     v->tok_embd = t->nextn.embd.data ? t->nextn.embd : t->tok_embd;
     v->output = t->nextn.head.data ? t->nextn.head : t->output;

@@ -43,6 +43,9 @@ typedef struct sd_hparams {
     int32_t n_layer;      /* layers the forward runs: {arch}.block_count - nextn_predict_layers */
     int32_t n_layer_all;  /* {arch}.block_count (qwen35: trunk + MTP layers) */
     int32_t n_nextn;      /* {arch}.nextn_predict_layers (qwen35 MTP blocks, not run; default 0) */
+    bool mtp_only;        /* qwen35 "mtp_only" file (llama.cpp convert_hf_to_gguf.py --mtp, mtp-*.gguf): the
+                             MTP block, token_embd, output_norm and output, no trunk. Not runnable as a model
+                             (sd_context_init refuses it); the MTP drafter of a target (sd_mtp_check) */
     int32_t n_head;       /* {arch}.attention.head_count */
     int32_t n_head_kv;    /* {arch}.attention.head_count_kv (default n_head) */
     int32_t head_dim;     /* {arch}.attention.key_length (default n_embd / n_head) */
@@ -426,6 +429,12 @@ int32_t sd_eagle3_token(const sd_model *head, int32_t d);
  * The head runs on a view: a model whose one layer is the target's MTP block
  * (weights borrowed), for an ordinary sd_context (one layer of KV cache). */
 
+/* Whether mtp, a model with an MTP block (a qwen35 target's own, or an
+ * mtp_only sidecar file), can draft for target: its pairs read target's
+ * hidden after output_norm, so n_embd must match (the vocabularies are
+ * sd_lm_check_same_vocab's). SD_OK, or SD_ERR_ARG / SD_ERR_UNSUPPORTED
+ * with a one-line message naming both sizes. */
+sd_status sd_mtp_check(const sd_model *mtp, const sd_model *target, sd_err *err);
 /* A view of target's MTP block (target must outlive it). Errors:
  * SD_ERR_UNSUPPORTED (no MTP block: the message says so), SD_ERR_NOMEM. */
 sd_status sd_mtp_view_init(const sd_model *target, sd_model **view, sd_err *err);

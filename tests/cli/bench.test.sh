@@ -62,6 +62,28 @@ for r in rows:
     assert abs(r["predicted_speedup"] - want) < 1e-6 * want, (r, want)
 PY
 
+# the qwen35 fixture's MTP block: the mtp drafter in the class table (auto picks it), its head step
+# time, and the oracle's column at the MTP head's cost; every run lossless
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+"$bin" bench -m "$root/models/fixture-q35-target.gguf" --prompts "$tmp/prompts" -n 8 --reps 1 -k 4 --membw-mb 16 \
+  --tables classes,oracle --drafters ngram,mtp,auto --fixed-k 1 --gate 0 --json "$tmp/m.json" > "$tmp/m.md" \
+  2> "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
+grep -q "MTP head step" "$tmp/m.md" && grep -q "at MTP head cost" "$tmp/m.md" &&
+  grep -q "fixed K = 4, hit-rate gate off" "$tmp/m.md" || { cat "$tmp/m.md"; exit 1; }
+python3 - "$tmp/m.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for c in j["classes"]:
+    assert set(c["drafters"]) == {"ngram", "mtp", "auto"}, c["drafters"].keys()
+    assert c["drafters"]["mtp"]["tokens_per_target_forward"] > 1, c  # gate off: the head drafts every round
+    for name, d in c["drafters"].items():
+        assert d["lossless_n"] == 1 and d["lossless_ok"] == 1, (c["prompt"], name, "not lossless")
+assert j["cv"]["head_step_ms"] > 0 and j["cv"]["r_head"] > 0, j["cv"]
+o = j["oracle"]["rows"]
+assert all(r["speedup_at_head_cost"] is not None and r["speedup_at_draft_cost"] is None for r in o), o
+assert all(r["lossless_ok"] == r["lossless_n"] == 1 for r in o)
+PY
+
 # --greedy-ids: n ids, the same as the first ids of a longer run (greedy is a prefix property)
 a=$("$bin" bench -m "$tmp/t.gguf" --greedy-ids "Hello world" -n 6)
 b=$("$bin" bench -m "$tmp/t.gguf" --greedy-ids "Hello world" -n 9)
