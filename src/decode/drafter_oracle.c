@@ -35,11 +35,7 @@ static void oracle_reset(void *self) {
  * side of the race (bench/vs-llamacpp/lib.mjs oracleDraft) sees the same ones.
  * ctx[0..n) = prompt + generated tokens including a0, so the proposal starts
  * at reference index n − n_prompt (DESIGN.md §1: propose past a0). */
-static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
-                          sd_err *err) {
-    (void)q;
-    oracle *o = self;
-    if (o->cost.propose && o->cost.propose(o->cost.self, ctx, n, k, out, NULL, err) < 0) return -1;
+static int oracle_tokens(oracle *o, int32_t n, int k, int32_t *out) {
     int32_t g = n - o->n_prompt;
     int m = 0;
     for (; m < k && g >= 0 && g + m < o->n_greedy; m++) {
@@ -50,6 +46,26 @@ static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int3
         out[m] = t;
     }
     return m;
+}
+
+static int oracle_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
+                          sd_err *err) {
+    (void)q;
+    oracle *o = self;
+    if (o->cost.propose && o->cost.propose(o->cost.self, ctx, n, k, out, NULL, err) < 0) return -1;
+    return oracle_tokens(o, n, k, out);
+}
+
+/* A gate probe of the costed oracle: the cost drafter's own one-token guess
+ * (a draft model's is a 16-token window, drafter_model.c draft_guess, not a
+ * catch-up over every token since the gate closed), then the oracle's token. */
+static int oracle_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, sd_err *err) {
+    oracle *o = self;
+    int32_t unused;
+    int got = o->cost.guess ? o->cost.guess(o->cost.self, ctx, n, &unused, err)
+                            : o->cost.propose(o->cost.self, ctx, n, 1, &unused, NULL, err);
+    if (got < 0) return -1;
+    return oracle_tokens(o, n, 1, out);
 }
 
 static int64_t oracle_n_forwards(void *self) {
@@ -108,5 +124,6 @@ sd_status sd_drafter_oracle_costed_init(sd_drafter *d, const int32_t *greedy, in
     d->name = "oracle (costed)";
     d->costly = true;
     d->prefill = oracle_prefill;
+    if (o->cost.propose) d->guess = oracle_guess;
     return SD_OK;
 }
