@@ -389,6 +389,16 @@ typedef struct specdec_generate_params {
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
+/* Checks params against ctx without generating: the spec mode fits what the
+ * context holds (draft needs a draft model; eagle3 an EAGLE-3 head; mtp a
+ * target with an MTP block or an MTP sidecar), and every field is in range —
+ * the same checks specdec_generate makes first. A server calls it once at
+ * startup with its defaults, so a mode that can never run is refused there
+ * rather than on every request. Nothing is allocated or changed.
+ * Returns SPECDEC_OK, or SPECDEC_ERR_ARG with err->message saying which. */
+SPECDEC_API specdec_status specdec_generate_params_check(const specdec_context *ctx,
+                                                         const specdec_generate_params *params, specdec_error *err);
+
 /* Why generation ended. */
 typedef enum specdec_stop_reason {
     SPECDEC_STOP_LENGTH = 0, /* n_predict tokens */

@@ -94,6 +94,12 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     return SPECDEC_OK;
 }
 
+specdec_status specdec_generate_params_check(const specdec_context *ctx, const specdec_generate_params *params,
+                                             specdec_error *err) {
+    if (!ctx || !params) return sd_api_fail(err, SPECDEC_ERR_ARG, "NULL context or params");
+    return check_params(ctx, params, err);
+}
+
 static sd_sampling sampling_of(const specdec_generate_params *g) {
     return (sd_sampling){.temp = g->temperature > 0 ? g->temperature : 0, .top_k = g->top_k, .top_p = g->top_p,
                          .min_p = g->min_p, .seed = g->seed};

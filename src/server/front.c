@@ -19,7 +19,7 @@ static void usage(FILE *f, bool serve) {
     fprintf(f,
             "  -m, --model FILE         target model (default " FRONT_DEFAULT_TARGET ")\n"
             "  -md, --model-draft FILE  draft model (default " FRONT_DEFAULT_DRAFT " when -m is not given)\n"
-            "  --spec MODE              none | ngram | draft | auto (default auto)\n"
+            "  --spec MODE              none | ngram | draft | eagle3 | mtp | auto (default auto)\n"
             "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
             "  --ngram-min N, --ngram-max N   n-gram lengths looked up (default 1, 3)\n"
             "  --gate G                 zero-accept rounds that stop drafting (0 = never; default 4)\n"
@@ -66,7 +66,7 @@ int front_parse(int argc, char **argv, bool serve, server_opts *o) {
         else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) { NEED(); o->draft_path = v; }
         else if (!strcmp(a, "--spec")) {
             NEED();
-            if (!specdec_spec_mode_parse(v, &o->gen.spec)) { fprintf(stderr, "specdec: --spec %s: not none, ngram, draft or auto\n", v); return 2; }
+            if (!specdec_spec_mode_parse(v, &o->gen.spec)) { fprintf(stderr, "specdec: --spec %s: not none, ngram, draft, eagle3, mtp or auto\n", v); return 2; }
         }
         else if (!strcmp(a, "--draft-max")) { NUM(1, 64); o->gen.draft_max = (int32_t)x; }
         else if (!strcmp(a, "--ngram-min")) { NUM(1, 8); o->gen.ngram_min = (int32_t)x; }
@@ -115,6 +115,10 @@ bool front_load(server *s) {
     cp.n_threads = s->opts.n_threads;
     cp.draft = s->draft;
     if (specdec_context_init(s->model, &cp, &s->ctx, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
+    if (specdec_generate_params_check(s->ctx, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }

@@ -139,3 +139,14 @@ done
 awk '/^specdec_spec_decode_num_draft_tokens_total/ { exit !($2 > 0) }' "$TMP/metrics" || fail "no draft tokens counted"
 echo "ok  /metrics"
 stop_server "$SERVER_PID"
+
+# A spec mode the loaded files can never run is refused at startup with one
+# line (it used to start and answer 500 to every request).
+for bad in "--spec eagle3" "--spec mtp"; do
+  out=$(timeout 60 "$BIN" serve -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 \
+        --port 0 $bad 2>&1 >/dev/null); rc=$?
+  [ "$rc" = 1 ] || fail "serve $bad: exit $rc, want 1 at startup: $out"
+  [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && printf '%s' "$out" | grep -q "^specdec: spec mode" ||
+    fail "serve $bad: want one 'specdec: spec mode ...' line, got: $out"
+done
+echo "ok  serve refuses --spec eagle3 / mtp without a head or MTP block at startup"
