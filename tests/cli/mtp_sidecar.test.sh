@@ -12,9 +12,12 @@ bin="${SD_SPECDEC_BIN:?}"; split="${SD_BUILD_DIR:?}/sd-mtp_split"; gen="${SD_BUI
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$split" models/fixture-q35-target.gguf --mtp "$tmp/mtp-fixture.gguf" --trunk "$tmp/trunk.gguf"
-"$bin" inspect "$tmp/mtp-fixture.gguf" | grep -q "blk.4.nextn.eh_proj.weight" || fail "no nextn block in the sidecar"
-"$bin" inspect "$tmp/mtp-fixture.gguf" | grep -q "blk.0.attn_norm.weight" && fail "the sidecar holds the trunk"
-"$bin" inspect "$tmp/trunk.gguf" | grep -q "nextn" && fail "the trunk holds the MTP block"
+# inspect's output goes to files first: `inspect | grep -q` under pipefail fails
+# whenever grep exits at its first match before inspect has written everything.
+"$bin" inspect "$tmp/mtp-fixture.gguf" > "$tmp/mtp.txt"; "$bin" inspect "$tmp/trunk.gguf" > "$tmp/trunk.txt"
+grep -q "blk.4.nextn.eh_proj.weight" "$tmp/mtp.txt" || fail "no nextn block in the sidecar"
+grep -q "blk.0.attn_norm.weight" "$tmp/mtp.txt" && fail "the sidecar holds the trunk"
+grep -q "nextn" "$tmp/trunk.txt" && fail "the trunk holds the MTP block"
 
 alpha() { grep -o "α [0-9.]* ([0-9]*/[0-9]*)" "$1" || echo "no α"; }
 run=(-n 48 -t 1 --gate 0 --draft-max 4 --fixed-k)
