@@ -21,18 +21,12 @@
 #include "decode/drafter.h"
 #include "decode/sampler.h"
 #include "model/model.h"
+#include "support/fixture_load.h"
 
 #define TARGET "models/fixture-q35-target.gguf"
 #define K 4
 
 static const char TEXT[] = "def parse(self, text):\n    tokens = []\n    for line in text.splitlines():\n";
-
-static sd_model *load(const char *path) {
-    sd_model *m = NULL;
-    sd_err err = {0};
-    if (sd_model_load(path, &m, &err) != SD_OK) fail_msg("%s", err.msg);
-    return m;
-}
 
 /* TEXT's tokens (n of them, 8 <= n < 60: one batch, room for the drafts). */
 static int32_t *text_ids(const sd_model *m, int *n) {

@@ -19,33 +19,9 @@
 
 #include "decode/spec.h"
 #include "model/model.h"
+#include "support/fixture_load.h"
 
 #define TARGET "models/fixture-target.gguf"
-
-static sd_model *load(const char *path) {
-    sd_model *m = NULL;
-    sd_err err = {0};
-    if (sd_model_load(path, &m, &err) != SD_OK) fail_msg("%s", err.msg);
-    return m;
-}
-
-static bool eog(void *user, int32_t t) { return sd_tokenizer_is_eog(user, t); }
-
-/* The prompt of a bench file (its "class:" line dropped), tokenized. */
-static int32_t *bench_prompt(const sd_model *m, const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char buf[1 << 16];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = 0;
-    char *text = buf;
-    if (!strncmp(text, "class:", 6) && strchr(text, '\n')) text = strchr(text, '\n') + 1;
-    int32_t *ids = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_tokenize(m->tok, text, strlen(text), true, false, &ids, n, &err), SD_OK);
-    return ids;
-}
 
 typedef struct shape {
     int32_t k, nodes, width;

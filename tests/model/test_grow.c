@@ -25,6 +25,7 @@
 
 #include "format/ggml_type.h"
 #include "model_test_util.h"
+#include "support/fixture_load.h"
 
 #define N_TOK 64
 #define MAX_ABS 1e-3
@@ -51,13 +52,6 @@ static void to_f32(const char *in, char *out, size_t cap) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, in, out);
     run(cmd);
-}
-
-static sd_model *load(const char *path) {
-    sd_model *m = NULL;
-    sd_err err = {0};
-    if (sd_model_load(path, &m, &err) != SD_OK) fail_msg("%s", err.msg);
-    return m;
 }
 
 /* [N_TOK][n_vocab] logits of the prompt's first N_TOK tokens. */
