@@ -152,6 +152,22 @@ static void test_broken_rule_is_caught(void **state) {
     }
 }
 
+/* Generates from prompt twice with the same params, plainly and with the
+ * drafter dr, and fails the test unless the two outputs are byte-identical;
+ * st gets the speculative run's stats. target is the oracle behind lm (its
+ * history is reset before each run). */
+static void expect_plain_equal(sd_lm *lm, oracle *target, sd_drafter *dr, const int32_t *prompt, int32_t n_prompt,
+                               const sd_spec_params *p, sd_spec_stats *st, const char *what, int seed) {
+    int32_t plain[32], spec[32], n_plain = 0, n_spec = 0;
+    target->len = 0;
+    assert_int_equal(sd_spec_generate(lm, NULL, prompt, n_prompt, p, NULL, NULL, plain, &n_plain, NULL, NULL), SD_OK);
+    target->len = 0;
+    assert_int_equal(sd_spec_generate(lm, dr, prompt, n_prompt, p, NULL, NULL, spec, &n_spec, st, NULL), SD_OK);
+    assert_int_equal(n_plain, n_spec);
+    if (memcmp(plain, spec, (size_t)n_plain * sizeof *plain) != 0)
+        fail_msg("%s, seed %d: speculative sampling differs from plain sampling", what, seed);
+}
+
 /* Deterministic drafts at temperature > 0: for every seed, the speculative
  * output is plain sampling's output with that seed, token for token (longer
  * runs than the chi-square's, so rounds span many positions); the drafts are
@@ -185,17 +201,8 @@ static void test_deterministic_byte_identical(void **state) {
                 p.sampling = settings[si];
                 p.sampling.seed = 7000 + (uint64_t)i;
                 p.accept = i % 3 == 0 ? broken_rule : NULL;
-                int32_t plain[32], spec[32], n_plain = 0, n_spec = 0;
                 sd_spec_stats st;
-                target.len = 0;
-                assert_int_equal(sd_spec_generate(&lm, NULL, prompt, n_prompt, &p, NULL, NULL, plain, &n_plain, NULL, NULL),
-                                 SD_OK);
-                target.len = 0;
-                assert_int_equal(sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, spec, &n_spec, &st, NULL),
-                                 SD_OK);
-                assert_int_equal(n_plain, n_spec);
-                if (memcmp(plain, spec, (size_t)n_plain * sizeof *plain) != 0)
-                    fail_msg("%s, seed %d: speculative sampling differs from plain sampling", WHICH[w], 7000 + i);
+                expect_plain_equal(&lm, &target, &dr, prompt, n_prompt, &p, &st, WHICH[w], 7000 + i);
                 drafted += st.drafted, accepted += st.accepted;
                 sd_drafter_free(&dr);
                 sd_drafter_free(&ng);
@@ -210,7 +217,6 @@ static void test_deterministic_byte_identical(void **state) {
     }
 }
 
-/* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
 /* Token trees at temperature > 0 (decode/tree.h): a node is accepted iff
  * it is the target's own pick at its position, so the output is plain
  * sampling's, byte for byte, for every seed; also with a draft model that
@@ -240,17 +246,8 @@ static void test_tree_byte_identical(void **state) {
             p.tree_width = 1 + i % 3;
             p.sampling = settings[si];
             p.sampling.seed = 9000 + (uint64_t)i;
-            int32_t plain[32], spec[32], n_plain = 0, n_spec = 0;
             sd_spec_stats st;
-            target.len = 0;
-            assert_int_equal(sd_spec_generate(&lm, NULL, prompt, n_prompt, &p, NULL, NULL, plain, &n_plain, NULL, NULL),
-                             SD_OK);
-            target.len = 0;
-            assert_int_equal(sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, spec, &n_spec, &st, NULL),
-                             SD_OK);
-            assert_int_equal(n_plain, n_spec);
-            if (memcmp(plain, spec, (size_t)n_plain * sizeof *plain) != 0)
-                fail_msg("tree, seed %d: speculative sampling differs from plain sampling", 9000 + i);
+            expect_plain_equal(&lm, &target, &dr, prompt, n_prompt, &p, &st, "tree", 9000 + i);
             drafted += st.drafted, accepted += st.accepted, tree_rounds += st.tree_rounds;
             sd_drafter_free(&dr);
         }
@@ -263,6 +260,7 @@ static void test_tree_byte_identical(void **state) {
     }
 }
 
+/* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
 static void test_rule_exact_law(void **state) {
     (void)state;
     const float p[3] = {0.5f, 0.3f, 0.2f}, q[3] = {0.2f, 0.7f, 0.1f};
