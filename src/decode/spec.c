@@ -231,39 +231,42 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
 }
 
 /* One speculative round on k proposed tokens (batch[1..k] already filled). */
+/* The bookkeeping every verify round ends with: time and counters, the
+ * gate's record, the accepted drafts d->batch[1..v->j] committed, the drafter
+ * told. rows = the positions the forward verified; drafted = its draft tokens.
+ * The round's time includes the lm's rollback (for a hybrid model its
+ * discipline's snapshot, capture, restore or replay), so the gate's c_v(S)
+ * and its predicted speedup carry that cost too. */
+static void round_done(decoder *d, int k, int rows, int drafted, double t0, const sd_verdict *v) {
+    time_forward(d, rows, sd_now_s() - t0);
+    d->st->target_forwards++;
+    d->st->rounds++;
+    d->st->drafted += drafted;
+    d->st->accepted += v->j;
+    sd_gate_round(d->src, k, v->j);
+    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t], true);
+    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+}
+
 static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     double t0 = sd_now_s();
     sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
                                    &d->sm, d->p->accept, d->scratch, v, err);
     if (st != SD_OK) return st;
-    /* the round's time includes the lm's rollback (for a hybrid model its
-     * discipline's snapshot, capture, restore or replay), so the gate's
-     * c_v(S) and its predicted speedup carry that cost too */
-    time_forward(d, k + 1, sd_now_s() - t0);
-    d->st->target_forwards++;
-    d->st->rounds++;
-    d->st->drafted += k;
-    d->st->accepted += v->j;
-    sd_gate_round(d->src, k, v->j);
-    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t], true);
-    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    round_done(d, k, k + 1, k, t0, v);
     return SD_OK;
 }
 
-/* One round on the token tree d->tree (its chain of k from the drafter). */
+/* One round on the token tree d->tree (its chain of k from the drafter). The
+ * accepted root path's tokens go to d->batch[1..j] (batch[0] is a0, the
+ * tree's root), where round_done commits a chain's. */
 static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     double t0 = sd_now_s();
     sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, v, d->path, err);
     if (st != SD_OK) return st;
-    time_forward(d, d->tree.n, sd_now_s() - t0);
-    d->st->target_forwards++;
-    d->st->rounds++;
+    for (int t = 1; t <= v->j; t++) d->batch[t] = d->tree.tok[d->path[t]];
     d->st->tree_rounds++;
-    d->st->drafted += d->tree.n - 1;
-    d->st->accepted += v->j;
-    sd_gate_round(d->src, k, v->j);
-    for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->tree.tok[d->path[t]], true);
-    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    round_done(d, k, d->tree.n, d->tree.n - 1, t0, v);
     return SD_OK;
 }
 
