@@ -116,6 +116,7 @@ static int draft_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err)
     draft *m = self;
     if (n < 1 || n > m->lm->n_ctx(m->lm->self)) return 0; /* propose will find out */
     m->lm->truncate(m->lm->self, 0);
+    if (m->lm->warm) m->lm->warm(m->lm->self); /* a hybrid draft's rollback buffers, as the target's */
     const float *row;
     return feed(m, ctx, n, &row, err) == SD_OK ? 0 : -1;
 }

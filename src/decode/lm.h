@@ -43,6 +43,11 @@ typedef struct sd_lm {
      * batch (the window discipline of lm_hybrid.h); the decode loop cuts its
      * draft to that minus one (a plain step when it is 1). */
     int32_t (*max_batch)(void *self);
+    /* Optional (NULL: nothing to do): makes the buffers rollbacks use
+     * resident now (a hybrid model's snapshot and capture ring, lm_hybrid.h),
+     * so that their page faults are not paid inside the first verify rounds.
+     * The decode loop calls it after prefill when it has a drafter. */
+    void (*warm)(void *self);
     /* Token trees (model.h sd_forward_tree, decode/tree.h), both NULL when
      * the lm has none (a model with recurrent layers: a tree would need one
      * recurrent state per branch). forward_tree appends the S nodes

@@ -335,6 +335,18 @@ void sd_lm_hybrid_free(sd_lm_hybrid *h) {
     h->wlogits = NULL;
 }
 
+/* sd_lm warm: the snapshot's and the capture ring's pages faulted in now,
+ * not in the first rounds (80 ms for the 20 MB snapshot of Qwen3.5-0.8B,
+ * ~1% of a 256-token decode, measured by timing the first save). */
+static void hy_warm(void *self) {
+    sd_lm_hybrid *h = self;
+    if (!h->snap_touched && h->base < 0) { /* base >= 0: it holds a snapshot, touched by now */
+        memset(h->snap, 0, h->m.state_bytes ? h->m.state_bytes : 1);
+        h->snap_touched = true;
+    }
+    if (h->m.touch) h->m.touch(h->m.self);
+}
+
 static int32_t hy_max_batch(void *self) {
     sd_lm_hybrid *h = self;
     return h->disc == SD_ROLLBACK_WINDOW ? sd_window_max_batch(h) : INT32_MAX;
@@ -342,7 +354,8 @@ static int32_t hy_max_batch(void *self) {
 
 void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h) {
     *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = hy_n_ctx, .len = hy_len, .forward = hy_forward,
-                  .forward_tail = hy_forward_tail, .truncate = hy_truncate, .max_batch = hy_max_batch};
+                  .forward_tail = hy_forward_tail, .truncate = hy_truncate, .max_batch = hy_max_batch,
+                  .warm = hy_warm};
     if (h->m.forward_first && h->m.logits_rest) {
         lm->forward_first = hy_forward_first;
         lm->logits_rest = hy_logits_rest;

@@ -43,6 +43,9 @@ typedef struct sd_recm {
     sd_status (*restore)(void *self, const void *buf, sd_err *err);
     /* Back to 0 tokens (a fresh state). */
     void (*reset)(void *self);
+    /* Optional (NULL: nothing to do): makes the capture buffers resident
+     * (model.h sd_context_capture_touch). */
+    void (*touch)(void *self);
     /* Bytes of one snapshot; state_bytes_moved: the part of it (and of one
      * STATE capture) that is recurrent state, for the cost report. */
     size_t state_bytes;
@@ -127,6 +130,7 @@ typedef struct sd_lm_hybrid {
     int32_t cap_lo, cap_hi; /* the captures of steps cap_lo + 1 .. cap_hi are in the ring */
     bool committed;         /* the next forward starts on committed positions (after a truncate) */
     void *snap;             /* [m.state_bytes]: state(base) */
+    bool snap_touched;      /* every page of snap written once (sd_lm warm) */
     /* window only: the static window S, the model's own length (the anchor
      * base plus what the last feed put on top: fed real tokens, pad pads),
      * the committed length, and a logits buffer for the padded rows. */

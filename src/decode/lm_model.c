@@ -83,6 +83,7 @@ static sd_status ctx_restore(void *self, const void *buf, sd_err *err) {
     return sd_context_state_restore(self, buf, sd_context_state_bytes(self), err);
 }
 static void ctx_reset(void *self) { (void)sd_context_truncate(self, 0); }
+static void ctx_touch(void *self) { sd_context_capture_touch(self); }
 
 void sd_recm_from_context(sd_recm *r, sd_context *c) {
     const sd_model *m = sd_context_model(c);
@@ -90,6 +91,6 @@ void sd_recm_from_context(sd_recm *r, sd_context *c) {
                    .forward_tail = ctx_forward_tail, .forward_first = ctx_forward_first,
                    .logits_rest = ctx_logits_rest, .capture_init = ctx_capture_init,
                    .capture_from = ctx_capture_from, .load = ctx_load, .replay = ctx_replay, .save = ctx_save,
-                   .restore = ctx_restore, .reset = ctx_reset, .state_bytes = sd_context_state_bytes(c),
+                   .restore = ctx_restore, .reset = ctx_reset, .touch = ctx_touch, .state_bytes = sd_context_state_bytes(c),
                    .state_bytes_moved = sd_model_recurrent_bytes(m)};
 }

@@ -175,7 +175,9 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
         d->src = &d->gate_free;
         got = d->dr->propose_free(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
     }
-    if (got > 0) sd_gate_time_draft(d->src, got, sd_now_s() - t0);
+    double dt = sd_now_s() - t0;
+    d->st->t_draft_s += dt;
+    if (got > 0) sd_gate_time_draft(d->src, got, dt);
     return got;
 }
 
@@ -187,14 +189,15 @@ static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_m
     *ran_model = false;
     if (!sd_gate_probe_due(g, ran_model)) return SD_OK;
     int got = 0;
+    double t0 = sd_now_s();
     if (*ran_model) {
-        double t0 = sd_now_s();
         got = d->dr->guess ? d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err)
                            : d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
         sd_gate_time_probe(g, sd_now_s() - t0); /* spaces the next probes */
     } else if (d->dr->probe && !(d->has_free && g == &d->gate)) {
         got = d->dr->probe(d->dr->self, d->hist, d->n_hist, guess);
     }
+    d->st->t_draft_s += sd_now_s() - t0;
     if (got < 0) return err ? err->code : SD_ERR_ARG;
     if (got == 0) *guess = -1;
     return SD_OK;
@@ -222,7 +225,9 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
                                    d->scratch, v, err);
     if (st != SD_OK) return st;
-    time_forward(d, 1, sd_now_s() - t0);
+    double dt = sd_now_s() - t0;
+    d->st->t_plain_s += dt;
+    time_forward(d, 1, dt);
     d->st->target_forwards++;
     if (d->dr && !d->gate.open) d->st->gate_closed_steps++;
     probe_score(d, &d->gate, guess, run_model, v->next_a0);
@@ -238,7 +243,9 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
  * discipline's snapshot, capture, restore or replay), so the gate's c_v(S)
  * and its predicted speedup carry that cost too. */
 static void round_done(decoder *d, int k, int rows, int drafted, double t0, const sd_verdict *v) {
-    time_forward(d, rows, sd_now_s() - t0);
+    double dt = sd_now_s() - t0;
+    d->st->t_rounds_s += dt;
+    time_forward(d, rows, dt);
     d->st->target_forwards++;
     d->st->rounds++;
     d->st->drafted += drafted;
@@ -332,6 +339,7 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     if (st == SD_OK && !d.stop && drafter && drafter->prefill &&
         drafter->prefill(drafter->self, prompt, n_prompt, err) < 0)
         st = err ? err->code : SD_ERR_ARG;
+    if (st == SD_OK && drafter && target->warm) target->warm(target->self); /* page faults in prefill time */
     double t1 = sd_now_s();
     if (st == SD_OK && p->n_predict > 0 && !d.stop) st = decode(&d, a0, err);
     stats->t_prefill_s = t1 - t0;

@@ -81,6 +81,10 @@ typedef struct sd_spec_stats {
     int64_t probes, probe_hits; /* shadow probes while closed, and how many would have hit */
     bool gate_open;             /* the gate's state at the end (false without a drafter) */
     double t_prefill_s, t_decode_s;
+    /* where t_decode_s went: the drafter (proposals and probes), verify
+     * rounds (the target forward with its rollback), plain steps (the
+     * target forward of a0 alone) */
+    double t_draft_s, t_rounds_s, t_plain_s;
 } sd_spec_stats;
 
 /* Called with each committed token in order; return false to stop early.

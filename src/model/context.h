@@ -58,6 +58,7 @@ struct sd_context {
     int64_t cap_layer_floats, cap_floats; /* per GDN layer, per slot (all layers) */
     float *cap;                           /* [cap_slots][cap_floats] */
     int32_t *cap_pos;                     /* [cap_slots] */
+    bool cap_touched;                     /* every page of cap written once (sd_context_capture_touch) */
     /* Token tree (forward_tree.c): the last sd_forward_tree put tree_n nodes
      * at KV slots tree_base.. (tree_n = 0: none, or another forward or a
      * truncate came since). Node s sits at position tree_base + tree_depth[s]

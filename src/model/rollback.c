@@ -50,7 +50,15 @@ sd_status sd_context_capture_init(sd_context *c, sd_capture_kind kind, int32_t n
     c->cap_layer_floats = lf;
     c->cap_floats = all;
     c->cap_from = INT32_MAX;
+    c->cap_touched = false;
     return SD_OK;
+}
+
+void sd_context_capture_touch(sd_context *c) {
+    if (c->cap_touched || !c->cap) return;
+    for (int32_t s = 0; s < c->cap_slots; s++)
+        if (c->cap_pos[s] < 0) memset(c->cap + (int64_t)s * c->cap_floats, 0, (size_t)c->cap_floats * sizeof(float));
+    c->cap_touched = true;
 }
 
 void sd_context_capture_from(sd_context *c, int32_t p_first) { c->cap_from = p_first < 1 ? 1 : p_first; }

@@ -263,11 +263,49 @@ static void test_long_forward_dropped(void **state) {
     }
 }
 
+/* sd_lm warm (the decode loop calls it after prefill, a draft model's lm at
+ * its prefill) faults the snapshot and the capture ring in; called while a
+ * snapshot is held and captures are in the ring, it must leave both intact:
+ * every rollback after it lands on the state plain steps give, by its own
+ * discipline (no fallback, no re-decode). */
+static void test_warm_keeps_snapshot(void **state) {
+    (void)state;
+    for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) {
+        rec_oracle o;
+        rec_oracle_init(&o, 50, 64, 13);
+        sd_recm m = rec_oracle_recm(&o);
+        sd_lm_hybrid h;
+        sd_err err = {0};
+        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 8, true, &err), SD_OK);
+        sd_lm lm;
+        sd_lm_hybrid_as_lm(&lm, &h);
+        assert_non_null(lm.warm);
+        int32_t toks[40];
+        float logits[6 * 50];
+        for (int i = 0; i < 40; i++) toks[i] = (i * 11 + 5) % 50;
+        assert_int_equal(lm.forward_tail(lm.self, toks, 10, 1, logits, &err), SD_OK); /* prefill */
+        for (int32_t n = 10, j = 0; n + 6 <= 40; j = (j + 1) % 5) {
+            assert_int_equal(lm.forward(lm.self, toks + n, 6, logits, &err), SD_OK); /* a verify of 6 rows */
+            lm.warm(lm.self); /* the first call (the one that writes) with a snapshot and captures held */
+            n += 1 + j;                                                                /* a0 and j drafts kept */
+            lm.truncate(lm.self, n);
+            assert_int_equal(lm.len(lm.self), n);
+            rec_state s = {0};
+            for (int i = 0; i < n; i++) rec_step(o.salt, &s, toks[i]);
+            assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
+        }
+        assert_int_equal(h.st.fallbacks, 0);
+        assert_int_equal(o.misuse, 0);
+        sd_lm_hybrid_free(&h);
+        rec_oracle_free(&o);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deep_truncate), cmocka_unit_test(test_checkpoint), cmocka_unit_test(test_replay),
         cmocka_unit_test(test_redecode), cmocka_unit_test(test_window), cmocka_unit_test(test_mutants_fail),
-        cmocka_unit_test(test_long_forward_dropped),
+        cmocka_unit_test(test_long_forward_dropped), cmocka_unit_test(test_warm_keeps_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
