@@ -147,10 +147,13 @@ typedef struct bench_win_row {
 typedef struct bench_gate_row {
     const char *drafter;
     bool present;
-    double tok_s, speedup, alpha;
+    double tok_s, speedup, alpha;                 /* speedup: median over reps of tok/s over the rep's greedy */
     double rounds, drafted, probes, closed_steps; /* per run (means) */
     double rb_ms;                                 /* target rollback ms per run (mean) */
     double draft_redecoded;                       /* tokens a hybrid draft model re-decoded per run (mean) */
+    double draft_ms, rounds_ms;                   /* per run (means): in the drafter, in verify rounds */
+    double step_ms;                               /* per plain step (mean over all runs' steps) */
+    double overhead; /* decode time over the runs' forwards at their own plain-step pace, less 1 */
     int lossless_ok, lossless_n;
 } bench_gate_row;
 
@@ -172,7 +175,7 @@ typedef struct bench_results {
     int n_win;
     double win_greedy_tok_s;
     bench_gate_row gate[BENCH_N_GATE];
-    double gate_greedy_tok_s;
+    double gate_greedy_tok_s, gate_greedy_step_ms; /* step: mean over all greedy steps */
     bool gate_present;
 } bench_results;
 

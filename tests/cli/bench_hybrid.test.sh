@@ -47,6 +47,10 @@ assert names == ["oracle(α=0)", "oracle(α=0) at draft cost", "draft"], names
 for r in g["rows"]:
     assert r["lossless_ok"] == r["lossless_n"] == 1, r
     assert r["speedup"] > 0 and r["rounds"] >= 0 and r["draft_redecoded"] >= 0, r
+    # the time breakdown: a drafter's and the rounds' time, the plain-step pace, the in-run overhead
+    assert r["drafter_ms"] >= 0 and r["step_ms"] > 0 and math.isfinite(r["overhead"]), r
+    assert (r["rounds_ms"] > 0) == (r["rounds"] > 0), r
+assert g["greedy_step_ms"] > 0, g
 for r in g["rows"][:2]:  # the oracle at α = 0 never proposes the right token
     assert r["alpha"] in (None, 0.0), r
 PY
