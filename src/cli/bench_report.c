@@ -123,7 +123,9 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
 static void md_rollback(const bench_env *e, const bench_results *r) {
     const int k = bench_oracle_k(e->o);
     printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
-    printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s. "
+    printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s "
+           "(median; each discipline's runs follow a greedy run of their own, the order rotating rep by rep, and "
+           "speedup = the median over reps of tok/s over that greedy). "
            "forwards/round counts a redecode's second forward, window's re-anchors and the plain steps its full tail forces (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
            "(snapshots, restores, replays, checkpoint copies); MB held = snapshot + capture ring (%d positions).\n\n",
            r->rb_greedy_tok_s, BENCH_MAX_K + 1);
@@ -144,7 +146,8 @@ static void md_window(const bench_env *e, const bench_results *r) {
            e->prompts[0].name);
     printf("Every round feeds exactly S tokens: the committed tail since the anchor, a0, up to K drafts (cut to fit "
            "S), pad (DESIGN.md §4). forwards/round counts the re-anchors and the plain steps a full tail forces; "
-           "rollback ms/round = snapshots, restores and re-anchors. greedy %.2f tok/s (%.2f ms/token).\n\n",
+           "rollback ms/round = snapshots, restores and re-anchors. greedy %.2f tok/s (%.2f ms/token; median; each S "
+           "follows a greedy run of its own, speedup = the median over reps of tok/s over that greedy).\n\n",
            r->win_greedy_tok_s, 1e3 / r->win_greedy_tok_s);
     printf("| S | K | ms/token | accepted/round | forwards/round | rollback ms/round | speedup | LOSSLESS |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---|\n");
