@@ -197,34 +197,55 @@ static void test_mutants_fail(void **state) {
         }
 }
 
+/* A hybrid lm of discipline d over a fresh recurrent oracle (V = 50, n_ctx 64), and toks[40] = (i * mul + add) % 50. */
+typedef struct rig {
+    rec_oracle o;
+    sd_recm m;
+    sd_lm_hybrid h;
+    sd_lm lm;
+    int32_t toks[40];
+} rig;
+
+static void rig_open(rig *r, int d, uint64_t seed, int32_t slots, bool commit_on_forward, int mul, int add) {
+    sd_err err = {0};
+    rec_oracle_init(&r->o, 50, 64, seed);
+    r->m = rec_oracle_recm(&r->o);
+    assert_int_equal(sd_lm_hybrid_init(&r->h, &r->m, (sd_rollback)d, slots, commit_on_forward, &err), SD_OK);
+    sd_lm_hybrid_as_lm(&r->lm, &r->h);
+    for (int i = 0; i < 40; i++) r->toks[i] = (i * mul + add) % 50;
+}
+
+/* The oracle's state is the one n plain steps over toks give; nothing misused. */
+static void rig_expect_state(const rig *r, int32_t n) {
+    assert_int_equal(r->lm.len(r->lm.self), n);
+    rec_state s = {0};
+    for (int i = 0; i < n; i++) rec_step(r->o.salt, &s, r->toks[i]);
+    assert_true(s.h == r->o.s.h && s.w0 == r->o.s.w0 && s.w1 == r->o.s.w1);
+    assert_int_equal(r->o.misuse, 0);
+}
+
+static void rig_close(rig *r) {
+    sd_lm_hybrid_free(&r->h);
+    rec_oracle_free(&r->o);
+}
+
 /* Rollback primitives misused from outside: a truncate below the snapshot
  * (further back than the caller's contract) still lands right, by re-decoding. */
 static void test_deep_truncate(void **state) {
     (void)state;
     for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) { /* (window's state sits at its anchor, not at len) */
-        rec_oracle o;
-        rec_oracle_init(&o, 50, 64, 11);
-        sd_recm m = rec_oracle_recm(&o);
-        sd_lm_hybrid h;
+        rig r;
+        rig_open(&r, d, 11, 4, true, 7, 0);
         sd_err err = {0};
-        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 4, true, &err), SD_OK);
-        sd_lm lm;
-        sd_lm_hybrid_as_lm(&lm, &h);
-        int32_t toks[40];
         float logits[50];
-        for (int i = 0; i < 40; i++) toks[i] = (i * 7) % 50;
-        for (int i = 0; i < 40; i += 5) assert_int_equal(lm.forward_tail(lm.self, toks + i, 5, 1, logits, &err), SD_OK);
+        for (int i = 0; i < 40; i += 5)
+            assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks + i, 5, 1, logits, &err), SD_OK);
         for (int32_t n = 39; n >= 1; n -= 6) {
-            lm.truncate(lm.self, n);
-            assert_int_equal(lm.len(lm.self), n);
-            rec_state s = {0};
-            for (int i = 0; i < n; i++) rec_step(o.salt, &s, toks[i]);
-            assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
+            r.lm.truncate(r.lm.self, n);
+            rig_expect_state(&r, n);
         }
-        assert_int_equal(o.misuse, 0);
-        assert_true(h.st.fallbacks > 0);
-        sd_lm_hybrid_free(&h);
-        rec_oracle_free(&o);
+        assert_true(r.h.st.fallbacks > 0);
+        rig_close(&r);
     }
 }
 
@@ -235,31 +256,19 @@ static void test_deep_truncate(void **state) {
 static void test_long_forward_dropped(void **state) {
     (void)state;
     for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) {
-        rec_oracle o;
-        rec_oracle_init(&o, 50, 64, 12);
-        sd_recm m = rec_oracle_recm(&o);
-        sd_lm_hybrid h;
+        rig r;
+        rig_open(&r, d, 12, 4, false, 7, 3);
         sd_err err = {0};
-        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 4, false, &err), SD_OK);
-        sd_lm lm;
-        sd_lm_hybrid_as_lm(&lm, &h);
-        int32_t toks[40];
         float logits[50];
-        for (int i = 0; i < 40; i++) toks[i] = (i * 7 + 3) % 50;
-        assert_int_equal(lm.forward_tail(lm.self, toks, 20, 1, logits, &err), SD_OK); /* a catch-up */
+        assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks, 20, 1, logits, &err), SD_OK); /* a catch-up */
         for (int round = 0; round < 3; round++) {
-            lm.truncate(lm.self, 20);
-            assert_int_equal(lm.forward_tail(lm.self, toks + 20 + round, 10, 1, logits, &err), SD_OK); /* the gap */
+            r.lm.truncate(r.lm.self, 20);
+            assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks + 20 + round, 10, 1, logits, &err), SD_OK); /* the gap */
         }
-        lm.truncate(lm.self, 20);
-        assert_int_equal(lm.len(lm.self), 20);
-        rec_state s = {0};
-        for (int i = 0; i < 20; i++) rec_step(o.salt, &s, toks[i]);
-        assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
-        assert_int_equal(h.st.redecoded, 0);
-        assert_int_equal(o.misuse, 0);
-        sd_lm_hybrid_free(&h);
-        rec_oracle_free(&o);
+        r.lm.truncate(r.lm.self, 20);
+        rig_expect_state(&r, 20);
+        assert_int_equal(r.h.st.redecoded, 0);
+        rig_close(&r);
     }
 }
 
@@ -271,33 +280,21 @@ static void test_long_forward_dropped(void **state) {
 static void test_warm_keeps_snapshot(void **state) {
     (void)state;
     for (int d = 0; d < SD_ROLLBACK_WINDOW; d++) {
-        rec_oracle o;
-        rec_oracle_init(&o, 50, 64, 13);
-        sd_recm m = rec_oracle_recm(&o);
-        sd_lm_hybrid h;
+        rig r;
+        rig_open(&r, d, 13, 8, true, 11, 5);
+        assert_non_null(r.lm.warm);
         sd_err err = {0};
-        assert_int_equal(sd_lm_hybrid_init(&h, &m, (sd_rollback)d, 8, true, &err), SD_OK);
-        sd_lm lm;
-        sd_lm_hybrid_as_lm(&lm, &h);
-        assert_non_null(lm.warm);
-        int32_t toks[40];
         float logits[6 * 50];
-        for (int i = 0; i < 40; i++) toks[i] = (i * 11 + 5) % 50;
-        assert_int_equal(lm.forward_tail(lm.self, toks, 10, 1, logits, &err), SD_OK); /* prefill */
+        assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks, 10, 1, logits, &err), SD_OK); /* prefill */
         for (int32_t n = 10, j = 0; n + 6 <= 40; j = (j + 1) % 5) {
-            assert_int_equal(lm.forward(lm.self, toks + n, 6, logits, &err), SD_OK); /* a verify of 6 rows */
-            lm.warm(lm.self); /* the first call (the one that writes) with a snapshot and captures held */
-            n += 1 + j;                                                                /* a0 and j drafts kept */
-            lm.truncate(lm.self, n);
-            assert_int_equal(lm.len(lm.self), n);
-            rec_state s = {0};
-            for (int i = 0; i < n; i++) rec_step(o.salt, &s, toks[i]);
-            assert_true(s.h == o.s.h && s.w0 == o.s.w0 && s.w1 == o.s.w1);
+            assert_int_equal(r.lm.forward(r.lm.self, r.toks + n, 6, logits, &err), SD_OK); /* a verify of 6 rows */
+            r.lm.warm(r.lm.self); /* the first call (the one that writes) with a snapshot and captures held */
+            n += 1 + j;           /* a0 and j drafts kept */
+            r.lm.truncate(r.lm.self, n);
+            rig_expect_state(&r, n);
         }
-        assert_int_equal(h.st.fallbacks, 0);
-        assert_int_equal(o.misuse, 0);
-        sd_lm_hybrid_free(&h);
-        rec_oracle_free(&o);
+        assert_int_equal(r.h.st.fallbacks, 0);
+        rig_close(&r);
     }
 }
 
