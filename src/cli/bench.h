@@ -1,7 +1,8 @@
 /* `specdec bench`: the measurement tables of DESIGN.md §8. Shared between
  * cmd_bench.c (options, order of work), bench_prompts.c (prompt files),
  * bench_run.c (timed generations and forwards), bench_tables.c (the four
- * measurements), bench_report.c (markdown + JSON) and bench_svg.c (plots).
+ * measurements), bench_rollback.c / bench_gate.c / bench_ab.c (one table
+ * each), bench_report.c (markdown + JSON) and bench_svg.c (plots).
  *
  * Timing definitions (the same in bench/vs-llamacpp, so ratios are fair):
  *   decode tok/s  = (n − 1) / (time from the 1st generated token to the n-th):
@@ -32,15 +33,17 @@
 #define BENCH_MAX_WINDOWS 4 /* S values of the window sweep */
 #define BENCH_MAX_KS 8      /* K values of the window sweep */
 #define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
+#define BENCH_N_AB 2        /* the ab table's drafts: A (-md) and B (--draft-b) */
 
 typedef struct bench_opts {
     const char *target, *draft, *prompts_dir, *json, *plot;
     const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
+    const char *draft_b; /* the ab table's draft B (--draft-b), or NULL */
     int n_predict, reps, threads, k;
     int membw_mb;   /* bandwidth probe array size, MiB */
     int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
     bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
-    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate;
+    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate, t_ab;
     bool drafters[BENCH_N_DRAFTERS]; /* which of BENCH_DRAFTER_NAMES the class table runs */
     double alphas[BENCH_MAX_ALPHAS];
     int n_alphas;
@@ -66,6 +69,11 @@ typedef struct bench_env {
     sd_context *tc, *dc;
     sd_lm tlm, dlm;
     sd_lm_hybrid *th, *dh; /* hybrid (recurrent) models: the rollback discipline behind tlm / dlm, else NULL */
+    const char *dm_path; /* the file dm came from (-md given twice: either one) */
+    sd_model *bm;        /* the ab table's draft B (--draft-b), NULL without it; its context, lm, hybrid lm: */
+    sd_context *bc;
+    sd_lm blm;
+    sd_lm_hybrid *bh;
     bench_prompt *prompts;
     int n_prompts;
     int32_t *scratch_ids;  /* [n_predict], generation output */
@@ -157,6 +165,23 @@ typedef struct bench_gate_row {
     int lossless_ok, lossless_n;
 } bench_gate_row;
 
+/* One draft of the ab table (bench_ab.c). Cells: the costed oracle at each
+ * --alphas value, then the draft model itself ([n_alphas]). Speedups are
+ * medians over reps of tok/s over the same rep's greedy. */
+typedef struct bench_ab_cell {
+    double tok_s, speedup;
+    double alpha, acc_per_round; /* measured: accepted / drafted, accepted per round */
+    int lossless_ok, lossless_n;
+} bench_ab_cell;
+
+typedef struct bench_ab_row {
+    const char *file;
+    double weight_mb;
+    double step_ms; /* median S = 1 forward on the warmed draft */
+    double r;       /* median over rounds of step_ms / the same round's target step */
+    bench_ab_cell cell[BENCH_MAX_ALPHAS + 1];
+} bench_ab_row;
+
 typedef struct bench_results {
     bench_prompt_row *rows;  /* [n_prompts] */
     int n_rows;
@@ -177,6 +202,10 @@ typedef struct bench_results {
     bench_gate_row gate[BENCH_N_GATE];
     double gate_greedy_tok_s, gate_greedy_step_ms; /* step: mean over all greedy steps */
     bool gate_present;
+    bench_ab_row ab[BENCH_N_AB];
+    double ab_b_over_a[BENCH_MAX_ALPHAS + 1]; /* per cell: median over reps of B's tok/s over A's */
+    double ab_greedy_tok_s, ab_target_ms;
+    bool ab_present;
 } bench_results;
 
 extern const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS];
@@ -201,6 +230,13 @@ sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate
 sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
                          const sd_spec_params *sp, const int32_t *ref, int32_t n_ref,
                          bench_run *out, sd_err *err);
+/* A plain greedy run of p; the first (*ref NULL) keeps its output as the
+ * reference (*ref allocated, caller frees), later ones are compared with it. */
+sd_status bench_greedy(bench_env *e, const bench_prompt *p, const sd_spec_params *plain, int32_t **ref,
+                       int32_t *n_ref, bench_run *run, sd_err *err);
+/* A draft-model drafter (greedy) over draft A (-md, b false) or B
+ * (--draft-b, b true), its KV cache emptied. SD_ERR_ARG without that model. */
+sd_status bench_draft_model_make(bench_env *e, bool b, sd_drafter *d, sd_err *err);
 /* Makes drafter `name` ("ngram", "draft", "auto", "eagle3", "mtp") fresh,
  * its draft KV cache emptied. "auto" is n-gram plus a head as the API's auto
  * picks it — the EAGLE-3 head when there is one, else the target's MTP block
@@ -239,6 +275,10 @@ sd_status bench_window(bench_env *e, bench_results *r, sd_err *err);
  * against greedy, alternated: the oracle at α = 0, the same paying the draft
  * model's time (with -md), and the draft model itself (with -md). */
 sd_status bench_gate(bench_env *e, bench_results *r, sd_err *err);
+/* bench_ab.c: draft A (-md) against draft B (--draft-b) on the same target,
+ * alternated rep by rep with greedy: each draft's step time and r, the oracle
+ * at each --alphas value paying that draft's time, the draft itself. */
+sd_status bench_ab(bench_env *e, bench_results *r, sd_err *err);
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* bench_report.c */

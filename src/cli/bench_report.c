@@ -15,6 +15,7 @@ static void md_header(const bench_env *e) {
     printf("target `%s` (%s, %.1f MB of weights)", o->target, e->tm->hp.arch_name,
            (double)sd_model_weight_bytes(e->tm) / 1e6);
     if (e->dm) printf(", draft (%.1f MB)", (double)sd_model_weight_bytes(e->dm) / 1e6);
+    if (e->bm) printf(", draft B (%.1f MB)", (double)sd_model_weight_bytes(e->bm) / 1e6);
     if (e->hm) printf(", EAGLE-3 head (%.1f MB)", (double)sd_model_weight_bytes(e->hm) / 1e6);
     printf("; %d threads, %s kernels, n = %d tokens, medians of %d run%s, K = %d\n\n", o->threads,
            sd_matmul_backend(), o->n_predict, o->reps, o->reps == 1 ? "" : "s", o->k);
@@ -185,6 +186,45 @@ static void md_gate(const bench_env *e, const bench_results *r) {
     printf("\n");
 }
 
+/* One ab cell: its speedup, or "–" when there is no figure. */
+static void ab_speedup(char *buf, size_t n, double x) {
+    if (isfinite(x)) snprintf(buf, n, "%.2f×", x);
+    else snprintf(buf, n, "–");
+}
+
+static void md_ab_row(const bench_env *e, const bench_results *r, int d) {
+    const bench_ab_row *a = &r->ab[d];
+    const int na = e->o->n_alphas;
+    const bench_ab_cell *dr = &a->cell[na];
+    char buf[32];
+    printf("| %c | `%s` | %.1f | %.3f | %.3f |", "AB"[d], a->file, a->weight_mb, a->step_ms, a->r);
+    for (int c = 0; c <= na; c++) ab_speedup(buf, sizeof buf, a->cell[c].speedup), printf(" %s |", buf);
+    printf(" %.3f | %.2f |", dr->alpha, dr->acc_per_round);
+    for (int c = 0; c <= na; c++) printf("%s%d/%d", c ? " " : " ", a->cell[c].lossless_ok, a->cell[c].lossless_n);
+    printf(" |\n");
+}
+
+static void md_ab(const bench_env *e, const bench_results *r) {
+    const int na = e->o->n_alphas;
+    printf("## Draft A/B (K = %d fixed, gate off; prompt `%s`)\n\n", bench_oracle_k(e->o), e->prompts[0].name);
+    printf("Two draft models on one target, run in one process: step ms = median S = 1 forward on a warmed KV cache, "
+           "r = draft step / target step (paired per round; target step %.3f ms). At each α the oracle's drafts pay "
+           "that draft model's real time (so only r differs between A and B); \"draft\" is the draft model itself, "
+           "its α = accepted / drafted. Greedy and every cell run once per rep in a rotating order; speedup = median "
+           "over reps of tok/s over the same rep's greedy (%.2f tok/s); B/A = median over reps of B's tok/s over A's "
+           "in the same cell. LOSSLESS: runs whose tokens equal greedy's, one per cell in column order.\n\n",
+           r->ab_target_ms, r->ab_greedy_tok_s);
+    printf("| draft | file | weights MB | step ms | r |");
+    for (int c = 0; c < na; c++) printf(" α=%.2f |", e->o->alphas[c]);
+    printf(" draft | draft α | draft accepted/round | LOSSLESS |\n|---|---|---:|---:|---:|");
+    for (int c = 0; c <= na; c++) printf("---:|");
+    printf("---:|---:|---|\n");
+    for (int d = 0; d < BENCH_N_AB; d++) md_ab_row(e, r, d);
+    printf("| B/A | | %.2f | %.2f | |", r->ab[1].weight_mb / r->ab[0].weight_mb, r->ab[1].step_ms / r->ab[0].step_ms);
+    for (int c = 0; c <= na; c++) printf(" %.3f |", r->ab_b_over_a[c]);
+    printf(" | | |\n\n");
+}
+
 void bench_print_markdown(const bench_env *e, const bench_results *r) {
     md_header(e);
     if (r->n_rows) md_classes(e, r);
@@ -194,6 +234,7 @@ void bench_print_markdown(const bench_env *e, const bench_results *r) {
     if (r->n_rb) md_rollback(e, r);
     if (r->n_win) md_window(e, r);
     if (r->gate_present) md_gate(e, r);
+    if (r->ab_present) md_ab(e, r);
     fflush(stdout);
 }
 
@@ -300,9 +341,40 @@ static json_t *json_gate(const bench_env *e, const bench_results *r) {
                      num(r->gate_greedy_tok_s), "greedy_step_ms", num(r->gate_greedy_step_ms), "rows", arr);
 }
 
+/* An oracle cell (its synthetic α first) or, alpha NAN, the draft itself. */
+static json_t *json_ab_cell(const bench_ab_cell *c, double alpha) {
+    json_t *o = isfinite(alpha) ? json_pack("{s:f}", "alpha", alpha) : json_object();
+    json_object_set_new(o, "tok_s", num(c->tok_s));
+    json_object_set_new(o, "speedup", num(c->speedup));
+    json_object_set_new(o, "alpha_measured", num(c->alpha));
+    json_object_set_new(o, "accepted_per_round", num(c->acc_per_round));
+    json_object_set_new(o, "lossless_ok", json_integer(c->lossless_ok));
+    json_object_set_new(o, "lossless_n", json_integer(c->lossless_n));
+    return o;
+}
+
+/* rows: A then B, each with its oracle cells (one per --alphas value) and the draft itself. */
+static json_t *json_ab(const bench_env *e, const bench_results *r) {
+    const int na = e->o->n_alphas;
+    json_t *rows = json_array(), *ratio = json_array();
+    for (int d = 0; d < BENCH_N_AB; d++) {
+        const bench_ab_row *a = &r->ab[d];
+        json_t *oracle = json_array();
+        for (int c = 0; c < na; c++) json_array_append_new(oracle, json_ab_cell(&a->cell[c], e->o->alphas[c]));
+        json_array_append_new(rows, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "draft", d ? "B" : "A", "file", a->file,
+                                              "weight_mb", num(a->weight_mb), "step_ms", num(a->step_ms), "r", num(a->r),
+                                              "oracle", oracle, "draft_itself", json_ab_cell(&a->cell[na], NAN)));
+    }
+    for (int c = 0; c < na; c++) json_array_append_new(ratio, num(r->ab_b_over_a[c]));
+    return json_pack("{s:s,s:i,s:o,s:o,s:o,s:{s:o,s:o}}", "prompt", e->prompts[0].name, "K", bench_oracle_k(e->o),
+                     "greedy_tok_s", num(r->ab_greedy_tok_s), "target_step_ms", num(r->ab_target_ms), "rows", rows,
+                     "b_over_a_tok_s", "oracle", ratio, "draft_itself", num(r->ab_b_over_a[na]));
+}
+
 sd_status bench_write_json(const bench_env *e, const bench_results *r, const char *path, sd_err *err) {
     const bench_opts *o = e->o;
-    json_t *root = json_pack("{s:s,s:s?,s:s,s:i,s:i,s:i,s:i,s:I,s:I}", "target", o->target, "draft", o->draft,
+    json_t *root = json_pack("{s:s,s:s?,s:s?,s:s,s:i,s:i,s:i,s:i,s:I,s:I}", "target", o->target, "draft", o->draft,
+                             "draft_b", o->draft_b,
                              "backend", sd_matmul_backend(), "threads", o->threads, "n_predict",
                              o->n_predict, "reps", o->reps, "k", o->k, "target_weight_bytes",
                              (json_int_t)sd_model_weight_bytes(e->tm), "draft_weight_bytes",
@@ -327,6 +399,7 @@ sd_status bench_write_json(const bench_env *e, const bench_results *r, const cha
     }
     if (r->n_win) json_object_set_new(root, "window", json_window(e, r));
     if (r->gate_present) json_object_set_new(root, "gate", json_gate(e, r));
+    if (r->ab_present) json_object_set_new(root, "ab", json_ab(e, r));
     int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc ? sd_err_set(err, SD_ERR_IO, "%s: cannot write JSON", path) : SD_OK;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/bench.h"
+#include "core/checked.h"
 #include "core/clock.h"
 
 const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS] = {"ngram", "draft", "auto", "eagle3", "mtp"};
@@ -68,6 +69,26 @@ const char *bench_head_name(const bench_env *e) {
     return e->hm ? "eagle3" : e->tm->nextn.present ? "mtp" : NULL;
 }
 
+sd_status bench_greedy(bench_env *e, const bench_prompt *p, const sd_spec_params *plain, int32_t **ref,
+                       int32_t *n_ref, bench_run *run, sd_err *err) {
+    sd_status st = bench_generate(e, p, NULL, plain, *ref, *n_ref, run, err);
+    if (st || *ref) return st;
+    *ref = sd_malloc_array((size_t)run->n + 1, sizeof **ref);
+    if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    memcpy(*ref, e->scratch_ids, (size_t)run->n * sizeof **ref);
+    *n_ref = run->n;
+    return SD_OK;
+}
+
+sd_status bench_draft_model_make(bench_env *e, bool b, sd_drafter *d, sd_err *err) {
+    memset(d, 0, sizeof *d);
+    sd_context *c = b ? e->bc : e->dc;
+    if (!c) return sd_err_set(err, SD_ERR_ARG, "no draft model %s", b ? "B (--draft-b)" : "(-md)");
+    sd_context_truncate(c, 0);
+    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
+    return sd_drafter_model_init(d, b ? &e->blm : &e->dlm, &sp.sampling, sp.n_batch, err);
+}
+
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err) {
     memset(d, 0, sizeof *d);
     bool is_auto = !strcmp(name, "auto");
@@ -86,10 +107,7 @@ sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_e
     if (want_ngram) st = sd_drafter_ngram_init(&ng, 1, 3, err);
     if (!st && want_e3) st = sd_drafter_eagle3_init(&dm, e->hm, e->tc, e->o->threads, 64, err);
     if (!st && want_mtp) st = sd_drafter_mtp_init(&dm, e->tc, e->o->threads, 64, err);
-    if (!st && want_draft) {
-        sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
-        st = sd_drafter_model_init(&dm, &e->dlm, &sp.sampling, sp.n_batch, err);
-    }
+    if (!st && want_draft) st = bench_draft_model_make(e, false, &dm, err);
     if (st) {
         sd_drafter_free(&ng);
         return st;

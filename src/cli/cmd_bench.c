@@ -25,16 +25,20 @@ static void usage(FILE *f) {
         "                   default " CLI_DEFAULT_DRAFT " when -m is not given); given twice, or\n"
         "                   a file of architecture eagle3: an EAGLE-3 head (the eagle3 drafter, and auto\n"
         "                   uses it instead of the draft model; default " CLI_DEFAULT_EAGLE3 ")\n"
+        "  --draft-b FILE   a second draft model for the ab table (same vocabulary; needs -md and\n"
+        "                   --tables ab)\n"
         "  --prompts DIR    prompt files *.txt, first line 'class: NAME' or name prefix (default bench/prompts)\n"
         "  -n N             tokens generated per run (default 128)\n"
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
         "  -t T             threads (default 2)\n"
         "  -k K             draft tokens per round (default 8)\n"
-        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate (default\n"
+        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate,ab (default\n"
         "                   classes,cv,ksweep,oracle,rollback). rollback: hybrid targets only, each\n"
         "                   rollback discipline at the --alphas; window: hybrid targets only, the window\n"
         "                   discipline's S/K sweep (--windows x --ks, K < S) at --window-alpha; gate:\n"
-        "                   speculation at α = 0 with the decode defaults (gate on) against greedy\n"
+        "                   speculation at α = 0 with the decode defaults (gate on) against greedy;\n"
+        "                   ab: draft A (-md) vs draft B (--draft-b), alternated in one run: step ms, r,\n"
+        "                   the oracle at the --alphas paying each draft's time, each draft itself\n"
         "  --windows LIST   window sizes S of the window table, 2..64 (default 9,13,17)\n"
         "  --ks LIST        draft lengths K of the window table, 1..16 (default 4,6,8,12,16)\n"
         "  --window-alpha A the oracle's α in the window table (default 0.7)\n"
@@ -58,7 +62,7 @@ static int usage_error(const char *msg, const char *arg) {
 }
 
 static bool parse_tables(bench_opts *o, const char *list) {
-    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = o->t_window = o->t_gate = false;
+    o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = o->t_window = o->t_gate = o->t_ab = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -69,6 +73,7 @@ static bool parse_tables(bench_opts *o, const char *list) {
         else if (!strcmp(tok, "rollback")) o->t_rollback = true;
         else if (!strcmp(tok, "window")) o->t_window = true;
         else if (!strcmp(tok, "gate")) o->t_gate = true;
+        else if (!strcmp(tok, "ab")) o->t_ab = true;
         else return false;
     }
     return true;
@@ -133,9 +138,9 @@ static bool parse_u64(const char *s, uint64_t *out) {
 
 /* Every bench option takes a value. */
 static bool known_option(const char *a) {
-    static const char *const names[] = {"-m", "-md", "--prompts", "--json", "--plot", "--greedy-ids", "-n", "--reps",
-                                        "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters", "--alphas",
-                                        "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k"};
+    static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
+                                        "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
+                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
     return false;
@@ -158,6 +163,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         const char *v = argv[++i];
         if (!strcmp(a, "-m")) o->target = v;
         else if (!strcmp(a, "-md")) { if (o->draft && o->head) return usage_error("-md at most twice", v); *(o->draft ? &o->head : &o->draft) = v; }
+        else if (!strcmp(a, "--draft-b")) o->draft_b = v;
         else if (!strcmp(a, "--prompts")) o->prompts_dir = v;
         else if (!strcmp(a, "--json")) o->json = v;
         else if (!strcmp(a, "--plot")) o->plot = v;
@@ -168,7 +174,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
         else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
-        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle,rollback,window,gate)", v); }
+        else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle,rollback,window,gate,ab)", v); }
         else if (!strcmp(a, "--windows")) { if (!parse_ints(v, 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows)) return usage_error("bad --windows (at most 4 of 2..64)", v); }
         else if (!strcmp(a, "--ks")) { if (!parse_ints(v, 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks)) return usage_error("bad --ks (at most 8 of 1..16)", v); }
         else if (!strcmp(a, "--window-alpha")) { if (!parse_alpha(v, &o->window_alpha)) return usage_error("bad --window-alpha (in [0, 1])", v); }
@@ -183,6 +189,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else return usage_error("unknown option", a);
     }
     if (o->plot && !o->t_cv && !o->t_ksweep && !o->t_oracle) return usage_error("--plot needs the cv table", NULL);
+    if (o->draft_b && !o->t_ab) return usage_error("--draft-b needs --tables ab", NULL);
     return 0;
 }
 
@@ -252,6 +259,15 @@ static sd_status load_model(const char *path, sd_model **m, sd_err *err) {
     return st;
 }
 
+/* The ab table's draft B: a draft model (not a head) with the target's vocabulary. */
+static sd_status load_draft_b(bench_env *e, const char *path, sd_err *err) {
+    sd_status st = load_model(path, &e->bm, err);
+    if (!st && e->bm->hp.arch == SD_ARCH_EAGLE3)
+        st = sd_err_set(err, SD_ERR_ARG, "--draft-b %s: an EAGLE-3 head, not a draft model", path);
+    if (!st) st = sd_lm_check_same_vocab(e->tm, e->bm, err);
+    return st;
+}
+
 /* Loads the models, the prompts (or the one --greedy-ids text), the contexts. */
 static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_text, sd_err *err) {
     memset(e, 0, sizeof *e);
@@ -259,9 +275,10 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     sd_status st = load_model(o->target, &e->tm, err);
     if (!st && o->draft) st = load_model(o->draft, &e->dm, err);
     if (!st && o->head) st = load_model(o->head, &e->hm, err);
+    e->dm_path = o->draft;
     if (!st && e->dm && e->dm->hp.arch == SD_ARCH_EAGLE3) { /* the -md file was the head */
         sd_model *t = e->hm;
-        e->hm = e->dm, e->dm = t;
+        e->hm = e->dm, e->dm = t, e->dm_path = o->head;
     }
     if (!st && e->hm && e->hm->hp.arch != SD_ARCH_EAGLE3)
         st = sd_err_set(err, SD_ERR_ARG, "two draft models given (-md twice): the second must be an EAGLE-3 head");
@@ -269,6 +286,7 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
         st = sd_err_set(err, SD_ERR_ARG, "two EAGLE-3 heads given (-md twice)");
     if (!st && e->dm) st = sd_lm_check_same_vocab(e->tm, e->dm, err);
     if (!st && e->hm) st = sd_eagle3_check(e->hm, e->tm, err);
+    if (!st && o->draft_b) st = load_draft_b(e, o->draft_b, err);
     if (!st && greedy_text) {
         e->prompts = sd_calloc(1, sizeof *e->prompts);
         if (!e->prompts) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
@@ -285,6 +303,7 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     int32_t n_ctx = needed_ctx(e);
     st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, &e->th, true, err);
     if (!st && e->dm) st = env_open_model(NULL, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, &e->dh, false, err);
+    if (!st && e->bm) st = env_open_model(NULL, n_ctx, o->threads, &e->bm, &e->bc, &e->blm, &e->bh, false, err);
     if (st) return st;
     e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
     e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
@@ -298,10 +317,14 @@ static void env_free(bench_env *e) {
     free(e->logits);
     sd_lm_hybrid_free(e->th);
     sd_lm_hybrid_free(e->dh);
+    sd_lm_hybrid_free(e->bh);
     free(e->th);
     free(e->dh);
+    free(e->bh);
+    sd_context_free(e->bc);
     sd_context_free(e->dc);
     sd_context_free(e->tc);
+    sd_model_free(e->bm);
     sd_model_free(e->dm);
     sd_model_free(e->hm);
     sd_model_free(e->tm);
@@ -329,6 +352,7 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     if (!st && o->t_rollback) st = bench_rollback(e, r, err);
     if (!st && o->t_window) st = bench_window(e, r, err);
     if (!st && o->t_gate) st = bench_gate(e, r, err);
+    if (!st && o->t_ab) st = bench_ab(e, r, err);
     bench_progress("done");
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
@@ -344,6 +368,7 @@ int cmd_bench(int argc, char **argv) {
         o.target = CLI_DEFAULT_TARGET;
         if (!o.draft) o.draft = cli_default_draft(NULL, true), o.head = cli_default_eagle3(NULL, true);
     }
+    if (o.t_ab && (!o.draft || !o.draft_b)) return usage_error("--tables ab needs -md and --draft-b", NULL);
     if (o.threads <= 0) o.threads = sd_default_threads();
     bench_env e;
     bench_results r;
