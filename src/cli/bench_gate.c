@@ -105,12 +105,7 @@ static sd_status gate_rep(bench_env *e, int rep, const sd_spec_params *plain, co
         bench_run run;
         if (slot == 0) {
             bench_progress("gate: greedy rep %d/%d", rep + 1, reps);
-            st = bench_generate(e, p, NULL, plain, *ref, *n_ref, &run, err);
-            if (!st && !*ref) {
-                *ref = sd_malloc_array((size_t)run.n + 1, sizeof **ref);
-                if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-                memcpy(*ref, e->scratch_ids, (size_t)run.n * sizeof **ref), *n_ref = run.n;
-            }
+            st = bench_greedy(e, p, plain, ref, n_ref, &run, err);
             if (!st) *g_tok = run.tok_s, *g_step_s += run.st.t_plain_s, *g_steps += run.st.target_forwards;
             continue;
         }

@@ -45,16 +45,9 @@ static sd_status greedy_once(bench_env *e, int32_t **ref, int32_t *n_ref, double
     sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
     bench_run run;
     sd_status st = use_discipline(e, SD_ROLLBACK_REPLAY, 0, err);
-    if (!st) st = bench_generate(e, &e->prompts[0], NULL, &sp, *ref, *n_ref, &run, err);
-    if (st) return st;
-    *tok_s = run.tok_s;
-    if (!*ref) {
-        *ref = sd_malloc_array((size_t)run.n + 1, sizeof **ref);
-        if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-        memcpy(*ref, e->scratch_ids, (size_t)run.n * sizeof **ref);
-        *n_ref = run.n;
-    }
-    return SD_OK;
+    if (!st) st = bench_greedy(e, &e->prompts[0], &sp, ref, n_ref, &run, err);
+    if (!st) *tok_s = run.tok_s;
+    return st;
 }
 
 /* One oracle run at alpha with fixed K = k and the current discipline, into

@@ -60,17 +60,12 @@ static void acc_row(mode_acc *a, double greedy_tok_s, bench_mode_row *row) {
     row->lossless_ok = a->ok, row->lossless_n = a->n;
 }
 
-/* Greedy reference of prompt p: one plain run, ids copied to *ref. */
+/* Greedy reference of prompt p: one plain run, ids into *ref (bench_greedy). */
 static sd_status greedy_ref(bench_env *e, const bench_prompt *p, int32_t **ref, int32_t *n_ref,
                             bench_run *run, sd_err *err) {
     sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
-    sd_status st = bench_generate(e, p, NULL, &sp, NULL, 0, run, err);
-    if (st) return st;
-    *ref = sd_malloc_array((size_t)run->n + 1, sizeof **ref);
-    if (!*ref) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-    memcpy(*ref, e->scratch_ids, (size_t)run->n * sizeof **ref);
-    *n_ref = run->n;
-    return SD_OK;
+    *ref = NULL, *n_ref = 0;
+    return bench_greedy(e, p, &sp, ref, n_ref, run, err);
 }
 
 static bool drafter_available(const bench_env *e, int d) {
