@@ -185,7 +185,8 @@ static sd_status build_drafter(run *r, sd_err *err) {
 }
 
 /* A hybrid model's rollback discipline for this call (lm_hybrid.h): the
- * one asked for (auto = replay, the fastest measured: bench/RESULTS.md),
+ * one asked for (auto = replay: as fast as checkpoint measured, a tenth of
+ * its memory; bench/RESULTS.md 2026-12-02 01:00),
  * with a ring for the largest verify window, K + 1 positions; its counters
  * start from zero. */
 static sd_status setup_rollback(run *r, sd_err *err) {
