@@ -60,14 +60,6 @@ static void acc_row(mode_acc *a, double greedy_tok_s, bench_mode_row *row) {
     row->lossless_ok = a->ok, row->lossless_n = a->n;
 }
 
-/* Greedy reference of prompt p: one plain run, ids into *ref (bench_greedy). */
-static sd_status greedy_ref(bench_env *e, const bench_prompt *p, int32_t **ref, int32_t *n_ref,
-                            bench_run *run, sd_err *err) {
-    sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
-    *ref = NULL, *n_ref = 0;
-    return bench_greedy(e, p, &sp, ref, n_ref, run, err);
-}
-
 static bool drafter_available(const bench_env *e, int d) {
     const char *n = BENCH_DRAFTER_NAMES[d];
     if (!e->o->drafters[d]) return false;
@@ -95,7 +87,7 @@ static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_
     for (int r = 0; !st && r < reps; r++) {
         bench_run run;
         bench_progress("classes %d/%d %s: greedy rep %d/%d", idx + 1, e->n_prompts, p->name, r + 1, reps);
-        st = r == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        st = bench_greedy(e, p, &plain, &ref, &n_ref, &run, err); /* the first run's ids: the reference */
         g_tok[r] = run.tok_s, g_pre[r] = run.prefill_tok_s;
         for (int d = 0; !st && d < BENCH_N_DRAFTERS; d++) {
             if (!drafter_available(e, d)) continue;
@@ -246,7 +238,7 @@ sd_status bench_ksweep(bench_env *e, bench_results *r, sd_err *err) {
     for (int rep = 0; !st && rep < reps; rep++) {
         bench_run run;
         bench_progress("K sweep: greedy rep %d/%d", rep + 1, reps);
-        st = rep == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        st = bench_greedy(e, p, &plain, &ref, &n_ref, &run, err); /* the first run's ids: the reference */
         g_tok[rep] = run.tok_s;
         for (int k = 1; !st && k <= BENCH_MAX_K; k++) {
             bench_progress("K sweep: K=%d rep %d/%d", k, rep + 1, reps);
@@ -291,7 +283,7 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     for (int rep = 0; !st && rep < reps; rep++) {
         bench_run run;
         bench_progress("oracle: greedy rep %d/%d", rep + 1, reps);
-        st = rep == 0 ? greedy_ref(e, p, &ref, &n_ref, &run, err) : bench_generate(e, p, NULL, &plain, ref, n_ref, &run, err);
+        st = bench_greedy(e, p, &plain, &ref, &n_ref, &run, err); /* the first run's ids: the reference */
         g_tok[rep] = run.tok_s;
         for (int a = 0; !st && a < o->n_alphas; a++) {
             bench_progress("oracle: α=%.2f rep %d/%d", o->alphas[a], rep + 1, reps);
