@@ -78,8 +78,9 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown hybrid rollback %d", g->hybrid_rollback);
     if (g->hybrid_rollback == SPECDEC_ROLLBACK_WINDOW && (g->hybrid_window < 2 || g->hybrid_window > 64))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "hybrid_window must be in [2, 64], not %d", g->hybrid_window);
-    if (g->tree_nodes < 0 || g->tree_nodes > 63 || g->tree_width < 1 || g->tree_width > 8)
-        return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes must be in [0, 63] and tree_width in [1, 8]");
+    if (g->tree_nodes < 0 || g->tree_nodes > SD_TREE_MAX - 1 || g->tree_width < 1 || g->tree_width > 8)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes must be in [0, %d] and tree_width in [1, 8]",
+                           SD_TREE_MAX - 1);
     if (g->tree_nodes > 0 && c->th)
         return sd_api_fail(err, SPECDEC_ERR_ARG,
                            "token trees need a dense target: %s has recurrent layers, and a tree would need one "

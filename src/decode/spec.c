@@ -44,7 +44,7 @@ typedef struct decoder {
     bool tree_round;       /* this round's proposal is d->tree */
     int32_t *cand;         /* [K][tree_width] candidates (tree_on only) */
     sd_tree tree;
-    int32_t path[SD_DTREE_MAX];
+    int32_t path[SD_TREE_MAX];
     int32_t *out, n_out;
     sd_token_cb cb;
     void *user;
@@ -57,7 +57,7 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     size_t V = (size_t)d->lm->n_vocab, K = (size_t)p->draft_max;
     d->tree_on = p->tree_nodes > 0 && d->lm->forward_tree && d->lm->keep_path && d->dr && d->dr->propose_top;
     size_t rows = K + 1 > (size_t)p->n_batch ? K + 1 : (size_t)p->n_batch;
-    if (d->tree_on && rows < SD_DTREE_MAX) rows = SD_DTREE_MAX;
+    if (d->tree_on && rows < SD_TREE_MAX) rows = SD_TREE_MAX;
     sd_status st = sd_sampler_init(&d->sm, &p->sampling, d->lm->n_vocab, err);
     if (st != SD_OK) return st;
     d->hist = sd_malloc_array((size_t)n_prompt + (size_t)p->n_predict + 1, sizeof *d->hist);
@@ -301,10 +301,10 @@ static sd_status check_args(sd_lm *lm, const sd_drafter *dr, int32_t n_prompt, c
         return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
     /* a drafter with K = 0 would still be asked for one-token probes */
     if (dr && p->draft_max < 1) return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
-    if (p->tree_nodes < 0 || p->tree_nodes >= SD_DTREE_MAX || (p->tree_nodes > 0 && p->tree_width < 1) ||
+    if (p->tree_nodes < 0 || p->tree_nodes >= SD_TREE_MAX || (p->tree_nodes > 0 && p->tree_width < 1) ||
         p->tree_width > 8)
         return sd_err_set(err, SD_ERR_ARG, "tree: %d nodes of width %d (0..%d nodes, width 1..8)", p->tree_nodes,
-                          p->tree_width, SD_DTREE_MAX - 1);
+                          p->tree_width, SD_TREE_MAX - 1);
     if (p->n_past < 0 || p->n_past >= n_prompt)
         return sd_err_set(err, SD_ERR_ARG, "n_past must be in [0, n_prompt)");
     if (lm->len(lm->self) != p->n_past)

@@ -51,7 +51,7 @@ typedef struct sd_spec_params {
      * drafter with candidates (propose_top) on an lm with forward_tree
      * drafts a chain of K as usual plus up to tree_width - 1 siblings of
      * each chain token (its next-best candidates, level 1 first), at most
-     * tree_nodes draft nodes in all (K <= tree_nodes < SD_DTREE_MAX and
+     * tree_nodes draft nodes in all (K <= tree_nodes < SD_TREE_MAX and
      * < n_batch), verified in one tree forward. Otherwise chains. */
     int32_t tree_nodes;
     int32_t tree_width; /* 1..8 candidates per level (1 = a chain) */

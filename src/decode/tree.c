@@ -24,7 +24,7 @@ static void add_node(sd_tree *t, int32_t tok, int32_t parent) {
 }
 
 void sd_tree_from_top(sd_tree *t, int32_t a0, const int32_t *cand, int k, int w, int32_t n_max) {
-    if (n_max > SD_DTREE_MAX - 1) n_max = SD_DTREE_MAX - 1;
+    if (n_max > SD_TREE_MAX - 1) n_max = SD_TREE_MAX - 1;
     if (k > n_max) k = n_max;
     t->n = 0;
     add_node(t, a0, -1);

@@ -12,15 +12,13 @@
 #include "decode/lm.h"
 #include "decode/sampler.h"
 #include "decode/verify.h"
-
-/* Most nodes of a tree, the root included (model.h SD_TREE_MAX). */
-#define SD_DTREE_MAX 64
+#include "model/model.h" /* SD_TREE_MAX: most nodes of a tree, the root included */
 
 /* Node 0 is the root (a0, position n = the lm's len); node i > 0 has
  * parent[i] in 0..i-1 and sits at position n + depth[i]. */
 typedef struct sd_tree {
     int32_t n;
-    int32_t tok[SD_DTREE_MAX], parent[SD_DTREE_MAX], depth[SD_DTREE_MAX];
+    int32_t tok[SD_TREE_MAX], parent[SD_TREE_MAX], depth[SD_TREE_MAX];
 } sd_tree;
 
 /* The w best ids of x[n] by value, best first, ties to the lower id (so
