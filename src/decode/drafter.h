@@ -128,9 +128,11 @@ sd_status sd_drafter_eagle3_init(sd_drafter *d, const sd_model *head, sd_context
 sd_status sd_drafter_mtp_init(sd_drafter *d, sd_context *target, int n_threads, int32_t n_batch, sd_err *err);
 /* The same with the MTP block of sidecar (borrowed; must outlive the drafter):
  * an mtp_only file (model.h) or any qwen35 file with an MTP block, drafting
- * for a target without one (or instead of its own). Errors as above, plus
- * SD_ERR_ARG (n_embd differs: sd_mtp_check) and SD_ERR_VOCAB (another
- * vocabulary). */
+ * for a target without one (or instead of its own). The vocabularies must
+ * match: the caller checks that once (sd_lm_check_same_vocab, as for a draft
+ * model; the API at context init), not every drafter init, which runs per
+ * generate call and would compare the whole vocabulary again. Errors as
+ * above, plus SD_ERR_ARG (n_embd differs: sd_mtp_check). */
 sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd_context *target, int n_threads,
                                       int32_t n_batch, sd_err *err);
 

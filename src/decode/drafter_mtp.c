@@ -22,7 +22,6 @@ static sd_status mtp_init(sd_drafter *d, const sd_model *mtp, sd_context *target
                           sd_err *err) {
     const sd_model *tm = sd_context_model(target);
     sd_status st = sd_mtp_check(mtp, tm, err);
-    if (st == SD_OK && mtp != tm) st = sd_lm_check_same_vocab(tm, mtp, err);
     sd_model *view = NULL;
     if (st == SD_OK) st = sd_mtp_view_init(mtp, &view, err);
     if (st != SD_OK) return st;
