@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "numerics/quant.h"
+#include "api_test_util.h"
 #include "specdec.h"
 #include "support/tiny_model.h"
 #include "tokenizer/utf8.h"
@@ -26,23 +27,6 @@
 #define DRAFT "models/fixture-draft.gguf"
 #define HEAD "models/fixture-eagle3.gguf"
 #define Q35 "models/fixture-q35-target.gguf"
-
-static specdec_model *load(const char *path) {
-    specdec_model *m = NULL;
-    specdec_error err = {0};
-    if (specdec_model_load(path, NULL, &m, &err) != SPECDEC_OK) fail_msg("load %s: %s", path, err.message);
-    return m;
-}
-
-static specdec_context *context(const specdec_model *m, const specdec_model *draft) {
-    specdec_context_params cp = specdec_context_default_params();
-    cp.n_threads = 1;
-    cp.draft = draft;
-    specdec_context *c = NULL;
-    specdec_error err = {0};
-    if (specdec_context_init(m, &cp, &c, &err) != SPECDEC_OK) fail_msg("context: %s", err.message);
-    return c;
-}
 
 static specdec_token *tokenize(const specdec_model *m, const char *text, size_t *n) {
     specdec_token *t = NULL;
@@ -125,7 +109,7 @@ static const char CODE[] = "class Parser:\n    def __init__(self, text):\n      
 
 static void test_memory(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET);
+    specdec_model *m = api_load(TARGET);
     specdec_model_memory w = {0};
     specdec_error err = {0};
     assert_int_equal(specdec_model_memory_get(m, &w, &err), SPECDEC_OK);
@@ -155,7 +139,7 @@ static void test_memory(void **state) {
 
 static void test_metadata_and_roundtrip(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET);
+    specdec_model *m = api_load(TARGET);
     assert_int_equal(specdec_model_n_vocab(m), 4096);
     assert_int_equal(specdec_model_n_ctx_train(m), 512);
     assert_string_equal(specdec_model_arch(m), "qwen3");
@@ -210,8 +194,8 @@ static void test_metadata_and_roundtrip(void **state) {
 /* Speculation on or off, the same text at temperature 0; the stats add up. */
 static void test_spec_on_off_identical(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET), *d = load(DRAFT);
-    specdec_context *c = context(m, d);
+    specdec_model *m = api_load(TARGET), *d = api_load(DRAFT);
+    specdec_context *c = api_context(m, d, 0);
     static collect plain, spec;
     specdec_stats sp, ss;
     specdec_generate_params gp = greedy(80, SPECDEC_SPEC_NONE);
@@ -248,7 +232,7 @@ static void test_spec_on_off_identical(void **state) {
         assert_int_equal(ss.n_prompt, sp.n_prompt);
     }
     /* auto without a draft model is n-gram alone */
-    specdec_context *c2 = context(m, NULL);
+    specdec_context *c2 = api_context(m, NULL, 0);
     gp = greedy(20, SPECDEC_SPEC_AUTO);
     assert_int_equal(gen(c2, m, CODE, &gp, &spec, &ss), SPECDEC_OK);
     assert_string_equal(ss.drafter, "auto (ngram)");
@@ -261,8 +245,8 @@ static void test_spec_on_off_identical(void **state) {
 
 static void test_lossless_check(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET), *d = load(DRAFT);
-    specdec_context *c = context(m, d);
+    specdec_model *m = api_load(TARGET), *d = api_load(DRAFT);
+    specdec_context *c = api_context(m, d, 0);
     static collect out;
     specdec_stats st;
     specdec_generate_params gp = greedy(60, SPECDEC_SPEC_AUTO);
@@ -304,8 +288,8 @@ static void test_pieces_are_whole_utf8(void **state) {
     tiny_model_temp_path(path, sizeof path, "api-utf8");
     sd_err e = {0};
     assert_int_equal(tiny_model_write(&sp, path, &e), SD_OK);
-    specdec_model *m = load(path);
-    specdec_context *c = context(m, NULL);
+    specdec_model *m = api_load(path);
+    specdec_context *c = api_context(m, NULL, 0);
     static collect out;
     specdec_stats st;
     bool split = false;
@@ -328,8 +312,8 @@ static void test_pieces_are_whole_utf8(void **state) {
 
 static void test_cancel(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET);
-    specdec_context *c = context(m, NULL);
+    specdec_model *m = api_load(TARGET);
+    specdec_context *c = api_context(m, NULL, 0);
     static collect out;
     specdec_stats st;
     specdec_generate_params gp = greedy(100, SPECDEC_SPEC_NGRAM);
@@ -360,7 +344,7 @@ static bool abort_after(void *user) {
  * done, and the next call reuses it) and a decode between steps. */
 static void test_abort(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET);
+    specdec_model *m = api_load(TARGET);
     specdec_context_params cp = specdec_context_default_params();
     cp.n_threads = 1;
     cp.n_batch = 8;
@@ -401,8 +385,8 @@ static void test_abort(void **state) {
  * carries its start. */
 static void test_stop_strings(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET), *d = load(DRAFT);
-    specdec_context *c = context(m, d);
+    specdec_model *m = api_load(TARGET), *d = api_load(DRAFT);
+    specdec_context *c = api_context(m, d, 0);
     static collect full, cut;
     specdec_stats st;
     specdec_generate_params gp = greedy(80, SPECDEC_SPEC_AUTO);
@@ -431,8 +415,8 @@ static void test_stop_strings(void **state) {
  * the same as from a fresh context. */
 static void test_prefix_reuse(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET), *d = load(DRAFT);
-    specdec_context *c = context(m, d), *fresh = context(m, d);
+    specdec_model *m = api_load(TARGET), *d = api_load(DRAFT);
+    specdec_context *c = api_context(m, d, 0), *fresh = api_context(m, d, 0);
     static collect a, b;
     specdec_stats st;
     specdec_generate_params gp = greedy(40, SPECDEC_SPEC_AUTO);
@@ -493,8 +477,8 @@ static void test_prefix_reuse(void **state) {
  * and heads that do not fit the target are refused. */
 static void test_eagle3_head(void **state) {
     (void)state;
-    specdec_model *m = load(TARGET), *h = load(HEAD), *d = load(DRAFT);
-    specdec_context *c = context(m, h), *fresh = context(m, h);
+    specdec_model *m = api_load(TARGET), *h = api_load(HEAD), *d = api_load(DRAFT);
+    specdec_context *c = api_context(m, h, 0), *fresh = api_context(m, h, 0);
     static collect a, b;
     specdec_stats st;
     const float temps[] = {0, 0.8f};
@@ -541,7 +525,7 @@ static void test_eagle3_head(void **state) {
     specdec_spec_mode mode;
     assert_true(specdec_spec_mode_parse("mtp", &mode) && mode == SPECDEC_SPEC_MTP);
     assert_true(specdec_spec_mode_parse("eagle3", &mode) && mode == SPECDEC_SPEC_EAGLE3);
-    specdec_context *cd = context(m, d);
+    specdec_context *cd = api_context(m, d, 0);
     bad.spec = SPECDEC_SPEC_EAGLE3;
     assert_int_equal(specdec_generate(cd, t, n, &bad, NULL, NULL, &st, &err), SPECDEC_ERR_ARG);
     assert_non_null(strstr(err.message, "not eagle3"));
@@ -570,8 +554,8 @@ static void test_eagle3_head(void **state) {
  * it, generate refuses (SPECDEC_ERR_UNSUPPORTED) and the test says so. */
 static void test_mtp_head(void **state) {
     (void)state;
-    specdec_model *m = load(Q35);
-    specdec_context *c = context(m, NULL);
+    specdec_model *m = api_load(Q35);
+    specdec_context *c = api_context(m, NULL, 0);
     static collect a;
     specdec_stats st;
     const float temps[] = {0, 0.8f};
@@ -632,7 +616,7 @@ static void test_errors(void **state) {
     specdec_context_free(NULL);
     specdec_free(NULL);
 
-    m = load(TARGET);
+    m = api_load(TARGET);
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = 32;
     cp.n_threads = 1;
@@ -701,7 +685,7 @@ static void test_errors(void **state) {
     tiny_model_temp_path(path, sizeof path, "api-vocab");
     sd_err e = {0};
     assert_int_equal(tiny_model_write(&sp, path, &e), SD_OK);
-    specdec_model *other = load(path);
+    specdec_model *other = api_load(path);
     cp.draft = other;
     specdec_context *c2 = NULL;
     assert_int_equal(specdec_context_init(m, &cp, &c2, &err), SPECDEC_ERR_VOCAB);

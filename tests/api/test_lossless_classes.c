@@ -26,27 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_test_util.h"
 #include "specdec.h"
 
 enum { N_PREDICT = 32, MAX_PROMPTS = 16 };
-
-static specdec_model *load(const char *path) {
-    specdec_model *m = NULL;
-    specdec_error err = {0};
-    if (specdec_model_load(path, NULL, &m, &err) != SPECDEC_OK) fail_msg("load %s: %s", path, err.message);
-    return m;
-}
-
-static specdec_context *context(const specdec_model *m, const specdec_model *draft) {
-    specdec_context_params cp = specdec_context_default_params();
-    cp.n_threads = 1;
-    cp.n_ctx = 512;
-    cp.draft = draft;
-    specdec_context *c = NULL;
-    specdec_error err = {0};
-    if (specdec_context_init(m, &cp, &c, &err) != SPECDEC_OK) fail_msg("context: %s", err.message);
-    return c;
-}
 
 /* A bench prompt: the file's text after its "class:" line, and the class. */
 typedef struct prompt {
@@ -145,15 +128,15 @@ static void test_every_class_every_drafter(void **state) {
     static prompt P[MAX_PROMPTS];
     const int n_p = read_prompts(P);
     assert_true(n_p >= 3);
-    specdec_model *tm[2] = {load("models/fixture-target.gguf"), load("models/fixture-q35-target.gguf")};
-    specdec_model *dm[2] = {load("models/fixture-draft.gguf"), load("models/fixture-q35-draft.gguf")};
-    specdec_model *head = load("models/fixture-eagle3.gguf");
+    specdec_model *tm[2] = {api_load("models/fixture-target.gguf"), api_load("models/fixture-q35-target.gguf")};
+    specdec_model *dm[2] = {api_load("models/fixture-draft.gguf"), api_load("models/fixture-q35-draft.gguf")};
+    specdec_model *head = api_load("models/fixture-eagle3.gguf");
     specdec_context *plain[2], *ctx[2][3];
     for (int f = 0; f < 2; f++) {
-        plain[f] = context(tm[f], NULL);
+        plain[f] = api_context(tm[f], NULL, 512);
         ctx[f][0] = plain[f];
-        ctx[f][1] = context(tm[f], dm[f]);
-        ctx[f][2] = context(tm[f], head);
+        ctx[f][1] = api_context(tm[f], dm[f], 512);
+        ctx[f][2] = api_context(tm[f], head, 512);
     }
     static specdec_token want[2][2][MAX_PROMPTS][N_PREDICT];
     int32_t n_want[2][2][MAX_PROMPTS];

@@ -27,6 +27,15 @@ static inline sd_model *tiny_load(const tiny_model_spec *sp, char *path, size_t 
     return m;
 }
 
+/* The tiny model of arch at Q8_0, smaller than the default (n_ff 256,
+ * n_vocab 300: quick to write and quantize), loaded as tiny_load does. */
+static inline sd_model *tiny_load_small(const char *arch, char *path, size_t cap) {
+    tiny_model_spec sp = tiny_model_default(arch, GGML_TYPE_Q8_0);
+    sp.n_ff = 256;
+    sp.n_vocab = 300;
+    return tiny_load(&sp, path, cap, arch);
+}
+
 /* Deterministic token ids in [0, n_vocab). */
 static inline void test_tokens(int32_t *out, int n, int32_t n_vocab, uint32_t seed) {
     uint32_t s = seed * 2654435761u + 12345u;

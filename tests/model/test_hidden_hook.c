@@ -131,11 +131,8 @@ static void check_hook(const sd_model *m, uint32_t seed) {
 
 static void test_tiny(void **state) {
     const char *arch = *state;
-    tiny_model_spec sp = tiny_model_default(arch, GGML_TYPE_Q8_0);
-    sp.n_vocab = 300;
-    sp.n_ff = 256;
     char path[256];
-    sd_model *m = tiny_load(&sp, path, sizeof path, arch);
+    sd_model *m = tiny_load_small(arch, path, sizeof path);
     assert_non_null(m);
     check_hook(m, 5);
     sd_model_free(m);
