@@ -34,7 +34,7 @@ static void usage(FILE *f, bool serve) {
     if (serve)
         fprintf(f, "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
                    "  --port N                 port (default 8080; 0 = any free port, printed on stderr)\n"
-                   "  --alias NAME             model id in responses (default: the GGUF general.name)\n"
+                   "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
                    "  --queue N                requests that may wait while one runs (default 8; more: 503)\n"
                    "  --max-body BYTES         largest request body (default 1048576; more: 413)\n"
                    "  --sse-ping SECONDS       keep-alive comment on an idle stream (default 15)\n");
@@ -103,6 +103,15 @@ int front_parse(int argc, char **argv, bool serve, server_opts *o) {
     return 0;
 }
 
+/* The model id clients send back: the name with every space or control byte
+ * made '-' ("specdec fixture target" -> "specdec-fixture-target"), as ids
+ * are tokens in URLs and command lines. */
+static void model_id_of(char *id, size_t cap, const char *name) {
+    snprintf(id, cap, "%s", name);
+    for (char *p = id; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f) *p = '-';
+}
+
 bool front_load(server *s) {
     specdec_error err = {0};
     if (specdec_model_load(s->opts.model_path, NULL, &s->model, &err) ||
@@ -130,7 +139,8 @@ bool front_load(server *s) {
         s->template_family = NULL;
         snprintf(s->template_error, sizeof s->template_error, "%s", err.message);
     }
-    snprintf(s->model_id, sizeof s->model_id, "%s", s->opts.alias ? s->opts.alias : specdec_model_name(s->model));
+    if (s->opts.alias) snprintf(s->model_id, sizeof s->model_id, "%s", s->opts.alias);
+    else model_id_of(s->model_id, sizeof s->model_id, specdec_model_name(s->model));
     snprintf(s->fingerprint, sizeof s->fingerprint, "specdec-%s", specdec_version());
     return true;
 }

@@ -27,6 +27,7 @@ static const char *type_of(unsigned status) {
     switch (status) {
     case 400: return "invalid_request_error";
     case 404: return "not_found_error";
+    case 405: return "invalid_request_error";
     case 413: return "invalid_request_error";
     case 501: return "not_supported_error";
     case 503: return "unavailable_error";
@@ -50,7 +51,7 @@ json_t *http_err_json(const http_err *e) {
     json_object_set_new(o, "message", json_text(e->message, strlen(e->message)));
     json_object_set_new(o, "type", json_string(e->type ? e->type : type_of(e->status)));
     json_object_set_new(o, "param", e->param ? json_string(e->param) : json_null());
-    json_object_set_new(o, "code", json_integer(e->status));
+    json_object_set_new(o, "code", e->code ? json_string(e->code) : json_null());
     if (e->type && !strcmp(e->type, "exceed_context_size_error")) {
         json_object_set_new(o, "n_prompt_tokens", json_integer(e->n_prompt_tokens));
         json_object_set_new(o, "n_ctx", json_integer(e->n_ctx));
@@ -60,29 +61,50 @@ json_t *http_err_json(const http_err *e) {
     return root;
 }
 
-enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
-                               size_t len) {
+/* A whole response; allow (405 only) becomes the Allow header. */
+static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
+                                   size_t len, const char *allow) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     if (status >= 400 && status != 503) MHD_add_response_header(r, "x-should-retry", "false");
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    if (allow) MHD_add_response_header(r, "Allow", allow);
+    http_note_status(status);
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
 }
 
-enum MHD_Result http_send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, const char *type, const char *text,
+                               size_t len) {
+    return send_buffer(c, status, type, text, len, NULL);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body, const char *allow) {
+    char *s = body ? json_dumps(body, HTTP_JSON_FLAGS) : NULL;
     json_decref(body);
     if (!s) return http_send_text(c, 500, "text/plain", "out of memory", 13);
-    enum MHD_Result rc = http_send_text(c, status, "application/json; charset=utf-8", s, strlen(s));
+    enum MHD_Result rc = send_buffer(c, status, "application/json; charset=utf-8", s, strlen(s), allow);
     free(s);
     return rc;
 }
 
+enum MHD_Result http_send_json(struct MHD_Connection *c, unsigned status, json_t *body) {
+    return send_json(c, status, body, NULL);
+}
+
 enum MHD_Result http_send_error(struct MHD_Connection *c, const http_err *e) {
-    return http_send_json(c, e->status, http_err_json(e));
+    return send_json(c, e->status, http_err_json(e), e->allow);
+}
+
+json_t *json_float(float f) {
+    char buf[32];
+    for (int prec = 6; prec <= 9; prec++) { /* 9 significant digits always round-trip a float */
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f) break;
+    }
+    return json_real(strtod(buf, NULL));
 }
 
 bool http_peer_closed(struct MHD_Connection *c) {
@@ -112,11 +134,44 @@ json_t *json_text(const char *p, size_t n) {
     return v ? v : json_string("");
 }
 
-/* Per-request state across MHD's calls of the access handler. */
+/* Per-request state across MHD's calls of the access handler, and what the
+ * access log prints when the request completes. */
 typedef struct req {
     sd_strbuf body;
     bool too_large;
+    char method[8], route[64];
+    double t0;
+    unsigned status;
+    int32_t n_prompt, n_gen;
+    bool has_tokens;
 } req;
+
+/* The request this connection thread is answering (one thread per connection). */
+static _Thread_local req *current;
+
+void http_note_status(unsigned status) {
+    if (current) current->status = status;
+}
+
+void http_note_tokens(int32_t n_prompt, int32_t n_gen) {
+    if (!current) return;
+    current->n_prompt = n_prompt, current->n_gen = n_gen;
+    current->has_tokens = true;
+}
+
+static void access_log(const req *r) {
+    char tokens[48] = "";
+    if (r->has_tokens) snprintf(tokens, sizeof tokens, " tokens %d+%d", (int)r->n_prompt, (int)r->n_gen);
+    fprintf(stderr, "%s %s %u%s %.0f ms\n", r->method, r->route, r->status, tokens, (now_mono() - r->t0) * 1e3);
+}
+
+static enum MHD_Result method_not_allowed(struct MHD_Connection *c, const char *method, const char *url,
+                                          const char *allow) {
+    http_err e = {0};
+    http_fail(&e, 405, NULL, "%s %s: method not allowed (this route takes %s)", method, url, allow);
+    e.allow = allow;
+    return http_send_error(c, &e);
+}
 
 static enum MHD_Result too_large(server *s, struct MHD_Connection *c) {
     http_err e = {0};
@@ -133,6 +188,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         *con_cls = r;
+        snprintf(r->method, sizeof r->method, "%s", method);
+        snprintf(r->route, sizeof r->route, "%s", url); /* a long unknown path is cut */
+        r->t0 = now_mono();
         /* A declared length over the cap is refused before reading it. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->opts.max_body) r->too_large = true;
@@ -144,9 +202,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_size = 0;
         return MHD_YES;
     }
+    current = r;
     if (r->too_large) return too_large(s, c);
-    if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) return route_get(s, c, url);
-    if (!strcmp(method, "POST")) {
+    const char *allow = route_allow(url);
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    if (!strcmp(method, "OPTIONS")) return http_send_text(c, 204, "text/plain", "", 0);
+    /* a known route asked with a method it does not take: 405 and Allow (RFC 9110 15.5.6) */
+    if (allow && !(strcmp(allow, "POST") ? get : post))
+        return method_not_allowed(c, method, url, allow);
+    if (get) return route_get(s, c, url);
+    if (post) {
         json_error_t je;
         json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
         if (!body) {
@@ -158,7 +223,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         json_decref(body);
         return rc;
     }
-    if (!strcmp(method, "OPTIONS")) return http_send_text(c, 204, "text/plain", "", 0);
     http_err e = {0};
     http_fail(&e, 404, NULL, "no route for %s %s", method, url);
     return http_send_error(c, &e);
@@ -170,6 +234,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     (void)toe;
     req *r = *con_cls;
     if (r) {
+        if (r->status) access_log(r);
+        if (current == r) current = NULL;
         sd_strbuf_free(&r->body);
         free(r);
         *con_cls = NULL;

@@ -9,9 +9,11 @@
 
 /* An error to answer with: OpenAI's {"error":{"message","type","param","code"}}. */
 typedef struct http_err {
-    unsigned status;   /* 400, 404, 413, 500, 501, 503 */
+    unsigned status;   /* 400, 404, 405, 413, 500, 501, 503 */
     const char *type;  /* invalid_request_error, not_found_error, ... (static) */
     const char *param; /* the offending request field, or NULL (static) */
+    const char *code;  /* OpenAI's machine-readable code (a string), or NULL: sent as null (static) */
+    const char *allow; /* 405 only: the Allow header, the methods the route takes (static) */
     char message[512];
     int n_prompt_tokens, n_ctx; /* exceed_context_size_error only */
 } http_err;
@@ -32,6 +34,20 @@ enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, const 
  * non-blocking peek, so a pipelined next request does not count). */
 bool http_peer_closed(struct MHD_Connection *c);
 
+/* Flags of every JSON body and SSE chunk: compact, and reals with 15 significant
+ * digits, so a double parsed from a short decimal prints as that decimal. */
+#define HTTP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+/* A float setting as a JSON real that prints as the float's shortest decimal
+ * (0.8f as 0.8, not 0.800000011920929). New reference. */
+json_t *json_float(float f);
+
+/* The access log: the status and token counts of the request this connection
+ * thread is answering (MHD runs one thread per connection), printed as one
+ * line on stderr when the request completes. */
+void http_note_status(unsigned status);
+void http_note_tokens(int32_t n_prompt, int32_t n_gen);
+
 /* Replaces bytes that are not valid UTF-8 by U+FFFD, so jansson accepts the text. */
 json_t *json_text(const char *p, size_t n);
 
@@ -40,6 +56,8 @@ int64_t now_unix(void);
 double now_mono(void);
 
 /* Routes (routes.c, oai.c). Each answers the request and returns MHD's result. */
+/* The methods a known route takes ("GET, HEAD" or "POST", for the Allow header), NULL for an unknown path. */
+const char *route_allow(const char *url);
 enum MHD_Result route_get(server *s, struct MHD_Connection *c, const char *url);
 enum MHD_Result route_post(server *s, struct MHD_Connection *c, const char *url, json_t *body);
 enum MHD_Result oai_handle(server *s, struct MHD_Connection *c, job_kind kind, json_t *body);

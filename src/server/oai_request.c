@@ -1,6 +1,6 @@
 /* Request bodies of /v1/chat/completions and /v1/completions, checked field
  * by field: a wrong type or an out-of-range number is a 400 naming the field
- * (OpenAI's `param`), a feature we do not have (tools, logprobs, n > 1) a 501
+ * (OpenAI's `param`), a feature we do not have (tools, logprobs) a 501, n > 1 a 400
  * that clients must not retry. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -53,7 +53,7 @@ static bool refuse_unsupported(json_t *body, http_err *e) {
         return http_fail(e, 400, "logprobs", "'logprobs' must be a boolean");
     long long n = 1;
     if (!get_int(body, "n", 1, 128, &n, e)) return false;
-    if (n != 1) return http_fail(e, 501, "n", "only n = 1 is supported");
+    if (n != 1) return http_fail(e, 400, "n", "'n' must be 1: this server generates one choice per request, got %lld", n);
     return true;
 }
 
@@ -247,6 +247,7 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
                   "the request exceeds the available context size: %zu prompt tokens, context %d",
                   j->n_prompt, n_ctx);
         e->type = "exceed_context_size_error";
+        e->code = "context_length_exceeded"; /* OpenAI's code for it */
         e->n_prompt_tokens = (int)j->n_prompt;
         e->n_ctx = n_ctx;
         return false;

@@ -85,7 +85,7 @@ static json_t *chunk_base(resp *p) {
 }
 
 static void sse(resp *p, json_t *o) {
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *s = json_dumps(o, HTTP_JSON_FLAGS);
     json_decref(o);
     if (!s) { p->out.oom = true; return; }
     sd_strbuf_puts(&p->out, "data: ");
@@ -102,7 +102,7 @@ static void emit(resp *p, const char *content, size_t nc, const char *reasoning,
         json_t *delta = json_object();
         if (!p->sent_role) {
             json_object_set_new(delta, "role", json_string("assistant"));
-            json_object_set_new(delta, "content", json_null());
+            json_object_set_new(delta, "content", json_string("")); /* OpenAI's first chunk: "" */
             p->sent_role = true;
         }
         if (nc) json_object_set_new(delta, "content", json_text(content, nc));
@@ -156,6 +156,7 @@ static void drain(resp *p, bool stream) {
     if (!j->done || p->finished) return;
     on_text(p, "", 0, true, stream);
     p->finished = true;
+    http_note_tokens(j->stats.n_prompt, j->stats.n_gen);
     if (!stream) return;
     if (j->status != SPECDEC_OK) {
         http_err e = {0};
@@ -301,6 +302,7 @@ enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *
     MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    http_note_status(200);
     enum MHD_Result rc = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);
     return rc;

@@ -50,13 +50,25 @@ static enum MHD_Result get_props(server *s, struct MHD_Connection *c) {
     json_object_set_new(spec, "n_max", json_integer(g->draft_max));
     json_object_set_new(spec, "gate", json_integer(g->gate));
     json_object_set_new(o, "speculative", spec);
-    json_object_set_new(gen, "temperature", json_real(g->temperature));
+    json_object_set_new(gen, "temperature", json_float(g->temperature));
     json_object_set_new(gen, "top_k", json_integer(g->top_k));
-    json_object_set_new(gen, "top_p", json_real(g->top_p));
-    json_object_set_new(gen, "min_p", json_real(g->min_p));
+    json_object_set_new(gen, "top_p", json_float(g->top_p));
+    json_object_set_new(gen, "min_p", json_float(g->min_p));
     json_object_set_new(gen, "n_predict", json_integer(g->n_predict));
     json_object_set_new(o, "default_generation_settings", gen);
     return http_send_json(c, 200, o);
+}
+
+const char *route_allow(const char *url) {
+    static const char *const gets[] = {"/", "/index.html", "/health", "/v1/health", "/v1/models", "/models", "/props",
+                                       "/metrics"};
+    static const char *const posts[] = {"/v1/chat/completions", "/chat/completions", "/v1/completions",
+                                        "/completions", "/tokenize", "/detokenize", "/apply-template"};
+    for (size_t i = 0; i < sizeof gets / sizeof *gets; i++)
+        if (!strcmp(url, gets[i])) return "GET, HEAD";
+    for (size_t i = 0; i < sizeof posts / sizeof *posts; i++)
+        if (!strcmp(url, posts[i])) return "POST";
+    return NULL;
 }
 
 enum MHD_Result route_get(server *s, struct MHD_Connection *c, const char *url) {

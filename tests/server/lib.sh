@@ -40,7 +40,7 @@ stop_server() {
 
 need_node_modules() {
   if [ ! -d tests/server/node_modules/openai ]; then
-    echo "tests/server/node_modules missing: run scripts/deps.sh (npm ci in tests/server)"
+    echo "tests/server/node_modules missing: run scripts/deps.sh --test (npm ci in tests/server)"
     exit 1
   fi
 }

@@ -22,8 +22,10 @@ async function chat(extra, msgs = messages) {
 
 async function collect(stream) {
   let text = "", role = null, finish = null, usage = null, timings = null, chunks = 0, ids = new Set(), accepted = 0;
+  let first = null;
   for await (const c of stream) {
     chunks++;
+    if (!first) first = c;
     ids.add(c.id);
     if (c.usage) usage = c.usage;
     if (c.timings) timings = c.timings;
@@ -35,7 +37,7 @@ async function collect(stream) {
     if (ch.text) text += ch.text;
     if (ch.finish_reason) finish = ch.finish_reason;
   }
-  return { text, role, finish, usage, timings, chunks, ids, accepted };
+  return { text, role, finish, usage, timings, chunks, ids, accepted, first };
 }
 
 function checkTimings(t, what) {
@@ -69,6 +71,7 @@ log("speculative true/false: identical,", a.choices[0].message.content.length, "
 const s = await collect(await chat({ stream: true, stream_options: { include_usage: true } }));
 assert.equal(s.text, a.choices[0].message.content, "stream differs from non-stream");
 assert.equal(s.role, "assistant");
+assert.strictEqual(s.first.choices[0].delta.content, "", "the first chunk's content is not \"\" (OpenAI's)");
 assert.equal(s.finish, a.choices[0].finish_reason);
 assert.equal(s.ids.size, 1, "chunks with different ids");
 assert.ok(s.usage && s.usage.completion_tokens === a.usage.completion_tokens, "usage chunk missing or wrong");
@@ -139,6 +142,9 @@ log(`8 concurrent streams: ${ok} correct, ${busy} got 503`);
 // 9. Models and errors through the SDK.
 const models = await client.models.list();
 assert.ok(models.data.length === 1 && models.data[0].id);
+assert.ok(!/\s/.test(models.data[0].id), `model id ${JSON.stringify(models.data[0].id)} has spaces`);
 await assert.rejects(chat({ temperature: 5 }), (e) => e.status === 400 && e.error?.param === "temperature");
 await assert.rejects(chat({}, []), (e) => e.status === 400);
+await assert.rejects(chat({ n: 2 }), (e) => e.status === 400 && e.error?.param === "n" && /must be 1/.test(e.message));
+await assert.rejects(chat({ temperature: 5 }), (e) => e.error?.code === null || typeof e.error?.code === "string");
 log("openai client: all checks passed");

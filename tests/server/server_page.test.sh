@@ -3,7 +3,7 @@
 # the screenshot is kept as an artifact: $SD_BUILD_DIR/artifacts/chat-page.png.
 source "$(dirname "$0")/lib.sh"
 need_node_modules
-command -v chromium >/dev/null || { echo "chromium missing: run scripts/deps.sh"; exit 1; }
+command -v chromium >/dev/null || { echo "chromium missing: run scripts/deps.sh --test"; exit 1; }
 start_server -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1
 page=$(curl -sf "$BASE/") || { echo "GET / failed"; exit 1; }
 echo "$page" | grep -q 'specdec chat' || { echo "GET / is not the chat page"; exit 1; }
