@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# Installs everything specdec's build and tests need on a fresh Debian 12 machine
-# (run as root). Every dependency is a Debian package or, for the server's client
-# tests, an npm package pinned by tests/server/package-lock.json; see README.md.
+# Installs what specdec needs on a fresh Debian 12 machine (run as root).
+#   scripts/deps.sh          building and running specdec: compiler, cmake and the
+#                            libraries it links (pcre2, jansson, libmicrohttpd)
+#   scripts/deps.sh --test   also the test suite's, fuzzing's and training's:
+#                            cmocka, python3 with torch (the float64 reference),
+#                            clang (libFuzzer), tmux (the terminal chat test),
+#                            node/npm with the server's npm packages, chromium
+# Every dependency is a Debian package or, for the server's client tests, an npm
+# package pinned by tests/server/package-lock.json; see README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libcmocka-dev
-      python3-torch python3-numpy python3-regex python3-jinja2 libopenblas0-pthread clang
-      libmicrohttpd-dev curl chromium)
-# Node.js and npm from Debian, unless a node (with its npm) is already there.
-command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
-command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+test_deps=false
+case "${1:-}" in
+  "") ;;
+  --test) test_deps=true ;;
+  *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+esac
+pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev)
+if $test_deps; then
+  pkgs+=(libcmocka-dev python3-torch python3-numpy python3-regex python3-jinja2 libopenblas0-pthread clang
+         curl tmux chromium)
+  # Node.js and npm from Debian, unless a node (with its npm) is already there.
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -17,6 +31,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+$test_deps || exit 0
 # The official openai client (v6) and playwright-core (drives Debian's chromium;
 # downloads no browser) for tests/server/.
 # node_modules/.lock-installed remembers which lock file was installed.
