@@ -203,6 +203,16 @@ SPECDEC_API specdec_status specdec_tokenize(const specdec_model *model, const ch
                                             bool add_special, bool parse_special, specdec_token **tokens,
                                             size_t *n_tokens, specdec_error *err);
 
+/* Checks that the len bytes at text are valid UTF-8 as the Unicode Standard
+ * defines it (Table 3-7: no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no sequence cut short at the end). Returns SPECDEC_OK, or
+ * SPECDEC_ERR_ARG with the message "not valid UTF-8 at byte N" (N = offset of
+ * the first bad sequence, from 0). specdec_tokenize takes any bytes (byte-level
+ * BPE), so this is for front ends that refuse non-text input: `specdec
+ * generate` checks its prompt with it and `specdec serve` its request bodies
+ * (400), so both refuse the same bytes. text may be NULL when len is 0. */
+SPECDEC_API specdec_status specdec_utf8_check(const char *text, size_t len, specdec_error *err);
+
 /* Decodes n tokens into one malloc'd NUL-terminated buffer *text of *len
  * bytes (free with specdec_free). Byte-exact: detokenize(tokenize(x)) == x
  * for byte-level BPE (the bytes may be invalid UTF-8 if the tokens are an

@@ -212,6 +212,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return method_not_allowed(c, method, url, allow);
     if (get) return route_get(s, c, url);
     if (post) {
+        specdec_error bad = {0};
+        if (specdec_utf8_check(r->body.s, r->body.len, &bad)) { /* as `specdec generate -p` refuses it */
+            http_err e = {0};
+            http_fail(&e, 400, NULL, "the request body is %s", bad.message);
+            return http_send_error(c, &e);
+        }
         json_error_t je;
         json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
         if (!body) {

@@ -698,6 +698,30 @@ static void test_errors(void **state) {
     specdec_model_free(m);
 }
 
+/* specdec_utf8_check: valid text passes; the first bad sequence is named by its byte offset. */
+static void test_utf8_check(void **state) {
+    (void)state;
+    specdec_error err = {0};
+    static const char ok[] = "plain, caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x98\x80";
+    assert_int_equal(specdec_utf8_check(ok, sizeof ok - 1, &err), SPECDEC_OK);
+    assert_int_equal(specdec_utf8_check(NULL, 0, &err), SPECDEC_OK);
+    static const struct { const char *s; size_t at; } bad[] = {
+        {"abc \xff", 4},          /* never a UTF-8 byte */
+        {"x\x80", 1},             /* a lone continuation byte */
+        {"\xc0\xaf", 0},          /* overlong '/' */
+        {"ok\xed\xa0\x80", 2},    /* a surrogate */
+        {"\xf4\x90\x80\x80", 0}, /* above U+10FFFF */
+        {"ab\xe2\x82", 2},        /* cut short at the end */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(specdec_utf8_check(bad[i].s, strlen(bad[i].s), &err), SPECDEC_ERR_ARG);
+        char want[64];
+        snprintf(want, sizeof want, "not valid UTF-8 at byte %zu", bad[i].at);
+        assert_string_equal(err.message, want);
+    }
+    assert_int_equal(specdec_utf8_check(NULL, 1, &err), SPECDEC_ERR_ARG);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metadata_and_roundtrip), cmocka_unit_test(test_spec_on_off_identical),
@@ -705,7 +729,7 @@ int main(void) {
         cmocka_unit_test(test_cancel),                 cmocka_unit_test(test_abort),
         cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_memory),                 cmocka_unit_test(test_utf8_check),
         cmocka_unit_test(test_eagle3_head),            cmocka_unit_test(test_mtp_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,8 +3,8 @@
 # on stderr and a non-zero exit (1 runtime, 2 usage), and fails before any
 # slow work: a missing or unreadable prompt file, output that cannot be
 # written (stdout on a full disk, bench --json/--plot paths), a missing
-# --prompts directory, a malformed --seed. And invalid UTF-8 input is no
-# error: byte-level BPE keeps every byte (lossless round trip via --show).
+# --prompts directory, a malformed --seed, invalid UTF-8 in -p. Invalid UTF-8 in a
+# prompt file is no error: byte-level BPE keeps every byte (round trip via --show).
 set -euo pipefail
 bin=${SD_SPECDEC_BIN:?}
 . "${SD_SOURCE_DIR:?}/tests/support/checks.sh"
@@ -88,6 +88,10 @@ n_tok=$("$bin" tokenize -f "$tmp/bad.txt" --add-special | wc -w)
 n_gen=$("$bin" generate -f "$tmp/bad.txt" -n 2 -t 1 --spec none --json 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["n_prompt"])') || fail "generate on invalid UTF-8 failed"
 [ "$n_tok" = "$n_gen" ] || fail "generate saw $n_gen prompt tokens, tokenize $n_tok"
+
+# A -p prompt must be text: invalid UTF-8 there is refused (as the server refuses it), naming the byte.
+expect 2 "the prompt (-p) is not valid UTF-8 at byte 4 (-f FILE takes any bytes)" generate -t 1 -p $'abc \xff def'
+expect 2 "the prompt (-p) is not valid UTF-8 at byte 2" generate -t 1 -p $'ab\xe2\x82'
 
 # Usage errors name the allowed range, and an empty -p is one, before any model loads.
 expect 2 "--draft-max needs an integer in \[1, 64\], not '100'" generate -p hi --draft-max 100

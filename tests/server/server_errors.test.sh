@@ -90,6 +90,7 @@ expect "body over --max-body"  413 - no POST $CHAT "$BIG"
 # Invalid UTF-8 inside a JSON string (bytes \xff\xfe): jansson refuses it.
 printf '{"messages": [{"role": "user", "content": "bad \xff\xfe bytes"}]}' > "$TMP/bad-utf8"
 expect "invalid UTF-8"         400 - no POST $CHAT "$(cat "$TMP/bad-utf8")"
+grep -q 'the request body is not valid UTF-8 at byte 47' "$TMP/body" || fail "invalid UTF-8: the message does not name the byte: $BODY"
 
 # A client that goes away mid-stream: the generation is cancelled and the next
 # request gets exactly its own answer.
