@@ -2,8 +2,13 @@
  * typed is a user message; the answer streams to stdout (reasoning, if the
  * model thinks, dimmed on a terminal); a status line goes to stderr after it.
  * Commands: /spec on|off, /reset, /quit. The context keeps the conversation's
- * KV cache, so each turn prefills only its new tokens. */
+ * KV cache, so each turn prefills only its new tokens. When the conversation
+ * and room for an answer no longer fit the context, the oldest turns are
+ * dropped (one line says so). Ctrl-C stops an answer and keeps what came so
+ * far; at the prompt, a second Ctrl-C in a row quits. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +48,37 @@ static void convo_pop(convo *c) {
     if (c->n) free(c->owned[--c->n]);
 }
 
+/* Drops the first k messages (the oldest turns). */
+static void convo_drop_front(convo *c, size_t k) {
+    if (k > c->n) k = c->n;
+    for (size_t i = 0; i < k; i++) free(c->owned[i]);
+    memmove(c->m, c->m + k, (c->n - k) * sizeof *c->m);
+    memmove(c->owned, c->owned + k, (c->n - k) * sizeof *c->owned);
+    c->n -= k;
+}
+
+/* Set by SIGINT: stops the answer being generated, or (twice at the prompt) the chat. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* No SA_RESTART: a Ctrl-C at the prompt makes getline return (EINTR). */
+static void catch_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static bool stop_requested(void *user) {
+    (void)user;
+    return interrupted != 0;
+}
+
 static void convo_free(convo *c) {
     while (c->n) convo_pop(c);
     free(c->m);
@@ -77,7 +113,7 @@ static bool on_piece(const specdec_piece *p, void *user) {
     size_t nr = 0, nc = p->len;
     if (t->think) specdec_reasoning_feed(t->think, p->text, p->len, &r, &nr, &c, &nc);
     show(t, r, nr, c, nc);
-    return true;
+    return !interrupted;
 }
 
 /* The same figures as the chat page's status line. */
@@ -95,35 +131,75 @@ static void status_line(const specdec_stats *st, bool spec) {
     fprintf(stderr, " | prompt %d new + %d cached ]\n", st->n_prompt - st->n_cached, st->n_cached);
 }
 
+/* The conversation rendered with its template and tokenized (*toks malloc'd). */
+static bool render(server *s, const convo *c, const specdec_chat_params *cp, specdec_token **toks, size_t *n,
+                   specdec_error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    bool ok = !specdec_chat_apply_template(s->model, c->m, c->n, cp, &text, &len, err) &&
+              !specdec_tokenize(s->model, text, len, true, true, toks, n, err);
+    specdec_free(text);
+    return ok;
+}
+
+/* The prompt of the next answer, with room for the answer: the oldest turns
+ * (user + assistant pairs) are dropped until it fits; the last message alone
+ * needs only to fit the context. False (message printed) if it cannot. */
+static bool fit_prompt(server *s, convo *c, const specdec_chat_params *cp, int32_t room, specdec_token **toks,
+                       size_t *n) {
+    const size_t n_ctx = (size_t)specdec_context_n_ctx(s->ctx);
+    size_t dropped = 0;
+    specdec_error err = {0};
+    for (;;) {
+        if (!render(s, c, cp, toks, n, &err)) {
+            fprintf(stderr, "specdec: %s\n", err.message);
+            return false;
+        }
+        bool fits = *n + (size_t)room <= n_ctx || (c->n == 1 && *n < n_ctx);
+        if (fits || c->n == 1) break;
+        specdec_free(*toks);
+        *toks = NULL;
+        convo_drop_front(c, c->n >= 3 ? 2 : 1);
+        dropped++;
+    }
+    if (*n >= n_ctx) {
+        fprintf(stderr, "specdec: the message (%zu tokens) does not fit the context (%d)\n", *n, (int)n_ctx);
+        specdec_free(*toks);
+        *toks = NULL;
+        return false;
+    }
+    if (dropped)
+        fprintf(stderr, "(context full: dropped the oldest %zu turn%s)\n", dropped, dropped == 1 ? "" : "s");
+    return true;
+}
+
+/* Tokens kept free for an answer when the conversation is fitted: its length
+ * limit, or a quarter of the context when it has none. */
+static int32_t answer_room(const server *s) {
+    const int32_t n_ctx = specdec_context_n_ctx(s->ctx), n = s->opts.gen.n_predict;
+    int32_t room = n >= 0 ? n : n_ctx / 4;
+    return room < n_ctx / 2 ? room : n_ctx / 2;
+}
+
 /* One user turn: render, tokenize, generate, remember the answer. */
 static void answer(server *s, convo *c, bool spec, bool tty) {
     specdec_error err = {0};
     specdec_chat_params cp = specdec_chat_default_params();
     cp.template_name = s->opts.chat_template;
-    char *text = NULL;
-    size_t len = 0, n = 0;
+    size_t n = 0;
     specdec_token *toks = NULL;
-    if (specdec_chat_apply_template(s->model, c->m, c->n, &cp, &text, &len, &err) ||
-        specdec_tokenize(s->model, text, len, true, true, &toks, &n, &err)) {
-        fprintf(stderr, "specdec: %s\n", err.message);
-        specdec_free(text);
-        convo_pop(c);
-        return;
-    }
-    specdec_free(text);
-    if (n >= (size_t)specdec_context_n_ctx(s->ctx)) {
-        fprintf(stderr, "specdec: the conversation (%zu tokens) fills the context (%d); /reset to start over\n", n,
-                specdec_context_n_ctx(s->ctx));
-        specdec_free(toks);
+    if (!fit_prompt(s, c, &cp, answer_room(s), &toks, &n)) {
         convo_pop(c);
         return;
     }
     specdec_generate_params gp = s->opts.gen;
     if (!spec) gp.spec = SPECDEC_SPEC_NONE;
     else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
+    gp.abort = stop_requested;
     turn t = {.tty = tty};
     specdec_reasoning_init(s->model, &cp, &t.think, NULL);
     specdec_stats st;
+    interrupted = 0;
     specdec_status rc = specdec_generate(s->ctx, toks, n, &gp, on_piece, &t, &st, &err);
     specdec_free(toks);
     if (t.think) {
@@ -140,9 +216,12 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
         fprintf(stderr, "specdec: %s\n", err.message);
         convo_pop(c);
     } else {
+        /* a stopped answer stays in the conversation as far as it went */
         convo_add(c, "assistant", sd_strbuf_str(&t.answer), t.answer.len);
+        if (interrupted) fprintf(stderr, "(stopped)\n");
         status_line(&st, gp.spec != SPECDEC_SPEC_NONE);
     }
+    interrupted = 0;
     sd_strbuf_free(&t.answer);
 }
 
@@ -164,10 +243,22 @@ int cmd_chat(int argc, char **argv) {
     convo c = {0};
     char *line = NULL;
     size_t cap = 0;
+    catch_sigint();
+    bool warned = false; /* a Ctrl-C at the prompt: the next one quits */
     for (;;) {
         if (tty) { fputs("> ", stdout); fflush(stdout); }
+        errno = 0;
         ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0 && errno == EINTR && interrupted) {
+            interrupted = 0;
+            clearerr(stdin);
+            if (warned) { fputs("\n", stdout); break; }
+            fprintf(stderr, "\n(Ctrl-C again or /quit to leave)\n");
+            warned = true;
+            continue;
+        }
         if (n < 0) break;
+        warned = false;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
         if (n == 0) continue;
         if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) break;

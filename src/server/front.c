@@ -23,14 +23,15 @@ static void usage(FILE *f, bool serve) {
             "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
             "  --ngram-min N, --ngram-max N   n-gram lengths looked up (default 1, 3)\n"
             "  --gate G                 zero-accept rounds that stop drafting (0 = never; default 4)\n"
-            "  --temp T                 default temperature; 0 = greedy (default %s)\n"
+            "  --temp T                 default temperature; 0 = greedy (default 0.8; generate's is 0)\n"
             "  --top-k K, --top-p P, --min-p P, --seed S   default sampling settings\n"
-            "  -n, --n-predict N        default most tokens per answer (-1 = to the context end; default -1)\n"
+            "  -n, --n-predict N        default most tokens per answer (-1 = until the model ends its turn\n"
+            "                           or the context is full; default %s)\n"
             "  -c, --ctx-size N         context size (default: the model's, at most 4096)\n"
             "  -t, --threads N          threads (default: online cores)\n"
             "  --chat-template NAME     override the model's template: chatml, qwen3, qwen35, qwen36,\n"
             "                           llama3, llama31\n",
-            serve ? "0.8" : "0.8");
+            serve ? "-1" : FRONT_CHAT_N_PREDICT_TEXT);
     if (serve)
         fprintf(f, "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
                    "  --port N                 port (default 8080; 0 = any free port, printed on stderr)\n"
@@ -54,7 +55,7 @@ int front_parse(int argc, char **argv, bool serve, server_opts *o) {
     *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15};
     o->gen = specdec_generate_default_params();
     o->gen.temperature = 0.8f;
-    o->gen.n_predict = -1;
+    o->gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
     const char *cmd = serve ? "serve" : "chat";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

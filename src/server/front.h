@@ -7,6 +7,11 @@
 
 #define FRONT_DEFAULT_TARGET "models/fixture-target.gguf"
 #define FRONT_DEFAULT_DRAFT "models/fixture-draft.gguf"
+/* specdec chat's default answer length (serve's is -1: until the end of turn or
+ * a full context): long enough for a paragraph or a function, short enough
+ * that a few turns fit a small context. */
+#define FRONT_CHAT_N_PREDICT 256
+#define FRONT_CHAT_N_PREDICT_TEXT "256"
 
 /* Parses argv (argv[0] = the command). Returns 0 to go on, -1 after --help
  * (exit 0), 2 on a usage error (message printed). serve: whether the HTTP
