@@ -1,0 +1,556 @@
+"""specdec from Python: GGUF models with lossless speculative decoding.
+
+A thin layer over the C library libspecdec (include/specdec.h) through ctypes
+from the standard library; nothing is compiled for Python. The text a
+speculative run streams is exactly plain greedy decoding's at temperature 0,
+and plain sampling's with the same seed at temperature > 0 (deterministic
+drafts), as for the C API and the `specdec` command.
+
+    import specdec
+    llm = specdec.LLM("models/fixture-target.gguf", draft_path="models/fixture-draft.gguf")
+    for piece in llm.stream("def main():", n_predict=48, check_lossless=True):
+        print(piece, end="", flush=True)
+    print()
+    print(llm.stats)   # prefill ... | decode ... tok/s | spec auto (ngram + draft) | α ... | LOSSLESS 48/48
+
+Where libspecdec.so is found, first match wins:
+  1. the environment variable SPECDEC_LIB: the library's path, or a directory
+     holding libspecdec.so. When it is set nothing else is tried.
+  2. next to this package's files (specdec/libspecdec.so): copy the library
+     there to ship the two together.
+  3. the build directory of the source checkout the package sits in
+     (python/specdec/ -> build/libspecdec.so): `cmake --build build --target
+     specdec_shared`, then PYTHONPATH=python.
+  4. the dynamic loader's own search (LD_LIBRARY_PATH, the ld.so cache), e.g.
+     after `cmake --install build --prefix PREFIX`.
+The library is loaded at the first call that needs it; OSError lists the
+places tried when none holds it. Its major.minor version must be the
+package's (__version__), since the structs are declared here field for field.
+
+Errors of the library raise SpecdecError, whose str() is the library's
+one-line message (e.g. "models/x.gguf: cannot open: No such file or
+directory") and whose .code / .status give the specdec_status.
+
+Classes: Model (a loaded GGUF file: metadata, tokenize, detokenize), Context
+(a KV cache over a model and an optional draft: generate, stream), LLM (a
+Context that loads and owns its models), Stats (what a generation did, with
+the command line's derived figures: tok/s, α, accepted/round, speedup).
+"""
+import ctypes
+import os
+import queue
+import threading
+
+from . import _lib as _c
+
+__version__ = "0.1.0"
+__all__ = ["SpecdecError", "Model", "Context", "LLM", "Stats", "Result", "Stream", "version", "OPTIONS"]
+
+# specdec_status values (include/specdec.h)
+OK, ERR_IO, ERR_FORMAT, ERR_NOMEM, ERR_UNSUPPORTED, ERR_CONTEXT, ERR_ARG, ERR_VOCAB, ERR_MISMATCH = range(9)
+
+
+class SpecdecError(Exception):
+    """A failed library call. str(e) and e.message: the library's one-line
+    message; e.code: the specdec_status (an int, ERR_IO...); e.status: its
+    short name ("io error", "invalid argument", ...)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = _c.lib().specdec_status_name(code).decode()
+
+
+def _check(status, err):
+    if status != OK:
+        raise SpecdecError(status, err.message.decode("utf-8", "replace"))
+
+
+def _arg_error(message):
+    return SpecdecError(ERR_ARG, message)
+
+
+def _bytes(text):
+    return text if isinstance(text, (bytes, bytearray)) else str(text).encode("utf-8")
+
+
+def version():
+    """The version of the library actually loaded, "MAJOR.MINOR.PATCH"."""
+    return _c.lib().specdec_version().decode()
+
+
+def _str(p):
+    return p.decode("utf-8", "replace") if p is not None else None
+
+
+class Model:
+    """A GGUF model loaded read-only (specdec_model_load). Thread-safe: any
+    number of threads may tokenize while contexts of it generate. Free it with
+    close() (or a with block) after every Context made from it."""
+
+    def __init__(self, path):
+        L = _c.lib()
+        err, handle = _c.Error(), ctypes.c_void_p()
+        _check(L.specdec_model_load(os.fsencode(path), None, ctypes.byref(handle), ctypes.byref(err)), err)
+        self._h = handle
+
+    def _handle(self):
+        if not self._h:
+            raise _arg_error("the model is closed")
+        return self._h
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _c.lib().specdec_model_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    path = property(lambda self: _str(_c.lib().specdec_model_path(self._handle())))
+    name = property(lambda self: _str(_c.lib().specdec_model_name(self._handle())),
+                    doc="general.name, or the file name without .gguf")
+    arch = property(lambda self: _str(_c.lib().specdec_model_arch(self._handle())),
+                    doc='"llama", "qwen2", "qwen3", "qwen35" or "eagle3"')
+    n_vocab = property(lambda self: _c.lib().specdec_model_n_vocab(self._handle()))
+    n_ctx_train = property(lambda self: _c.lib().specdec_model_n_ctx_train(self._handle()))
+    n_params = property(lambda self: _c.lib().specdec_model_n_params(self._handle()))
+    chat_template = property(lambda self: _str(_c.lib().specdec_model_chat_template(self._handle())),
+                             doc="tokenizer.chat_template's Jinja source, or None")
+    token_bos = property(lambda self: _c.lib().specdec_token_bos(self._handle()), doc="-1 when none")
+    token_eos = property(lambda self: _c.lib().specdec_token_eos(self._handle()), doc="-1 when none")
+    token_eot = property(lambda self: _c.lib().specdec_token_eot(self._handle()), doc="-1 when none")
+
+    def meta(self, key):
+        """A string-valued GGUF metadata key, or None when absent or not a string."""
+        return _str(_c.lib().specdec_model_meta_str(self._handle(), _bytes(key)))
+
+    def token_is_eog(self, token):
+        return bool(_c.lib().specdec_token_is_eog(self._handle(), token))
+
+    def token_is_control(self, token):
+        return bool(_c.lib().specdec_token_is_control(self._handle(), token))
+
+    def token_text(self, token):
+        """The vocabulary entry as stored (not decoded), or None out of range."""
+        return _str(_c.lib().specdec_token_text(self._handle(), token))
+
+    def token_to_piece(self, token, show_special=False):
+        """The raw bytes of one token (maybe part of a UTF-8 character)."""
+        L, h = _c.lib(), self._handle()
+        n = L.specdec_token_to_piece(h, token, show_special, None, 0)
+        if n < 0:
+            raise _arg_error("token id %d out of range [0, %d)" % (token, self.n_vocab))
+        buf = ctypes.create_string_buffer(n + 1)
+        L.specdec_token_to_piece(h, token, show_special, buf, n + 1)
+        return buf.raw[:n]
+
+    def tokenize(self, text, add_special=True, parse_special=False):
+        """Token ids (a list of int) of text (str, encoded as UTF-8, or bytes:
+        any bytes are taken). add_special: BOS/EOS as the model asks;
+        parse_special: control-token texts such as "<|im_start|>" become
+        single tokens (only for trusted text)."""
+        L, data = _c.lib(), _bytes(text)
+        err, out, n = _c.Error(), _c.c_token_p(), ctypes.c_size_t()
+        _check(L.specdec_tokenize(self._handle(), data, len(data), add_special, parse_special, ctypes.byref(out),
+                                  ctypes.byref(n), ctypes.byref(err)), err)
+        try:
+            return out[:n.value]
+        finally:
+            L.specdec_free(out)
+
+    def detokenize(self, tokens, show_special=False):
+        """The bytes of tokens (bytes, as llama-cpp-python's detokenize:
+        byte-exact, so detokenize(tokenize(s, add_special=False)) ==
+        s.encode(); .decode() it for text). Control tokens give their text
+        only if show_special."""
+        L, tokens = _c.lib(), list(tokens)
+        err, out, n = _c.Error(), ctypes.POINTER(ctypes.c_char)(), ctypes.c_size_t()
+        _check(L.specdec_detokenize(self._handle(), _token_array(tokens), len(tokens), show_special, ctypes.byref(out),
+                                    ctypes.byref(n), ctypes.byref(err)), err)
+        try:
+            return ctypes.string_at(out, n.value)
+        finally:
+            L.specdec_free(out)
+
+    def memory(self):
+        """What the weights hold in memory now (specdec_model_memory): a dict
+        of packed_bytes, f32_bytes, file_bytes (None when unmeasured) and load_ms."""
+        m, err = _c.ModelMemory(), _c.Error()
+        _check(_c.lib().specdec_model_memory_get(self._handle(), ctypes.byref(m), ctypes.byref(err)), err)
+        return {"packed_bytes": m.packed_bytes, "f32_bytes": m.f32_bytes,
+                "file_bytes": m.file_bytes if m.file_measured else None, "load_ms": m.load_ms}
+
+
+def _token_array(tokens):
+    """A C array of the ids of the list tokens (never of length 0, so the
+    pointer is never NULL; the count passed is len(tokens))."""
+    return (_c.c_token * max(len(tokens), 1))(*tokens)
+
+
+# The options of generate() and stream(), the fields of specdec_generate_params
+# (include/specdec.h documents each; the defaults are the library's):
+#   n_predict=128 (< 0: until an end-of-generation token or a full context),
+#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp"),
+#   draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4,
+#   temperature=0.0 (greedy), top_k=0, top_p=1.0, min_p=0.0, seed=42,
+#   draft_sample=False, stop=() (up to 8 strings), stop_at_eog=True,
+#   check_lossless=False (decode again plainly and compare: Stats.lossless),
+#   hybrid_rollback="auto" ("checkpoint", "replay", "redecode", "window"),
+#   hybrid_window=9, tree_nodes=0, tree_width=2.
+OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max", "gate", "temperature", "top_k",
+           "top_p", "min_p", "seed", "draft_sample", "stop", "stop_at_eog", "check_lossless", "hybrid_rollback",
+           "hybrid_window", "tree_nodes", "tree_width")
+_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp or auto"),
+          "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
+
+
+def _named_enum(field, value):
+    parse, choices = _NAMED[field]
+    out = ctypes.c_int()
+    if not getattr(_c.lib(), parse)(_bytes(value), ctypes.byref(out)):
+        raise _arg_error("%s must be %s, not '%s'" % (field, choices, value))
+    return out.value
+
+
+def _int_field(field, value, ctype):
+    bits = ctypes.sizeof(ctype) * 8
+    lo, hi = (0, 2 ** bits) if field == "seed" else (-2 ** (bits - 1), 2 ** (bits - 1))
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value < hi:
+        raise _arg_error("%s must be an integer in [%d, %d), not %r" % (field, lo, hi, value))
+    return value
+
+
+class _Params:
+    """specdec_generate_params from keyword options, and what its pointers
+    borrow (the stop strings), kept alive for the call."""
+
+    def __init__(self, options):
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TypeError("unknown generate option(s) %s; the options are %s" % (", ".join(unknown), ", ".join(OPTIONS)))
+        p = _c.lib().specdec_generate_default_params()
+        types = dict(_c.GenerateParams._fields_)
+        for field, value in options.items():
+            if field in _NAMED:
+                value = _named_enum(field, value)
+            elif field == "stop":
+                self._stop_strings = [_bytes(s) for s in ([value] if isinstance(value, (str, bytes)) else value)]
+                self._stop = (ctypes.c_char_p * max(len(self._stop_strings), 1))(*self._stop_strings)
+                p.stop, p.n_stop = ctypes.cast(self._stop, ctypes.POINTER(ctypes.c_char_p)), len(self._stop_strings)
+                continue
+            elif types[field] is ctypes.c_bool:
+                value = bool(value)
+            elif types[field] is ctypes.c_float:
+                value = float(value)
+            else:
+                value = _int_field(field, value, types[field])
+            setattr(p, field, value)
+        self.c = p
+
+
+class Stats:
+    """What one generation did: every field of specdec_stats (n_prompt,
+    n_cached, n_gen, t_prefill_ms, t_decode_ms, n_drafted, n_accepted,
+    n_rounds, n_target_forwards, n_draft_forwards, gate_closed_steps,
+    n_probes, n_probe_hits, gate_open, drafter, stop_reason (a name: "length",
+    "eog", "stop", "cancelled", "context"), stop_index, lossless_checked,
+    lossless_first_diff, plain_n_gen, plain_decode_ms, rollback, n_rollbacks,
+    n_redecoded, rollback_ms, rollback_bytes_moved, rollback_bytes_held) and
+    the figures `specdec generate` derives from them, under its --json names,
+    None where there is nothing to measure (its n/a): prefill_tok_s,
+    decode_tok_s, acceptance (α), accepted_per_round, tokens_per_forward,
+    greedy_tok_s and speedup (only when the lossless check ran), lossless
+    (True / False, None when unchecked). str() is its stats line."""
+
+    def __init__(self, c_stats):
+        for name, _ in _c.Stats._fields_:
+            setattr(self, name, getattr(c_stats, name))
+        self.drafter, self.rollback = _str(self.drafter), _str(self.rollback)
+        self.stop_reason = _str(_c.lib().specdec_stop_reason_name(self.stop_reason))
+        self.lossless = bool(c_stats.lossless) if self.lossless_checked else None
+
+    @staticmethod
+    def _ratio(a, b):
+        return a / b if b > 0 else None
+
+    @staticmethod
+    def _decode_rate(n_gen, ms):
+        # The first token comes from the prefill: a decode rate needs two.
+        return Stats._ratio(n_gen - 1, ms / 1e3) if n_gen > 1 else None
+
+    prefill_tok_s = property(lambda s: s._ratio(s.n_prompt, s.t_prefill_ms / 1e3))
+    decode_tok_s = property(lambda s: s._decode_rate(s.n_gen, s.t_decode_ms))
+    acceptance = property(lambda s: s._ratio(s.n_accepted, s.n_drafted), doc="α = accepted / drafted")
+    accepted_per_round = property(lambda s: s._ratio(s.n_accepted, s.n_rounds))
+    # The prefill's last row gives the first token: it counts as a forward.
+    tokens_per_forward = property(lambda s: s._ratio(s.n_gen, s.n_target_forwards + 1) if s.n_gen > 0 else None)
+    greedy_tok_s = property(lambda s: s._decode_rate(s.plain_n_gen, s.plain_decode_ms) if s.lossless_checked else None,
+                            doc="the plain run of the lossless check")
+    speedup = property(lambda s: s._ratio(s.decode_tok_s, s.greedy_tok_s)
+                       if s.decode_tok_s is not None and s.greedy_tok_s is not None else None)
+
+    def as_dict(self):
+        d = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        for k in ("prefill_tok_s", "decode_tok_s", "acceptance", "accepted_per_round", "tokens_per_forward",
+                  "greedy_tok_s", "speedup"):
+            d[k] = getattr(self, k)
+        return d
+
+    def __repr__(self):
+        return "Stats(%r)" % self.as_dict()
+
+    def __str__(self):
+        def fig(fmt, x):
+            return "n/a" if x is None else fmt % x
+
+        s = "prefill %s (%d tokens) | decode %s (%d tokens) | spec %s" % (
+            fig("%.1f tok/s", self.prefill_tok_s), self.n_prompt, fig("%.2f tok/s", self.decode_tok_s), self.n_gen,
+            self.drafter)
+        if self.n_rounds or self.n_drafted or self.gate_closed_steps:
+            s += " | rounds %d | α %s (%d/%d) | accepted/round %s" % (
+                self.n_rounds, fig("%.3f", self.acceptance), self.n_accepted, self.n_drafted,
+                fig("%.2f", self.accepted_per_round))
+        s += " | tokens/forward %s" % fig("%.2f", self.tokens_per_forward)
+        if self.lossless_checked:
+            s += " | greedy %s | speedup %s" % (fig("%.2f tok/s", self.greedy_tok_s), fig("%.2fx", self.speedup))
+            s += (" | LOSSLESS %d/%d" % (self.n_gen, self.plain_n_gen) if self.lossless
+                  else " | MISMATCH at token %d" % self.lossless_first_diff)
+        return s
+
+
+class Result:
+    """A finished generation: text (str), tokens (the generated ids, list of
+    int; an ending end-of-generation token included) and stats (Stats)."""
+
+    def __init__(self, text, tokens, stats):
+        self.text, self.tokens, self.stats = text, tokens, stats
+
+    def __repr__(self):
+        return "Result(text=%r, tokens=%d, stop=%s)" % (self.text, len(self.tokens), self.stats.stop_reason)
+
+
+class Context:
+    """A KV cache for generating with model (specdec_context_init), with an
+    optional draft model (a Model: a draft model, an EAGLE-3 head or an MTP
+    sidecar) for spec "draft" / "eagle3" / "mtp" / "auto". n_ctx, n_batch,
+    n_threads <= 0 take the library's defaults. The models must stay open
+    while the context lives (the context keeps them referenced). One
+    generation at a time: the history of the last one is kept and its longest
+    common prefix with the next prompt is reused (stats.n_cached)."""
+
+    def __init__(self, model, draft=None, n_ctx=0, n_batch=0, n_threads=0):
+        L = _c.lib()
+        cp = L.specdec_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_threads = n_ctx, n_batch, n_threads
+        cp.draft = draft._handle() if draft is not None else None
+        err, handle = _c.Error(), ctypes.c_void_p()
+        _check(L.specdec_context_init(model._handle(), ctypes.byref(cp), ctypes.byref(handle), ctypes.byref(err)), err)
+        self._h, self.model, self.draft = handle, model, draft
+        self._busy = threading.Lock()
+        self.stats = None  # the Stats of the last generation that finished
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _c.lib().specdec_context_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _handle(self):
+        if not self._h:
+            raise _arg_error("the context is closed")
+        return self._h
+
+    n_ctx = property(lambda self: _c.lib().specdec_context_n_ctx(self._handle()))
+
+    @property
+    def tokens(self):
+        """The history: the last prompt and every token generated after it."""
+        n = ctypes.c_size_t()
+        p = _c.lib().specdec_context_tokens(self._handle(), ctypes.byref(n))
+        return p[:n.value] if n.value else []
+
+    def reset(self):
+        """Forget the history: the next generation prefills its whole prompt."""
+        self._with_idle(lambda: _c.lib().specdec_context_reset(self._handle()))
+
+    def check(self, **options):
+        """Raise SpecdecError if options can never run on this context (the
+        checks generate makes first: the spec mode fits, every field in range)."""
+        params, err = _Params(options), _c.Error()
+        _check(_c.lib().specdec_generate_params_check(self._handle(), ctypes.byref(params.c), ctypes.byref(err)), err)
+
+    def tokenize(self, text, add_special=True, parse_special=False):
+        return self.model.tokenize(text, add_special, parse_special)
+
+    def detokenize(self, tokens, show_special=False):
+        return self.model.detokenize(tokens, show_special)
+
+    def _prompt(self, prompt):
+        """A str / bytes prompt is tokenized as `specdec generate -p` does (BOS
+        as the model asks, control texts not parsed); a list is token ids."""
+        if isinstance(prompt, (str, bytes, bytearray)):
+            return self.model.tokenize(prompt)
+        return list(prompt)
+
+    def _with_idle(self, fn):
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
+        try:
+            return fn()
+        finally:
+            self._busy.release()
+
+    def generate(self, prompt, on_piece=None, **options):
+        """Generates after prompt (str, bytes, or a list of token ids) and
+        returns a Result. on_piece(text) is called with each piece of text as
+        it is generated (whole UTF-8 characters); returning False stops there
+        (stop_reason "cancelled"); an exception it raises stops the
+        generation and is raised here. options: see OPTIONS."""
+        tokens, params = self._prompt(prompt), _Params(options)
+        return self._with_idle(lambda: self._run(tokens, params, on_piece, None))
+
+    def stream(self, prompt, **options):
+        """Like generate, as an iterator of the text pieces (str), generated on
+        a worker thread while the caller consumes them. After the last piece
+        the Stream's .result (and this context's .stats) hold the outcome;
+        closing it early (close(), a with block, break + garbage collection)
+        stops the generation at the next piece or prefill chunk."""
+        tokens, params = self._prompt(prompt), _Params(options)
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
+        return Stream(self, tokens, params)
+
+    def _run(self, tokens, params, on_piece, cancel):
+        """One specdec_generate call on this thread; the context is held."""
+        L, pieces, raised = _c.lib(), [], []
+
+        def piece_cb(piece_p, _user):
+            try:
+                p = piece_p.contents
+                text = ctypes.string_at(p.text, p.len).decode("utf-8", "replace")
+                pieces.append(text)
+                go_on = on_piece(text) if on_piece is not None else True
+                return go_on is not False and not (cancel is not None and cancel.is_set())
+            except BaseException as e:  # a callback must not unwind through C: stop, raise after
+                raised.append(e)
+                return False
+
+        cb = _c.PIECE_FN(piece_cb)
+        abort = _c.ABORT_FN(lambda _user: cancel.is_set()) if cancel is not None else _c.ABORT_FN()
+        params.c.abort = abort
+        arr, st, err = _token_array(tokens), _c.Stats(), _c.Error()
+        status = L.specdec_generate(self._handle(), arr, len(tokens), ctypes.byref(params.c), cb, None,
+                                    ctypes.byref(st), ctypes.byref(err))
+        if raised:
+            raise raised[0]
+        _check(status, err)
+        stats = Stats(st)
+        history = self.tokens
+        self.stats = stats
+        return Result("".join(pieces), history[len(tokens):len(tokens) + stats.n_gen], stats)
+
+
+class _Done:
+    def __init__(self, result=None, error=None):
+        self.result, self.error = result, error
+
+
+class Stream:
+    """The pieces of one generation (str), in order, as they are generated.
+    .result: the Result once the iteration ended (None before). Errors of the
+    generation are raised by the iteration after the pieces that came first."""
+
+    def __init__(self, ctx, tokens, params):
+        self.result = None
+        self._ctx, self._queue, self._cancel, self._done = ctx, queue.SimpleQueue(), threading.Event(), False
+        self._thread = threading.Thread(target=self._work, args=(tokens, params), daemon=True)
+        self._thread.start()
+
+    def _work(self, tokens, params):
+        try:
+            self._queue.put(_Done(result=self._ctx._run(tokens, params, self._queue.put, self._cancel)))
+        except BaseException as e:
+            self._queue.put(_Done(error=e))
+        finally:
+            self._ctx._busy.release()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        item = self._queue.get()
+        if not isinstance(item, _Done):
+            return item
+        self._done = True
+        self._thread.join()
+        if item.error is not None:
+            raise item.error
+        self.result = item.result
+        raise StopIteration
+
+    @property
+    def stats(self):
+        return self.result.stats if self.result is not None else None
+
+    def close(self):
+        """Stops the generation (if still running) and waits for it to end."""
+        if self._done:
+            return
+        self._cancel.set()
+        try:
+            for _ in self:
+                pass
+        except SpecdecError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if not getattr(self, "_done", True):
+            self.close()
+
+
+class LLM(Context):
+    """A Context that loads its model (and draft, from draft_path) itself and
+    frees them with close(): the one-object way, as llama-cpp-python's Llama.
+    .model and .draft are the Model objects."""
+
+    def __init__(self, model_path, draft_path=None, n_ctx=0, n_batch=0, n_threads=0):
+        model = Model(model_path)
+        draft = None
+        try:
+            draft = Model(draft_path) if draft_path is not None else None
+            super().__init__(model, draft, n_ctx, n_batch, n_threads)
+        except BaseException:
+            if draft is not None:
+                draft.close()
+            model.close()
+            raise
+
+    def close(self):
+        super().close()
+        for m in (getattr(self, "draft", None), getattr(self, "model", None)):
+            if m is not None:
+                m.close()

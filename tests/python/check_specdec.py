@@ -1,0 +1,154 @@
+"""Checks of the specdec Python package against the command line's output,
+run by python.test.sh: argv = target, draft, prompt, n_predict, the directory
+holding the CLI's outputs (greedy/sample .txt, .json, .stats; missing.err;
+tokenize.txt). Exits with the number of failed checks."""
+import json
+import os
+import sys
+
+import specdec
+
+target, draft, prompt, n_predict, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    if not ok:
+        fails += 1
+        print("FAIL: " + what)
+
+
+def read(name, mode="r"):
+    with open(os.path.join(out, name), mode) as f:
+        return f.read()
+
+
+# The ctypes structs' layout: the library's defaults read through them are the
+# documented ones up to the last field (a shifted field reads another's bytes).
+d = specdec._c.lib().specdec_generate_default_params()
+defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4, temperature=0.0,
+                top_k=0, top_p=1.0, min_p=0.0, seed=42, draft_sample=False, n_stop=0, stop_at_eog=True,
+                check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2)
+for k, v in defaults.items():
+    check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
+check(not d.abort and not d.stop, "default abort/stop are not NULL")
+check(specdec.version() == specdec.__version__, "library %s, package %s" % (specdec.version(), specdec.__version__))
+
+llm = specdec.LLM(target, draft_path=draft)
+settings = {"greedy": dict(temperature=0.0, seed=7), "sample": dict(temperature=0.8, seed=7)}
+for name, opts in settings.items():
+    cli_text, cli = read(name + ".txt", "rb"), json.loads(read(name + ".json"))
+    stream = llm.stream(prompt, n_predict=n_predict, **opts)
+    pieces = list(stream)
+    r = stream.result
+    check(len(pieces) > 1, "%s: the text came in %d piece(s), not streamed" % (name, len(pieces)))
+    check("".join(pieces).encode() == cli_text, "%s: streamed text %r != the CLI's %r" % (name, "".join(pieces), cli_text))
+    check(r.text.encode() == cli_text, "%s: Result.text differs from the CLI's" % name)
+    check(r.tokens == cli["tokens"], "%s: tokens %s != the CLI's %s" % (name, r.tokens, cli["tokens"]))
+    check((r.stats.n_prompt, r.stats.n_gen, r.stats.drafter) == (cli["n_prompt"], cli["n_gen"], cli["spec"]),
+          "%s: stats (n_prompt, n_gen, drafter) %r != the CLI's" % (name, (r.stats.n_prompt, r.stats.n_gen, r.stats.drafter)))
+    check(llm.stats is r.stats and r.stats.lossless is None and "LOSSLESS" not in str(r.stats),
+          "%s: an unchecked run's stats: %s" % (name, r.stats))
+    # The callback form, and again on a fresh context (no prefix reuse): the same bytes.
+    got = []
+    again = llm.generate(prompt, on_piece=got.append, n_predict=n_predict, **opts)
+    check("".join(got) == again.text == r.text, "%s: generate(on_piece) differs from stream" % name)
+    check(again.stats.n_cached == again.stats.n_prompt - 1, "%s: the second call reused %d of %d prompt tokens"
+          % (name, again.stats.n_cached, again.stats.n_prompt))
+    with specdec.Context(llm.model, llm.draft) as fresh:
+        check(fresh.generate(prompt, n_predict=n_predict, **opts).text == r.text, "%s: a fresh context differs" % name)
+    # The lossless check: reported as the CLI reports it on the same run.
+    checked = llm.generate(prompt, n_predict=n_predict, check_lossless=True, **opts).stats
+    line = "LOSSLESS %d/%d" % (checked.n_gen, checked.plain_n_gen)
+    check(checked.lossless is True and checked.lossless_checked and checked.plain_n_gen == checked.n_gen,
+          "%s: lossless check: %r" % (name, checked))
+    check(line in str(checked) and line in read(name + ".stats"), "%s: '%s' not in both stats lines:\n  %s\n  %s"
+          % (name, line, checked, read(name + ".stats")))
+    check(checked.speedup is not None and checked.greedy_tok_s is not None and checked.acceptance is not None,
+          "%s: a checked run lacks speedup/greedy tok/s/α: %s" % (name, checked))
+    check(checked.acceptance == checked.n_accepted / checked.n_drafted and
+          checked.accepted_per_round == checked.n_accepted / checked.n_rounds, "%s: α or accepted/round wrong" % name)
+
+# A missing model: the package's exception with the library's message, the one the CLI prints.
+cli_msg = read("missing.err").strip()
+for call in (lambda: specdec.Model("models/missing.gguf"),
+             lambda: specdec.LLM(target, draft_path="models/missing.gguf")):
+    try:
+        call()
+        check(False, "a missing model loaded")
+    except specdec.SpecdecError as e:
+        check("specdec: " + str(e) == cli_msg and e.message == str(e),
+              "missing model: %r, the CLI says %r" % (str(e), cli_msg))
+        check(e.code == specdec.ERR_IO and e.status == "i/o error", "missing model: code %r (%s)" % (e.code, e.status))
+
+# Errors of options: the library's ERR_ARG, and Python's TypeError for a name that is no option.
+plain = specdec.Context(llm.model)
+for opts, words in ((dict(spec="draft"), "draft"), (dict(spec="bogus"), "spec must be"),
+                    (dict(draft_max=0), "draft_max"), (dict(n_predict=2 ** 40), "n_predict"),
+                    (dict(stop=[""]), "stop")):
+    try:
+        plain.generate(prompt, **dict(dict(n_predict=4), **opts))
+        check(False, "%r was accepted" % opts)
+    except specdec.SpecdecError as e:
+        check(e.code == specdec.ERR_ARG and words in str(e), "%r: %s (%s)" % (opts, e, e.status))
+try:
+    plain.generate(prompt, temprature=1)
+    check(False, "an unknown option was accepted")
+except TypeError:
+    pass
+
+# Stopping: on_piece returning False, a stream closed early, an exception in
+# the callback; the context generates the same text afterwards.
+ref = plain.generate(prompt, n_predict=n_predict)
+r = plain.generate(prompt, on_piece=lambda t: False, n_predict=n_predict)
+check(r.stats.stop_reason == "cancelled" and r.stats.n_gen < ref.stats.n_gen, "on_piece False: %r" % r.stats.stop_reason)
+s = plain.stream(prompt, n_predict=n_predict)
+first = next(s)
+try:
+    plain.generate(prompt)
+    check(False, "a second generation ran during a stream")
+except RuntimeError:
+    pass
+s.close()
+check(s.result is not None and s.result.stats.stop_reason == "cancelled" and ref.text.startswith(first),
+      "stream closed early: %r" % (s.result and s.result.stats.stop_reason))
+
+
+class Boom(Exception):
+    pass
+
+
+def boom(text):
+    raise Boom(text)
+
+
+try:
+    plain.generate(prompt, on_piece=boom)
+    check(False, "the callback's exception was lost")
+except Boom:
+    pass
+check(plain.generate(prompt, n_predict=n_predict).text == ref.text, "the context differs after the stops")
+stopped = plain.generate(prompt, n_predict=n_predict, stop=[ref.text[5:9]])
+check(stopped.stats.stop_reason == "stop" and stopped.text == ref.text[:5], "stop string: %r" % stopped.text)
+
+# Tokenize: the CLI's ids; detokenize its byte-exact inverse (invalid UTF-8 too).
+ids = llm.tokenize(prompt, add_special=False)
+check(ids == [int(x) for x in read("tokenize.txt").split()], "tokenize %s != specdec tokenize" % ids)
+for text in (prompt, "", "x", "  spaces\tand\nnewlines\n", "ünïcödé ∑ 漢字 🙂", b"\xff\xfe bytes \xc3"):
+    data = text if isinstance(text, bytes) else text.encode()
+    got = llm.detokenize(llm.tokenize(text, add_special=False))
+    check(got == data, "round trip of %r gave %r" % (data, got))
+    with_bos = llm.tokenize(text)
+    check(llm.detokenize(with_bos) == data, "round trip with add_special of %r" % data)
+check(b"".join(llm.model.token_to_piece(t) for t in ids) == prompt.encode(), "token_to_piece pieces != the prompt")
+try:
+    llm.detokenize([llm.model.n_vocab])
+    check(False, "an id out of range was detokenized")
+except specdec.SpecdecError as e:
+    check(e.code == specdec.ERR_ARG, "id out of range: %s" % e)
+
+plain.close()
+llm.close()
+print("check_specdec.py: %d failed" % fails if fails else "check_specdec.py: all checks passed")
+sys.exit(fails)
