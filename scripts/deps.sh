@@ -4,6 +4,7 @@
 #                            libraries it links (pcre2, jansson, libmicrohttpd)
 #   scripts/deps.sh --test   also the test suite's, fuzzing's and training's:
 #                            cmocka, python3 with torch (the float64 reference),
+#                            pip and setuptools (installing python/),
 #                            clang (libFuzzer), tmux (the terminal chat test),
 #                            node/npm with the server's npm packages, chromium
 # Every dependency is a Debian package or, for the server's client tests, an npm
@@ -18,8 +19,8 @@ case "${1:-}" in
 esac
 pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev)
 if $test_deps; then
-  pkgs+=(libcmocka-dev python3-torch python3-numpy python3-regex python3-jinja2 libopenblas0-pthread clang
-         curl tmux chromium)
+  pkgs+=(libcmocka-dev python3-torch python3-numpy python3-regex python3-jinja2 python3-pip python3-setuptools
+         libopenblas0-pthread clang curl tmux chromium)
   # Node.js and npm from Debian, unless a node (with its npm) is already there.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
