@@ -84,25 +84,19 @@ def _str(p):
     return p.decode("utf-8", "replace") if p is not None else None
 
 
-class Model:
-    """A GGUF model loaded read-only (specdec_model_load). Thread-safe: any
-    number of threads may tokenize while contexts of it generate. Free it with
-    close() (or a with block) after every Context made from it."""
-
-    def __init__(self, path):
-        L = _c.lib()
-        err, handle = _c.Error(), ctypes.c_void_p()
-        _check(L.specdec_model_load(os.fsencode(path), None, ctypes.byref(handle), ctypes.byref(err)), err)
-        self._h = handle
+class _Owned:
+    """A library handle (self._h) freed by close(), a with block, or garbage
+    collection, with the library's function named by _free."""
+    _free, _what, _h = None, None, None
 
     def _handle(self):
         if not self._h:
-            raise _arg_error("the model is closed")
+            raise _arg_error("the %s is closed" % self._what)
         return self._h
 
     def close(self):
-        if getattr(self, "_h", None):
-            _c.lib().specdec_model_free(self._h)
+        if self._h:
+            getattr(_c.lib(), self._free)(self._h)
             self._h = None
 
     def __del__(self):
@@ -113,6 +107,19 @@ class Model:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Model(_Owned):
+    """A GGUF model loaded read-only (specdec_model_load). Thread-safe: any
+    number of threads may tokenize while contexts of it generate. Free it with
+    close() (or a with block) after every Context made from it."""
+    _free, _what = "specdec_model_free", "model"
+
+    def __init__(self, path):
+        L = _c.lib()
+        err, handle = _c.Error(), ctypes.c_void_p()
+        _check(L.specdec_model_load(os.fsencode(path), None, ctypes.byref(handle), ctypes.byref(err)), err)
+        self._h = handle
 
     path = property(lambda self: _str(_c.lib().specdec_model_path(self._handle())))
     name = property(lambda self: _str(_c.lib().specdec_model_name(self._handle())),
@@ -337,7 +344,7 @@ class Result:
         return "Result(text=%r, tokens=%d, stop=%s)" % (self.text, len(self.tokens), self.stats.stop_reason)
 
 
-class Context:
+class Context(_Owned):
     """A KV cache for generating with model (specdec_context_init), with an
     optional draft model (a Model: a draft model, an EAGLE-3 head or an MTP
     sidecar) for spec "draft" / "eagle3" / "mtp" / "auto". n_ctx, n_batch,
@@ -345,6 +352,7 @@ class Context:
     while the context lives (the context keeps them referenced). One
     generation at a time: the history of the last one is kept and its longest
     common prefix with the next prompt is reused (stats.n_cached)."""
+    _free, _what = "specdec_context_free", "context"
 
     def __init__(self, model, draft=None, n_ctx=0, n_batch=0, n_threads=0):
         L = _c.lib()
@@ -356,25 +364,6 @@ class Context:
         self._h, self.model, self.draft = handle, model, draft
         self._busy = threading.Lock()
         self.stats = None  # the Stats of the last generation that finished
-
-    def close(self):
-        if getattr(self, "_h", None):
-            _c.lib().specdec_context_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _handle(self):
-        if not self._h:
-            raise _arg_error("the context is closed")
-        return self._h
 
     n_ctx = property(lambda self: _c.lib().specdec_context_n_ctx(self._handle()))
 
