@@ -419,7 +419,7 @@ class Context(_Owned):
         a worker thread while the caller consumes them. After the last piece
         the Stream's .result (and this context's .stats) hold the outcome;
         closing it early (close(), a with block, break + garbage collection)
-        stops the generation at the next piece or prefill chunk."""
+        stops the generation at the next piece or prefill chunk.
         tokens, params = self._prompt(prompt), _Params(options)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
@@ -460,6 +460,16 @@ class _Done:
         self.result, self.error = result, error
 
 
+def _stream_work(ctx, tokens, params, pieces, cancel):
+    """A Stream's worker thread: the generation, then its _Done into pieces."""
+    try:
+        pieces.put(_Done(result=ctx._run(tokens, params, pieces.put, cancel)))
+    except BaseException as e:
+        pieces.put(_Done(error=e))
+    finally:
+        ctx._busy.release()
+
+
 class Stream:
     """The pieces of one generation (str), in order, as they are generated.
     .result: the Result once the iteration ended (None before). Errors of the
@@ -468,16 +478,11 @@ class Stream:
     def __init__(self, ctx, tokens, params):
         self.result = None
         self._ctx, self._queue, self._cancel, self._done = ctx, queue.SimpleQueue(), threading.Event(), False
-        self._thread = threading.Thread(target=self._work, args=(tokens, params), daemon=True)
+        # The worker holds no reference to the Stream, so a stream dropped
+        # unfinished is collected, and its __del__ cancels the generation.
+        self._thread = threading.Thread(target=_stream_work, args=(ctx, tokens, params, self._queue, self._cancel),
+                                        daemon=True)
         self._thread.start()
-
-    def _work(self, tokens, params):
-        try:
-            self._queue.put(_Done(result=self._ctx._run(tokens, params, self._queue.put, self._cancel)))
-        except BaseException as e:
-            self._queue.put(_Done(error=e))
-        finally:
-            self._ctx._busy.release()
 
     def __iter__(self):
         return self

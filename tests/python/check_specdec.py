@@ -114,6 +114,10 @@ s.close()
 check(s.result is not None and s.result.stats.stop_reason == "cancelled" and ref.text.startswith(first),
       "stream closed early: %r" % (s.result and s.result.stats.stop_reason))
 
+for _ in plain.stream(prompt, n_predict=4000, stop_at_eog=False):
+    break  # the dropped stream is collected: it cancels and frees the context
+check(plain.generate(prompt, n_predict=n_predict).text == ref.text, "the context differs after a dropped stream")
+
 
 class Boom(Exception):
     pass
