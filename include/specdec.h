@@ -504,6 +504,78 @@ SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_
                                             void *user, specdec_stats *stats, specdec_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Options: one table of the settings every front end takes from its user    */
+
+/* What a front end (the generate, serve and chat commands, the HTTP server's
+ * request fields) sets from its user's words: the generation parameters, the
+ * context's size and threads, and the model files. */
+typedef struct specdec_options {
+    specdec_generate_params gen;
+    int32_t n_ctx;     /* specdec_context_params.n_ctx; 0 = the model's, at most 4096 */
+    int32_t n_threads; /* specdec_context_params.n_threads; 0 = online cores */
+    const char *model_path, *draft_path; /* borrowed from the caller's strings; NULL = not given */
+} specdec_options;
+
+/* specdec_generate_default_params() in gen, 0 threads and context, no paths. */
+SPECDEC_API specdec_options specdec_options_default(void);
+
+typedef enum specdec_option_type {
+    SPECDEC_OPTION_INT,    /* an integer in [lo, hi] */
+    SPECDEC_OPTION_UINT64, /* an unsigned 64-bit integer (any: lo 0, hi 2^64 - 1) */
+    SPECDEC_OPTION_FLOAT,  /* a decimal number between lo and hi (lo_open / hi_open: that end excluded) */
+    SPECDEC_OPTION_NAME,   /* one of the names in `names` */
+    SPECDEC_OPTION_PATH,   /* a file name (kept as the caller's pointer) */
+    SPECDEC_OPTION_FLAG,   /* no value: present = on */
+} specdec_option_type;
+
+/* One option, described once for every front end. Static storage. */
+typedef struct specdec_option {
+    const char *flag;       /* the command-line spelling, "--temp" */
+    const char *alias;      /* a short spelling ("-n" for --n-predict), or NULL */
+    const char *http_field; /* the request field of the HTTP API that carries it (OpenAI / llama-server
+                               name, "temperature"), or NULL when requests cannot set it */
+    specdec_option_type type;
+    double lo, hi;          /* numeric types: the range (for UINT64 hi is 2^64 - 1 rounded) */
+    bool lo_open, hi_open;  /* FLOAT: lo / hi itself is outside the range */
+    const char *names;      /* NAME: the accepted names, "none | ngram | draft | eagle3 | mtp | auto" */
+    const char *value_name; /* the placeholder in help, "T"; NULL for a FLAG */
+    const char *help;       /* what it does; may hold '\n' for continuation lines; no range, no default */
+} specdec_option;
+
+/* The table: *n receives its length. */
+SPECDEC_API const specdec_option *specdec_option_table(size_t *n);
+/* The option whose flag, alias or http_field is name; NULL for none. */
+SPECDEC_API const specdec_option *specdec_option_find(const char *name);
+/* The accepted values of opt as text into buf[cap] (snprintf's contract; the
+ * return value is the length it wanted): "[1, 64]", "(0, 1]", the names, or
+ * "" for PATH and FLAG. */
+SPECDEC_API int specdec_option_range(const specdec_option *opt, char *buf, size_t cap);
+/* The value opt has in o as text into buf[cap] (snprintf's contract): "8",
+ * "0.8", "auto", a path or "none". */
+SPECDEC_API int specdec_option_value(const specdec_options *o, const specdec_option *opt, char *buf, size_t cap);
+
+/* Sets opt in o from the text value (NULL for a FLAG, which it turns on;
+ * a PATH keeps the pointer). name is how the user spelled the option (the
+ * flag, its alias or the HTTP field), for the message; NULL = opt->flag.
+ * Errors (SPECDEC_ERR_ARG, o unchanged, one line naming the range):
+ * "NAME VALUE: out of range [0, 100]", "NAME VALUE: not an integer in [1, 64]",
+ * "NAME VALUE: not a number in (0, 1]", "NAME VALUE: not one of none | ngram
+ * | ...", "NAME needs a value"; also for opt not from the table. */
+SPECDEC_API specdec_status specdec_option_set(specdec_options *o, const specdec_option *opt, const char *name,
+                                              const char *value, specdec_error *err);
+/* What no single option can check: ngram_min <= ngram_max. SPECDEC_ERR_ARG
+ * with the reason, else SPECDEC_OK. */
+SPECDEC_API specdec_status specdec_options_check(const specdec_options *o, specdec_error *err);
+
+/* The help of every option, one entry per option as a front end prints it
+ * ("  -n, --n-predict N        tokens to generate ... [-1, 16777216], default 128"),
+ * the defaults taken from defaults (NULL = specdec_options_default()), into
+ * one malloc'd NUL-terminated *text of *len bytes (free with specdec_free).
+ * Errors: SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (text or len NULL). */
+SPECDEC_API specdec_status specdec_options_help(const specdec_options *defaults, char **text, size_t *len,
+                                                specdec_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* Chat templates                                                            */
 
 /* One message of a conversation. Strings are borrowed NUL-terminated UTF-8. */

@@ -59,9 +59,10 @@ static void bound_openmp_spinning(char **argv) {
 /* Output that could not be written (a full disk, a closed pipe) is an error
  * too: one line and a non-zero exit, not a silent success. */
 static int check_stdout(int rc) {
+    int earlier = errno; /* a write that failed before (a help longer than stdio's buffer) left its reason here */
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    int e = errno;
+    int e = errno ? errno : earlier;
     fprintf(stderr, "specdec: cannot write the output%s%s\n", e ? ": " : "", e ? strerror(e) : "");
     return rc ? rc : 1;
 }
