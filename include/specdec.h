@@ -297,7 +297,8 @@ SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mo
  * state back past rejected draft tokens (DESIGN.md §4). The KV cache rolls
  * back by a counter; the recurrent state cannot, so one of: */
 typedef enum specdec_rollback {
-    SPECDEC_ROLLBACK_AUTO = 0,   /* replay: as fast as checkpoint measured here, a tenth of its memory */
+    SPECDEC_ROLLBACK_AUTO = 0,   /* replay: about as fast as checkpoint (`specdec bench --tables rollback`),
+                                    a tenth of its memory */
     SPECDEC_ROLLBACK_CHECKPOINT, /* keep the state after every verified position; roll back by choosing one */
     SPECDEC_ROLLBACK_REPLAY,     /* keep a snapshot and each position's inputs to the recurrence; roll back by
                                     restoring it and re-running the recurrence of the kept positions (no weights read) */

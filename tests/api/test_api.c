@@ -549,9 +549,8 @@ static void test_eagle3_head(void **state) {
 }
 
 /* The qwen35 fixture's own MTP block as the drafter: spec mode mtp and
- * auto use it, greedy and fixed-seed sampled output equal plain decoding's.
- * Needs the recurrent-state rollback of qwen35 targets; until the engine has
- * it, generate refuses (SPECDEC_ERR_UNSUPPORTED) and the test says so. */
+ * auto use it, greedy and fixed-seed sampled output equal plain decoding's
+ * (the target's recurrent state rolls back past rejected drafts). */
 static void test_mtp_head(void **state) {
     (void)state;
     specdec_model *m = api_load(Q35);
@@ -564,12 +563,7 @@ static void test_mtp_head(void **state) {
         gp.temperature = temps[i];
         gp.gate = 0;
         gp.check_lossless = true;
-        specdec_status s = gen(c, m, CODE, &gp, &a, &st);
-        if (s == SPECDEC_ERR_UNSUPPORTED) {
-            print_message("SKIPPED: speculation on qwen35 targets is not available yet (recurrent rollback)\n");
-            break;
-        }
-        assert_int_equal(s, SPECDEC_OK);
+        assert_int_equal(gen(c, m, CODE, &gp, &a, &st), SPECDEC_OK);
         assert_string_equal(st.drafter, "mtp");
         if (!(st.lossless_checked && st.lossless))
             fail_msg("mtp temp %g: lossless %d first diff %d of %d", temps[i], st.lossless, st.lossless_first_diff,
