@@ -218,6 +218,37 @@ SPECDEC_API specdec_status specdec_detokenize(const specdec_model *model, const 
 SPECDEC_API int32_t specdec_token_to_piece(const specdec_model *model, specdec_token token, bool show_special,
                                            char *buf, size_t cap);
 
+/* A tokenizer on its own: the tokenizer.ggml.* keys of any GGUF file, a
+ * whole model or a vocab-only file (no tensors are read, no weights loaded),
+ * for tools that only tokenize (`specdec tokenize`). Immutable once loaded:
+ * its functions may be called from any number of threads at once. */
+typedef struct specdec_vocab specdec_vocab;
+
+/* Reads path's tokenizer. On success *out owns it (free with
+ * specdec_vocab_free); on error *out is NULL. Errors: SPECDEC_ERR_IO (cannot
+ * open or map; the message starts with the path), SPECDEC_ERR_FORMAT
+ * (malformed GGUF, tokenizer keys missing or inconsistent),
+ * SPECDEC_ERR_UNSUPPORTED (a tokenizer model other than BPE and SPM; the
+ * message starts with the path), SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (NULL
+ * path or out). */
+SPECDEC_API specdec_status specdec_vocab_load(const char *path, specdec_vocab **out, specdec_error *err);
+SPECDEC_API void specdec_vocab_free(specdec_vocab *vocab);
+/* As specdec_tokenize, with the file's tokenizer: the same ids a model
+ * loaded from that file gives. */
+SPECDEC_API specdec_status specdec_vocab_tokenize(const specdec_vocab *vocab, const char *text, size_t len,
+                                                  bool add_special, bool parse_special, specdec_token **tokens,
+                                                  size_t *n_tokens, specdec_error *err);
+/* As specdec_token_to_piece: the raw bytes of one token into buf[cap];
+ * returns the byte count (which may exceed cap: call again with more room),
+ * or -1 for an id out of range. */
+SPECDEC_API int32_t specdec_vocab_token_to_piece(const specdec_vocab *vocab, specdec_token token, bool show_special,
+                                                 char *buf, size_t cap);
+
+/* The byte count (1..4) of the complete, valid UTF-8 character at s[0..n),
+ * or 0 when the bytes there are not one (an invalid byte, a truncated or
+ * overlong sequence, a surrogate). n may be 0 (then 0). */
+SPECDEC_API size_t specdec_utf8_char_len(const char *s, size_t n);
+
 /* ------------------------------------------------------------------------ */
 /* Contexts: a KV cache, the drafters' state, and the token history          */
 
