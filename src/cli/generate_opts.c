@@ -52,11 +52,11 @@ static int bad(const char *fmt, const char *a) {
 static int check_combination(const gen_opts *o) {
     if (!o->prompt == !o->prompt_file) return bad("%s", "give the prompt with exactly one of -p TEXT or -f FILE");
     if (o->prompt && !*o->prompt) return bad("%s", "the prompt (-p) is empty");
-    if (o->gen.spec == SPECDEC_SPEC_DRAFT && !o->draft && !o->model_is_default)
+    if (o->run.gen.spec == SPECDEC_SPEC_DRAFT && !o->run.draft_path && !o->model_is_default)
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
-    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !o->draft && !o->model_is_default)
+    if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !o->run.draft_path && !o->model_is_default)
         return bad("%s", "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
-    if (o->check == 1 && o->gen.temperature > 0 && o->gen.draft_sample)
+    if (o->check == 1 && o->run.gen.temperature > 0 && o->run.gen.draft_sample)
         return bad("%s", "--check-lossless at --temp > 0 needs deterministic drafts: drop --draft-sample");
     return -1;
 }
@@ -77,25 +77,16 @@ static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, 
     return true;
 }
 
-/* The table's options into o's fields. */
-static void take_options(gen_opts *o, const specdec_options *so) {
-    o->gen = so->gen;
-    o->n_ctx = so->n_ctx;
-    o->threads = so->n_threads;
-    o->model = so->model_path;
-    o->draft = so->draft_path;
-}
-
 int gen_parse(int argc, char **argv, gen_opts *o) {
-    *o = (gen_opts){.model_is_default = true, .check = -1};
-    specdec_options so = specdec_options_default();
-    so.model_path = CLI_DEFAULT_TARGET;
+    *o = (gen_opts){.model_is_default = true, .check = -1, .run = specdec_options_default()};
+    specdec_options *so = &o->run;
+    so->model_path = CLI_DEFAULT_TARGET;
     specdec_error err = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int rc = -1;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout, &so);
+            usage(stdout, so);
             return 0;
         }
         if (own_flag(o, a, argc, argv, &i, &rc)) {
@@ -105,10 +96,9 @@ int gen_parse(int argc, char **argv, gen_opts *o) {
         const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
         if (!opt) return bad(a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
         const char *v = opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
-        if (specdec_option_set(&so, opt, a, v, &err) != SPECDEC_OK) return bad("%s", err.message);
+        if (specdec_option_set(so, opt, a, v, &err) != SPECDEC_OK) return bad("%s", err.message);
         if (!strcmp(opt->flag, "--model")) o->model_is_default = false;
     }
-    if (specdec_options_check(&so, &err) != SPECDEC_OK) return bad("%s", err.message);
-    take_options(o, &so);
+    if (specdec_options_check(so, &err) != SPECDEC_OK) return bad("%s", err.message);
     return check_combination(o);
 }

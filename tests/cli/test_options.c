@@ -94,8 +94,7 @@ static specdec_options last;
 static int parse_generate(int argc, char **argv) {
     gen_opts o;
     int rc = gen_parse(argc, argv, &o);
-    last = (specdec_options){.gen = o.gen, .n_ctx = o.n_ctx, .n_threads = o.threads,
-                             .model_path = o.model, .draft_path = o.draft};
+    last = o.run;
     return rc == -1 ? 0 : rc;
 }
 
