@@ -69,8 +69,8 @@ static const specdec_option TABLE[] = {
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 
-/* TABLE[i]'s value in specdec_options: the same order. */
-static const option_field FIELDS[N_TABLE] = {
+/* TABLE[i]'s value in specdec_options: the same order, the same count. */
+static const option_field FIELDS[] = {
     {OFF(model_path), F_PATH},         {OFF(draft_path), F_PATH},         {OFF(gen.n_predict), F_I32},
     {OFF(n_ctx), F_I32},               {OFF(n_threads), F_I32},           {OFF(gen.temperature), F_F32},
     {OFF(gen.top_k), F_I32},           {OFF(gen.top_p), F_F32},           {OFF(gen.min_p), F_F32},
@@ -79,6 +79,8 @@ static const option_field FIELDS[N_TABLE] = {
     {OFF(gen.gate), F_I32},            {OFF(gen.tree_nodes), F_I32},      {OFF(gen.tree_width), F_I32},
     {OFF(gen.hybrid_rollback), F_ROLLBACK}, {OFF(gen.hybrid_window), F_I32}, {OFF(gen.draft_sample), F_BOOL},
 };
+
+_Static_assert(sizeof FIELDS / sizeof *FIELDS == N_TABLE, "one field per option of TABLE");
 
 specdec_options specdec_options_default(void) {
     return (specdec_options){.gen = specdec_generate_default_params()};
