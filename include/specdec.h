@@ -228,6 +228,37 @@ SPECDEC_API specdec_status specdec_detokenize(const specdec_model *model, const 
 SPECDEC_API int32_t specdec_token_to_piece(const specdec_model *model, specdec_token token, bool show_special,
                                            char *buf, size_t cap);
 
+/* A tokenizer on its own: the tokenizer.ggml.* keys of any GGUF file, a
+ * whole model or a vocab-only file (no tensors are read, no weights loaded),
+ * for tools that only tokenize (`specdec tokenize`). Immutable once loaded:
+ * its functions may be called from any number of threads at once. */
+typedef struct specdec_vocab specdec_vocab;
+
+/* Reads path's tokenizer. On success *out owns it (free with
+ * specdec_vocab_free); on error *out is NULL. Errors: SPECDEC_ERR_IO (cannot
+ * open or map; the message starts with the path), SPECDEC_ERR_FORMAT
+ * (malformed GGUF, tokenizer keys missing or inconsistent),
+ * SPECDEC_ERR_UNSUPPORTED (a tokenizer model other than BPE and SPM; the
+ * message starts with the path), SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (NULL
+ * path or out). */
+SPECDEC_API specdec_status specdec_vocab_load(const char *path, specdec_vocab **out, specdec_error *err);
+SPECDEC_API void specdec_vocab_free(specdec_vocab *vocab);
+/* As specdec_tokenize, with the file's tokenizer: the same ids a model
+ * loaded from that file gives. */
+SPECDEC_API specdec_status specdec_vocab_tokenize(const specdec_vocab *vocab, const char *text, size_t len,
+                                                  bool add_special, bool parse_special, specdec_token **tokens,
+                                                  size_t *n_tokens, specdec_error *err);
+/* As specdec_token_to_piece: the raw bytes of one token into buf[cap];
+ * returns the byte count (which may exceed cap: call again with more room),
+ * or -1 for an id out of range. */
+SPECDEC_API int32_t specdec_vocab_token_to_piece(const specdec_vocab *vocab, specdec_token token, bool show_special,
+                                                 char *buf, size_t cap);
+
+/* The byte count (1..4) of the complete, valid UTF-8 character at s[0..n),
+ * or 0 when the bytes there are not one (an invalid byte, a truncated or
+ * overlong sequence, a surrogate). n may be 0 (then 0). */
+SPECDEC_API size_t specdec_utf8_char_len(const char *s, size_t n);
+
 /* ------------------------------------------------------------------------ */
 /* Contexts: a KV cache, the drafters' state, and the token history          */
 
@@ -307,7 +338,8 @@ SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mo
  * state back past rejected draft tokens (DESIGN.md §4). The KV cache rolls
  * back by a counter; the recurrent state cannot, so one of: */
 typedef enum specdec_rollback {
-    SPECDEC_ROLLBACK_AUTO = 0,   /* replay: as fast as checkpoint measured here, a tenth of its memory */
+    SPECDEC_ROLLBACK_AUTO = 0,   /* replay: about as fast as checkpoint (`specdec bench --tables rollback`),
+                                    a tenth of its memory */
     SPECDEC_ROLLBACK_CHECKPOINT, /* keep the state after every verified position; roll back by choosing one */
     SPECDEC_ROLLBACK_REPLAY,     /* keep a snapshot and each position's inputs to the recurrence; roll back by
                                     restoring it and re-running the recurrence of the kept positions (no weights read) */
@@ -512,6 +544,78 @@ typedef bool (*specdec_piece_cb)(const specdec_piece *piece, void *user);
 SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_token *prompt, size_t n_prompt,
                                             const specdec_generate_params *params, specdec_piece_cb on_piece,
                                             void *user, specdec_stats *stats, specdec_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Options: one table of the settings every front end takes from its user    */
+
+/* What a front end (the generate, serve and chat commands, the HTTP server's
+ * request fields) sets from its user's words: the generation parameters, the
+ * context's size and threads, and the model files. */
+typedef struct specdec_options {
+    specdec_generate_params gen;
+    int32_t n_ctx;     /* specdec_context_params.n_ctx; 0 = the model's, at most 4096 */
+    int32_t n_threads; /* specdec_context_params.n_threads; 0 = online cores */
+    const char *model_path, *draft_path; /* borrowed from the caller's strings; NULL = not given */
+} specdec_options;
+
+/* specdec_generate_default_params() in gen, 0 threads and context, no paths. */
+SPECDEC_API specdec_options specdec_options_default(void);
+
+typedef enum specdec_option_type {
+    SPECDEC_OPTION_INT,    /* an integer in [lo, hi] */
+    SPECDEC_OPTION_UINT64, /* an unsigned 64-bit integer (any: lo 0, hi 2^64 - 1) */
+    SPECDEC_OPTION_FLOAT,  /* a decimal number between lo and hi (lo_open / hi_open: that end excluded) */
+    SPECDEC_OPTION_NAME,   /* one of the names in `names` */
+    SPECDEC_OPTION_PATH,   /* a file name (kept as the caller's pointer) */
+    SPECDEC_OPTION_FLAG,   /* no value: present = on */
+} specdec_option_type;
+
+/* One option, described once for every front end. Static storage. */
+typedef struct specdec_option {
+    const char *flag;       /* the command-line spelling, "--temp" */
+    const char *alias;      /* a short spelling ("-n" for --n-predict), or NULL */
+    const char *http_field; /* the request field of the HTTP API that carries it (OpenAI / llama-server
+                               name, "temperature"), or NULL when requests cannot set it */
+    specdec_option_type type;
+    double lo, hi;          /* numeric types: the range (for UINT64 hi is 2^64 - 1 rounded) */
+    bool lo_open, hi_open;  /* FLOAT: lo / hi itself is outside the range */
+    const char *names;      /* NAME: the accepted names, "none | ngram | draft | eagle3 | mtp | auto" */
+    const char *value_name; /* the placeholder in help, "T"; NULL for a FLAG */
+    const char *help;       /* what it does; may hold '\n' for continuation lines; no range, no default */
+} specdec_option;
+
+/* The table: *n receives its length. */
+SPECDEC_API const specdec_option *specdec_option_table(size_t *n);
+/* The option whose flag, alias or http_field is name; NULL for none. */
+SPECDEC_API const specdec_option *specdec_option_find(const char *name);
+/* The accepted values of opt as text into buf[cap] (snprintf's contract; the
+ * return value is the length it wanted): "[1, 64]", "(0, 1]", the names, or
+ * "" for PATH and FLAG. */
+SPECDEC_API int specdec_option_range(const specdec_option *opt, char *buf, size_t cap);
+/* The value opt has in o as text into buf[cap] (snprintf's contract): "8",
+ * "0.8", "auto", a path or "none". */
+SPECDEC_API int specdec_option_value(const specdec_options *o, const specdec_option *opt, char *buf, size_t cap);
+
+/* Sets opt in o from the text value (NULL for a FLAG, which it turns on;
+ * a PATH keeps the pointer). name is how the user spelled the option (the
+ * flag, its alias or the HTTP field), for the message; NULL = opt->flag.
+ * Errors (SPECDEC_ERR_ARG, o unchanged, one line naming the range):
+ * "NAME VALUE: out of range [0, 100]", "NAME VALUE: not an integer in [1, 64]",
+ * "NAME VALUE: not a number in (0, 1]", "NAME VALUE: not one of none | ngram
+ * | ...", "NAME needs a value"; also for opt not from the table. */
+SPECDEC_API specdec_status specdec_option_set(specdec_options *o, const specdec_option *opt, const char *name,
+                                              const char *value, specdec_error *err);
+/* What no single option can check: ngram_min <= ngram_max. SPECDEC_ERR_ARG
+ * with the reason, else SPECDEC_OK. */
+SPECDEC_API specdec_status specdec_options_check(const specdec_options *o, specdec_error *err);
+
+/* The help of every option, one entry per option as a front end prints it
+ * ("  -n, --n-predict N        tokens to generate ... [-1, 16777216], default 128"),
+ * the defaults taken from defaults (NULL = specdec_options_default()), into
+ * one malloc'd NUL-terminated *text of *len bytes (free with specdec_free).
+ * Errors: SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (text or len NULL). */
+SPECDEC_API specdec_status specdec_options_help(const specdec_options *defaults, char **text, size_t *len,
+                                                specdec_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Chat templates                                                            */

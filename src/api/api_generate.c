@@ -144,7 +144,7 @@ static sd_status build_drafter(run *r, sd_err *err) {
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
     sd_sampling s = sampling_of(g);
     sd_drafter ng = {0}, dm = {0};
-    /* auto: the target's own head before a separate draft (issue 13) */
+    /* auto: the target's own head (no second model to run) before a separate draft */
     const bool use_mtp = c->mtp && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO);
     bool use_draft = !use_mtp && c->draft && g->spec != SPECDEC_SPEC_NGRAM;
     sd_status st = SD_OK;
@@ -186,8 +186,8 @@ static sd_status build_drafter(run *r, sd_err *err) {
 }
 
 /* A hybrid model's rollback discipline for this call (lm_hybrid.h): the
- * one asked for (auto = replay: as fast as checkpoint measured, a tenth of
- * its memory; bench/RESULTS.md 2026-12-02 01:00),
+ * one asked for (auto = replay: about as fast as checkpoint in the bench's
+ * rollback table, for a tenth of its memory),
  * with a ring for the largest verify window, K + 1 positions; its counters
  * start from zero. */
 static sd_status setup_rollback(run *r, sd_err *err) {

@@ -89,29 +89,29 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
  * head or an MTP sidecar (its role follows the file; the library checks it
  * fits). --spec mtp takes only a given one: no default sidecar. */
 static const char *draft_path(const gen_opts *o) {
-    const specdec_spec_mode m = o->gen.spec;
-    if (m == SPECDEC_SPEC_MTP) return o->draft;
+    const specdec_spec_mode m = o->run.gen.spec;
+    if (m == SPECDEC_SPEC_MTP) return o->run.draft_path;
     if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM) return NULL;
-    if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->draft, o->model_is_default);
-    return cli_default_draft(o->draft, o->model_is_default);
+    if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->run.draft_path, o->model_is_default);
+    return cli_default_draft(o->run.draft_path, o->model_is_default);
 }
 
 static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *err) {
-    specdec_status st = cli_load_model(o->model, &e->target, err);
+    specdec_status st = cli_load_model(o->run.model_path, &e->target, err);
     if (st != SPECDEC_OK) return st;
-    cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->n_ctx);
+    cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->run.n_ctx);
     const char *dp = draft_path(o);
-    if (o->gen.spec == SPECDEC_SPEC_DRAFT && !dp)
+    if (o->run.gen.spec == SPECDEC_SPEC_DRAFT && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
-    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !dp)
+    if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
     st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
-    if (o->gen.spec == SPECDEC_SPEC_EAGLE3 && !head)
+    if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
                                  dp, specdec_model_arch(e->draft));
-    if (o->gen.spec == SPECDEC_SPEC_DRAFT && head)
+    if (o->run.gen.spec == SPECDEC_SPEC_DRAFT && head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
     return SPECDEC_OK;
 }
@@ -119,13 +119,13 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
 /* The context: the target's KV cache, and the draft's (the library checks
  * the vocabularies match). A verify forward has draft_max + 1 rows. */
 static specdec_status make_context(const gen_opts *o, engine *e, specdec_error *err) {
-    const int cores = specdec_default_threads(), threads = o->threads ? o->threads : cores;
+    const int cores = specdec_default_threads(), threads = o->run.n_threads ? o->run.n_threads : cores;
     if (threads > cores) /* oversubscribed: each barrier waits for a descheduled thread */
         fprintf(stderr, "specdec: warning: %d threads on %d online cores is slower than -t %d\n", threads, cores,
                 cores);
     specdec_context_params cp = specdec_context_default_params();
-    cp.n_ctx = o->n_ctx;
-    cp.n_batch = o->gen.draft_max + 1 > 64 ? o->gen.draft_max + 1 : 64;
+    cp.n_ctx = o->run.n_ctx;
+    cp.n_batch = o->run.gen.draft_max + 1 > 64 ? o->run.gen.draft_max + 1 : 64;
     cp.n_threads = threads;
     cp.draft = e->draft;
     return specdec_context_init(e->target, &cp, &e->ctx, err);
@@ -165,7 +165,7 @@ static bool on_piece(const specdec_piece *p, void *user) {
 }
 
 static specdec_generate_params generate_params(const gen_opts *o) {
-    specdec_generate_params gp = o->gen;
+    specdec_generate_params gp = o->run.gen;
     /* at temperature > 0 deterministic drafts give plain sampling's bytes: checked too */
     gp.check_lossless = o->check == 1 || (o->check == -1 && gp.spec != SPECDEC_SPEC_NONE &&
                                            (gp.temperature <= 0 || !gp.draft_sample));
@@ -268,7 +268,7 @@ int cmd_generate(int argc, char **argv) {
         if (o.json && !gen_print_json(&r)) rc = 1;
         if (r.st.lossless_checked && !r.st.lossless) {
             fprintf(stderr, "specdec: speculative output differs from plain %s at token %d\n",
-                    o.gen.temperature > 0 ? "sampling" : "greedy", r.st.lossless_first_diff);
+                    o.run.gen.temperature > 0 ? "sampling" : "greedy", r.st.lossless_first_diff);
             rc = 1;
         }
     }

@@ -1,14 +1,13 @@
 /* specdec tokenize: print the token ids (or id and piece) of a text, using
- * the tokenizer stored in a GGUF model or vocab file. */
+ * the tokenizer stored in a GGUF model or vocab file (specdec_vocab: the
+ * public API only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "cli/model_args.h"
-#include "format/gguf.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "specdec.h"
 
 static const char USAGE[] =
     "usage: specdec tokenize [-m MODEL.gguf] (-p TEXT | -f FILE) [options]\n"
@@ -65,22 +64,33 @@ static void print_escaped(const char *s, size_t n) {
         else if (c == '\r') fputs("\\r", stdout), k = 1;
         else if (c == '\\') fputs("\\\\", stdout), k = 1;
         else if (c < 0x20 || c == 0x7F) printf("\\x%02X", c), k = 1;
-        else if (sd_utf8_scan((const unsigned char *)s + i, n - i, &k) == SD_UTF8_CHAR) fwrite(s + i, 1, k, stdout);
+        else if ((k = specdec_utf8_char_len(s + i, n - i)) > 0) fwrite(s + i, 1, k, stdout);
         else printf("\\x%02X", c), k = 1;
         i += k;
     }
 }
 
-static void print_ids(const sd_tokenizer *tok, const int32_t *ids, size_t n, int show) {
+/* A token's piece into *buf (grown to fit); its length, or -1. */
+static int32_t piece_of(const specdec_vocab *v, specdec_token id, char **buf, size_t *cap) {
+    int32_t len = specdec_vocab_token_to_piece(v, id, true, *buf, *cap);
+    if (len < 0 || (size_t)len <= *cap) return len;
+    char *b = realloc(*buf, (size_t)len);
+    if (!b) return -1;
+    *buf = b;
+    *cap = (size_t)len;
+    return specdec_vocab_token_to_piece(v, id, true, *buf, *cap);
+}
+
+static void print_ids(const specdec_vocab *v, const specdec_token *ids, size_t n, int show) {
     if (!show) {
         for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
         putchar('\n');
         return;
     }
-    size_t cap = sd_tokenizer_max_piece(tok) + 1;
+    size_t cap = 64;
     char *piece = malloc(cap);
     for (size_t i = 0; piece && i < n; i++) {
-        int len = sd_token_to_bytes(tok, ids[i], true, piece, cap);
+        int32_t len = piece_of(v, ids[i], &piece, &cap);
         printf("%d\t", ids[i]);
         print_escaped(piece, len > 0 ? (size_t)len : 0);
         putchar('\n');
@@ -124,25 +134,20 @@ int cmd_tokenize(int argc, char **argv) {
             return 1;
         }
     }
-    sd_err err = {0};
-    gguf_ctx *ctx = NULL;
-    sd_tokenizer *tok = NULL;
-    int32_t *ids = NULL;
+    specdec_error err = {0};
+    specdec_vocab *vocab = NULL;
+    specdec_token *ids = NULL;
     size_t n_ids = 0;
     int rc = 0;
-    if (gguf_open(model, &ctx, &err)) {
-        fprintf(stderr, "specdec: %s\n", err.msg); /* the reader names the file */
-        rc = 1;
-    } else if (sd_tokenizer_init(ctx, &tok, &err) ||
-               sd_tokenize(tok, prompt ? prompt : text, len, add_special, parse_special, &ids, &n_ids, &err)) {
-        fprintf(stderr, "specdec: %s: %s\n", model, err.msg);
+    if (specdec_vocab_load(model, &vocab, &err) ||
+        specdec_vocab_tokenize(vocab, prompt ? prompt : text, len, add_special, parse_special, &ids, &n_ids, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message); /* the message names the file */
         rc = 1;
     } else {
-        print_ids(tok, ids, n_ids, show);
+        print_ids(vocab, ids, n_ids, show);
     }
-    free(ids);
-    sd_tokenizer_free(tok);
-    gguf_close(ctx);
+    specdec_free(ids);
+    specdec_vocab_free(vocab);
     free(text);
     return rc;
 }

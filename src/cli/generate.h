@@ -11,13 +11,13 @@
 #include "specdec.h"
 
 typedef struct gen_opts {
-    const char *model, *draft, *prompt, *prompt_file;
+    const char *prompt, *prompt_file;
     bool model_is_default;
-    int32_t n_ctx, threads;
-    /* The flags of the same meaning as specdec_generate_params' fields, kept
-     * in that struct (starting from specdec_generate_default_params) so the
-     * CLI's defaults are the API's. check_lossless is decided by `check`. */
-    specdec_generate_params gen;
+    /* The options of the library's table (specdec_option_table: model files,
+     * threads, context, and the generation parameters, starting from
+     * specdec_options_default so the CLI's defaults are the API's).
+     * run.gen.check_lossless is decided by `check`. */
+    specdec_options run;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     bool json, chat;
 } gen_opts;

@@ -37,15 +37,12 @@ static void usage(FILE *f) {
 /* libgomp (our thread pool, via OpenMP) makes an idle worker spin for about
  * 300k iterations at every barrier before it sleeps. A forward has dozens of
  * barriers, and when the cores are also busy with other work, the spinning
- * workers take the time slices the working threads need. Measured on a loaded
- * 2-core machine, fixture target, -t 2, decode tok/s: libgomp default 12.7,
- * OMP_WAIT_POLICY=active 5.0, GOMP_SPINCOUNT=1000 85, =100 441 (as fast as
- * -t 1). Too short a spin costs on a quiet machine instead: every barrier then
- * sleeps and wakes through the kernel (~7% of a Qwen3-0.6B decode profile).
- * 2026-12-01, Qwen3-0.6B shape, -t 2, decode tok/s, medians of 3 alternated:
- * Q4_K quiet 100: 38.2, 1000: 42.8, 20000: 44.6; Q8_0 with both cores taken
- * by two `yes` loops 100: 11.3-19.8, 1000: 16.7-17.1, 3000: 11.4, 20000: 3.3.
- * 1000 keeps most of the quiet gain without the collapse under load.
+ * workers take the time slices the working threads need, and a decode on a
+ * loaded machine runs several times slower than with one thread. Too short a
+ * spin costs on a quiet machine instead: every barrier then sleeps and wakes
+ * through the kernel. A spin of 1000 keeps most of the quiet machine's speed
+ * without the collapse under load (to compare settings, set GOMP_SPINCOUNT
+ * yourself: it is then left alone).
  * libgomp reads its settings from the environment when it is loaded, before
  * main, so unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT)
  * we set that spin and re-execute ourselves once. */
@@ -59,9 +56,10 @@ static void bound_openmp_spinning(char **argv) {
 /* Output that could not be written (a full disk, a closed pipe) is an error
  * too: one line and a non-zero exit, not a silent success. */
 static int check_stdout(int rc) {
+    int earlier = errno; /* a write that failed before (a help longer than stdio's buffer) left its reason here */
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
-    int e = errno;
+    int e = errno ? errno : earlier;
     fprintf(stderr, "specdec: cannot write the output%s%s\n", e ? ": " : "", e ? strerror(e) : "");
     return rc ? rc : 1;
 }

@@ -336,8 +336,8 @@ void sd_lm_hybrid_free(sd_lm_hybrid *h) {
 }
 
 /* sd_lm warm: the snapshot's and the capture ring's pages faulted in now,
- * not in the first rounds (80 ms for the 20 MB snapshot of Qwen3.5-0.8B,
- * ~1% of a 256-token decode, measured by timing the first save). */
+ * not in the first rounds (the page faults of a snapshot of tens of MB
+ * would otherwise be counted as a rollback's cost). */
 static void hy_warm(void *self) {
     sd_lm_hybrid *h = self;
     if (!h->snap_touched && h->base < 0) { /* base >= 0: it holds a snapshot, touched by now */

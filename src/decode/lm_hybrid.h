@@ -55,7 +55,7 @@ typedef struct sd_recm {
     void (*set_len)(void *self, int32_t n);
 } sd_recm;
 
-/* How a rollback is done (issue 12; DESIGN.md §4 "cheaper alternatives"). */
+/* How a rollback is done (DESIGN.md §4 "cheaper alternatives"). */
 typedef enum sd_rollback {
     /* Keep the state after each position of a forward (SD_CAPTURE_STATE):
      * rolling back to n is loading one of them. */

@@ -269,9 +269,9 @@ sd_status sd_context_capture_init(sd_context *c, sd_capture_kind kind, int32_t n
 
 /* Writes every page of the capture ring once (the first call after
  * sd_context_capture_init; later calls return at once), so that the first
- * verify rounds of a decode do not pay for the ring's page faults: a first
- * touch costs ~4 us per 4 KiB page on this VM, 80 ms for a 20 MB buffer
- * (measured on the first snapshot of a Qwen3.5-0.8B context). Captures
+ * verify rounds of a decode do not pay for the ring's page faults (a first
+ * touch faults in every 4 KiB page, tens of milliseconds for a ring of
+ * tens of MB, which would be counted as the first rounds' time). Captures
  * already held are not disturbed (their positions stay recorded in the ring,
  * the data is only written where no capture is held yet: all of it, as the
  * ring is touched before any forward captures). */

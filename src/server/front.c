@@ -1,102 +1,123 @@
 #define _POSIX_C_SOURCE 200809L
 #include "server/front.h"
 
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f, bool serve) {
+/* The generation options are the library's option table (the same flags,
+ * ranges and help as generate); the template and HTTP flags are ours. */
+static void usage(FILE *f, bool serve, const specdec_options *defaults) {
+    char *table = NULL;
+    size_t len = 0;
+    specdec_error err = {0};
+    if (specdec_options_help(defaults, &table, &len, &err) != SPECDEC_OK) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return;
+    }
     fprintf(f, "usage: specdec %s [-m MODEL.gguf] [-md DRAFT.gguf] [options]\n\n", serve ? "serve" : "chat");
     if (serve)
         fprintf(f, "An OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /tokenize,\n"
                    "/detokenize, /apply-template, /props, /metrics, /health) with a chat page at /.\n"
-                   "Per request, \"speculative\": false turns drafting off; responses carry timings.\n\n");
+                   "Per request, \"speculative\": false turns drafting off; responses carry timings.\n"
+                   "The sampling settings and -n below are each request's defaults.\n\n");
     else
         fprintf(f, "A conversation in the terminal: type a message, the answer streams; /spec on|off,\n"
                    "/reset, /quit. A status line follows each answer.\n\n");
-    fprintf(f,
-            "  -m, --model FILE         target model (default " FRONT_DEFAULT_TARGET ")\n"
-            "  -md, --model-draft FILE  draft model (default " FRONT_DEFAULT_DRAFT " when -m is not given)\n"
-            "  --spec MODE              none | ngram | draft | eagle3 | mtp | auto (default auto)\n"
-            "  --draft-max K            most draft tokens per verify round, 1..64 (default 8)\n"
-            "  --ngram-min N, --ngram-max N   n-gram lengths looked up (default 1, 3)\n"
-            "  --gate G                 zero-accept rounds that stop drafting (0 = never; default 4)\n"
-            "  --temp T                 default temperature; 0 = greedy (default 0.8; generate's is 0)\n"
-            "  --top-k K, --top-p P, --min-p P, --seed S   default sampling settings\n"
-            "  -n, --n-predict N        default most tokens per answer (-1 = until the model ends its turn\n"
-            "                           or the context is full; default %s)\n"
-            "  -c, --ctx-size N         context size (default: the model's, at most 4096)\n"
-            "  -t, --threads N          threads (default: online cores)\n"
-            "  --chat-template NAME     override the model's template: chatml, qwen3, qwen35, qwen36,\n"
-            "                           llama3, llama31\n",
-            serve ? "-1" : FRONT_CHAT_N_PREDICT_TEXT);
+    fprintf(f, "%s", table);
+    specdec_free(table);
+    fprintf(f, "  --chat-template NAME     override the model's template: chatml, qwen3, qwen35, qwen36,\n"
+               "                           llama3, llama31\n");
     if (serve)
         fprintf(f, "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
-                   "  --port N                 port (default 8080; 0 = any free port, printed on stderr)\n"
+                   "  --port N                 port, [0, 65535] (default 8080; 0 = any free port, printed on stderr)\n"
                    "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
-                   "  --queue N                requests that may wait while one runs (default 8; more: 503)\n"
-                   "  --max-body BYTES         largest request body (default 1048576; more: 413)\n"
-                   "  --sse-ping SECONDS       keep-alive comment on an idle stream (default 15)\n");
-    fprintf(f, "  -h, --help               this help\n");
+                   "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
+                   "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
+                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n");
+    fprintf(f, "  -h, --help               this help\n"
+               "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
+               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n",
+            serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens unless -n says otherwise");
 }
 
-static bool num(const char *s, double lo, double hi, double *out) {
+/* A number of the HTTP flags in [lo, hi]; the message names the range. */
+static bool num(const char *flag, const char *s, double lo, double hi, double *out) {
     char *end;
-    errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+    if (end == s || *end || isnan(v)) {
+        fprintf(stderr, "specdec: %s %s: not a number in [%g, %g]\n", flag, s, lo, hi);
+        return false;
+    }
+    if (!(v >= lo && v <= hi)) {
+        fprintf(stderr, "specdec: %s %s: out of range [%g, %g]\n", flag, s, lo, hi);
+        return false;
+    }
     *out = v;
     return true;
 }
 
+/* serve's and chat's own flags (template, HTTP); 0 handled, 1 not ours, 2 usage error. */
+static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
+    double x;
+    if (!strcmp(a, "--chat-template")) o->chat_template = v;
+    else if (!serve) return 1;
+    else if (!strcmp(a, "--host")) o->host = v;
+    else if (!strcmp(a, "--alias")) o->alias = v;
+    else if (!strcmp(a, "--port")) { if (!num(a, v, 0, 65535, &x)) return 2; o->port = (int)x; }
+    else if (!strcmp(a, "--queue")) { if (!num(a, v, 1, 4096, &x)) return 2; o->queue_max = (int)x; }
+    else if (!strcmp(a, "--max-body")) { if (!num(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
+    else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
+    else return 1;
+    return 0;
+}
+
+static bool is_own_flag(bool serve, const char *a) {
+    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping"};
+    if (!strcmp(a, "--chat-template")) return true;
+    for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
+        if (!strcmp(a, http[i])) return true;
+    return false;
+}
+
+/* The table's options into o's fields. */
+static void take_options(server_opts *o, const specdec_options *so) {
+    o->gen = so->gen;
+    o->model_path = so->model_path;
+    o->draft_path = so->draft_path;
+    o->n_ctx = so->n_ctx;
+    o->n_threads = so->n_threads;
+}
+
 int front_parse(int argc, char **argv, bool serve, server_opts *o) {
     *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15};
-    o->gen = specdec_generate_default_params();
-    o->gen.temperature = 0.8f;
-    o->gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
+    specdec_options so = specdec_options_default();
+    so.gen.temperature = 0.8f;
+    so.gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
+    so.model_path = FRONT_DEFAULT_TARGET;
+    bool model_given = false;
     const char *cmd = serve ? "serve" : "chat";
+    specdec_error err = {0};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-#define NEED() do { if (!v) { fprintf(stderr, "specdec: %s needs a value (see specdec %s --help)\n", a, cmd); return 2; } i++; } while (0)
-#define NUM(lo, hi) do { NEED(); if (!num(v, lo, hi, &x)) { fprintf(stderr, "specdec: %s %s: not a number in [%g, %g]\n", a, v, (double)(lo), (double)(hi)); return 2; } } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout, serve); return -1; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED(); o->model_path = v; }
-        else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) { NEED(); o->draft_path = v; }
-        else if (!strcmp(a, "--spec")) {
-            NEED();
-            if (!specdec_spec_mode_parse(v, &o->gen.spec)) { fprintf(stderr, "specdec: --spec %s: not none, ngram, draft, eagle3, mtp or auto\n", v); return 2; }
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout, serve, &so); return -1; }
+        const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
+        bool own = !opt && is_own_flag(serve, a);
+        if (!opt && !own) { fprintf(stderr, "specdec: unknown option %s (see specdec %s --help)\n", a, cmd); return 2; }
+        const char *v = opt && opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
+        if (own && !v) { fprintf(stderr, "specdec: %s needs a value (see specdec %s --help)\n", a, cmd); return 2; }
+        if (own && own_flag(o, serve, a, v) != 0) return 2;
+        if (opt && specdec_option_set(&so, opt, a, v, &err) != SPECDEC_OK) {
+            fprintf(stderr, "specdec: %s (see specdec %s --help)\n", err.message, cmd);
+            return 2;
         }
-        else if (!strcmp(a, "--draft-max")) { NUM(1, 64); o->gen.draft_max = (int32_t)x; }
-        else if (!strcmp(a, "--ngram-min")) { NUM(1, 8); o->gen.ngram_min = (int32_t)x; }
-        else if (!strcmp(a, "--ngram-max")) { NUM(1, 8); o->gen.ngram_max = (int32_t)x; }
-        else if (!strcmp(a, "--gate")) { NUM(0, 1e6); o->gen.gate = (int32_t)x; }
-        else if (!strcmp(a, "--temp")) { NUM(0, 100); o->gen.temperature = (float)x; }
-        else if (!strcmp(a, "--top-k")) { NUM(0, 1 << 20); o->gen.top_k = (int32_t)x; }
-        else if (!strcmp(a, "--top-p")) { NUM(1e-6, 1); o->gen.top_p = (float)x; }
-        else if (!strcmp(a, "--min-p")) { NUM(0, 0.999999); o->gen.min_p = (float)x; }
-        else if (!strcmp(a, "--seed")) { NUM(0, 1.8e19); o->gen.seed = (uint64_t)x; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NUM(-1, 1 << 30); o->gen.n_predict = (int32_t)x; }
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NUM(0, 1 << 24); o->n_ctx = (int)x; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NUM(0, 1024); o->n_threads = (int)x; }
-        else if (!strcmp(a, "--chat-template")) { NEED(); o->chat_template = v; }
-        else if (serve && !strcmp(a, "--host")) { NEED(); o->host = v; }
-        else if (serve && !strcmp(a, "--port")) { NUM(0, 65535); o->port = (int)x; }
-        else if (serve && !strcmp(a, "--alias")) { NEED(); o->alias = v; }
-        else if (serve && !strcmp(a, "--queue")) { NUM(1, 4096); o->queue_max = (int)x; }
-        else if (serve && !strcmp(a, "--max-body")) { NUM(64, 1 << 30); o->max_body = (int)x; }
-        else if (serve && !strcmp(a, "--sse-ping")) { NUM(0.05, 3600); o->sse_ping_s = x; }
-        else { fprintf(stderr, "specdec: unknown option %s (see specdec %s --help)\n", a, cmd); return 2; }
-#undef NUM
-#undef NEED
+        if (opt && !strcmp(opt->flag, "--model")) model_given = true;
     }
-    if (o->gen.ngram_min > o->gen.ngram_max) { fprintf(stderr, "specdec: --ngram-min is above --ngram-max\n"); return 2; }
-    if (!o->model_path) {
-        o->model_path = FRONT_DEFAULT_TARGET;
-        if (!o->draft_path && access(FRONT_DEFAULT_DRAFT, R_OK) == 0) o->draft_path = FRONT_DEFAULT_DRAFT;
-    }
+    if (specdec_options_check(&so, &err) != SPECDEC_OK) { fprintf(stderr, "specdec: %s\n", err.message); return 2; }
+    take_options(o, &so);
+    if (!model_given && !o->draft_path && access(FRONT_DEFAULT_DRAFT, R_OK) == 0) o->draft_path = FRONT_DEFAULT_DRAFT;
     if (o->gen.spec == SPECDEC_SPEC_DRAFT && !o->draft_path) {
         fprintf(stderr, "specdec: --spec draft needs -md DRAFT.gguf\n");
         return 2;

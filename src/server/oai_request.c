@@ -3,21 +3,37 @@
  * (OpenAI's `param`), a feature we do not have (tools, logprobs) a 501, n > 1 a 400
  * that clients must not retry. */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/oai.h"
 
-/* A number field in [lo, hi] into *out; absent or null keeps *out. */
-static bool get_num(json_t *body, const char *key, double lo, double hi, double *out, http_err *e) {
+/* A request field that is an option of the library's table (temperature,
+ * top_k, ..., speculative.n_max): a JSON number, refused outside the range
+ * the command line's flag has, with the same message. Absent or null keeps
+ * the server's default. */
+static bool get_option(json_t *body, const char *key, const specdec_option *opt, specdec_options *o, http_err *e) {
     json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return true;
     if (!json_is_number(v)) return http_fail(e, 400, key, "'%s' must be a number", key);
-    double x = json_number_value(v);
-    if (!(x >= lo && x <= hi)) return http_fail(e, 400, key, "'%s' must be in [%g, %g], got %g", key, lo, hi, x);
-    *out = x;
+    char text[64];
+    if (json_is_integer(v)) snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else snprintf(text, sizeof text, "%.17g", json_real_value(v));
+    specdec_error err = {0};
+    if (specdec_option_set(o, opt, key, text, &err) != SPECDEC_OK) return http_fail(e, 400, key, "%s", err.message);
     return true;
+}
+
+/* Every table option with an HTTP field, then OpenAI's names for n_predict
+ * (max_completion_tokens over max_tokens over n_predict). */
+static bool get_table_options(json_t *body, specdec_options *o, http_err *e) {
+    size_t n;
+    const specdec_option *t = specdec_option_table(&n);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].http_field && !get_option(body, t[i].http_field, &t[i], o, e)) return false;
+    const specdec_option *n_predict = specdec_option_find("--n-predict");
+    return get_option(body, "max_tokens", n_predict, o, e) && get_option(body, "max_completion_tokens", n_predict, o, e);
 }
 
 static bool get_int(json_t *body, const char *key, long long lo, long long hi, long long *out, http_err *e) {
@@ -79,34 +95,17 @@ static bool get_stop(json_t *body, job *j, http_err *e) {
 
 static bool get_sampling(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     specdec_generate_params *gp = &j->gp;
-    *gp = s->opts.gen;
-    double t = gp->temperature, top_p = gp->top_p, min_p = gp->min_p;
-    long long top_k = gp->top_k, seed = (long long)(gp->seed & 0x7fffffffffffffffull), max = -1, maxc = -1;
-    if (!get_num(body, "temperature", 0, 2, &t, e) || !get_num(body, "top_p", 0, 1, &top_p, e) ||
-        !get_num(body, "min_p", 0, 1, &min_p, e) || !get_int(body, "top_k", 0, 1 << 20, &top_k, e) ||
-        !get_int(body, "seed", INT64_MIN, INT64_MAX, &seed, e) ||
-        !get_int(body, "max_tokens", 0, 1 << 30, &max, e) ||
-        !get_int(body, "max_completion_tokens", 0, 1 << 30, &maxc, e) ||
-        !get_int(body, "n_predict", -1, 1 << 30, &max, e))
-        return false;
-    if (top_p == 0) return http_fail(e, 400, "top_p", "'top_p' must be in (0, 1]");
-    if (min_p >= 1) return http_fail(e, 400, "min_p", "'min_p' must be in [0, 1)");
-    gp->temperature = (float)t;
-    gp->top_p = (float)top_p;
-    gp->min_p = (float)min_p;
-    gp->top_k = (int32_t)top_k;
-    gp->seed = (uint64_t)seed;
-    gp->n_predict = maxc >= 0 ? (int32_t)maxc : max >= 0 ? (int32_t)max : -1;
-    /* "speculative": false turns drafting off for this request only (llama.cpp#23052). */
+    specdec_options o = specdec_options_default();
+    o.gen = s->opts.gen;
+    if (!get_table_options(body, &o, e)) return false;
+    *gp = o.gen;
+    /* "speculative": false turns drafting off for this request only. */
     r->speculative = gp->spec != SPECDEC_SPEC_NONE;
     bool spec = r->speculative;
     if (!get_bool(body, "speculative", &spec, e)) return false;
     if (spec && gp->spec == SPECDEC_SPEC_NONE) gp->spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
     if (!spec) gp->spec = SPECDEC_SPEC_NONE;
     r->speculative = spec;
-    long long k = gp->draft_max;
-    if (!get_int(body, "speculative.n_max", 1, 64, &k, e)) return false;
-    gp->draft_max = (int32_t)k;
     return get_stop(body, j, e);
 }
 

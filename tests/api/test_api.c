@@ -549,9 +549,8 @@ static void test_eagle3_head(void **state) {
 }
 
 /* The qwen35 fixture's own MTP block as the drafter: spec mode mtp and
- * auto use it, greedy and fixed-seed sampled output equal plain decoding's.
- * Needs the recurrent-state rollback of qwen35 targets; until the engine has
- * it, generate refuses (SPECDEC_ERR_UNSUPPORTED) and the test says so. */
+ * auto use it, greedy and fixed-seed sampled output equal plain decoding's
+ * (the target's recurrent state rolls back past rejected drafts). */
 static void test_mtp_head(void **state) {
     (void)state;
     specdec_model *m = api_load(Q35);
@@ -564,12 +563,7 @@ static void test_mtp_head(void **state) {
         gp.temperature = temps[i];
         gp.gate = 0;
         gp.check_lossless = true;
-        specdec_status s = gen(c, m, CODE, &gp, &a, &st);
-        if (s == SPECDEC_ERR_UNSUPPORTED) {
-            print_message("SKIPPED: speculation on qwen35 targets is not available yet (recurrent rollback)\n");
-            break;
-        }
-        assert_int_equal(s, SPECDEC_OK);
+        assert_int_equal(gen(c, m, CODE, &gp, &a, &st), SPECDEC_OK);
         assert_string_equal(st.drafter, "mtp");
         if (!(st.lossless_checked && st.lossless))
             fail_msg("mtp temp %g: lossless %d first diff %d of %d", temps[i], st.lossless, st.lossless_first_diff,
@@ -581,6 +575,44 @@ static void test_mtp_head(void **state) {
         assert_true(st.lossless);
     }
     specdec_context_free(c);
+    specdec_model_free(m);
+}
+
+/* A file's tokenizer on its own gives the ids and pieces its model gives;
+ * a missing file is an IO error naming it; the UTF-8 check of pieces. */
+static void test_vocab(void **state) {
+    (void)state;
+    specdec_model *m = api_load(TARGET);
+    specdec_vocab *v = NULL;
+    specdec_error err = {0};
+    assert_int_equal(specdec_vocab_load(TARGET, &v, &err), SPECDEC_OK);
+    const char text[] = "<|im_start|>user\nh\xc3\xa9llo w\xc3\xb6rld \xf0\x9f\x8e\x89 \xff";
+    specdec_token *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    assert_int_equal(specdec_tokenize(m, text, sizeof text - 1, true, true, &a, &na, &err), SPECDEC_OK);
+    assert_int_equal(specdec_vocab_tokenize(v, text, sizeof text - 1, true, true, &b, &nb, &err), SPECDEC_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    for (size_t i = 0; i < na; i++) {
+        char p1[256], p2[256];
+        int32_t l1 = specdec_token_to_piece(m, a[i], true, p1, sizeof p1);
+        assert_int_equal(specdec_vocab_token_to_piece(v, b[i], true, p2, sizeof p2), l1);
+        assert_memory_equal(p1, p2, (size_t)l1);
+    }
+    assert_int_equal(specdec_vocab_token_to_piece(v, specdec_model_n_vocab(m), true, NULL, 0), -1);
+    specdec_free(a);
+    specdec_free(b);
+    specdec_vocab *none = (specdec_vocab *)1;
+    assert_int_equal(specdec_vocab_load("models/no-such.gguf", &none, &err), SPECDEC_ERR_IO);
+    assert_null(none);
+    assert_non_null(strstr(err.message, "models/no-such.gguf"));
+    assert_int_equal(specdec_utf8_char_len("\xc3\xa9x", 3), 2);
+    assert_int_equal(specdec_utf8_char_len("\xf0\x9f\x8e\x89", 4), 4);
+    assert_int_equal(specdec_utf8_char_len("\xf0\x9f\x8e", 3), 0); /* truncated */
+    assert_int_equal(specdec_utf8_char_len("\xc0\xaf", 2), 0);     /* overlong */
+    assert_int_equal(specdec_utf8_char_len("\xff", 1), 0);
+    assert_int_equal(specdec_utf8_char_len("a", 0), 0);
+    specdec_vocab_free(v);
     specdec_model_free(m);
 }
 
@@ -731,6 +763,7 @@ int main(void) {
         cmocka_unit_test(test_prefix_reuse),           cmocka_unit_test(test_errors),
         cmocka_unit_test(test_memory),                 cmocka_unit_test(test_utf8_check),
         cmocka_unit_test(test_eagle3_head),            cmocka_unit_test(test_mtp_head),
+        cmocka_unit_test(test_vocab),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

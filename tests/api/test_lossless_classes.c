@@ -1,5 +1,5 @@
 /* LOSSLESS on every fixture and every prompt class, for every drafter
- * (issue 13): speculative output == plain decoding's, token for token,
+ * (MTP heads and sidecars included): speculative output == plain decoding's, token for token,
  * greedy and at temperature 0.7 with a fixed seed (byte-identical to plain
  * sampling with the same seed: every drafter here proposes deterministically,
  * DESIGN.md §6).

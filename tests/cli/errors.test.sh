@@ -94,9 +94,9 @@ expect 2 "the prompt (-p) is not valid UTF-8 at byte 4 (-f FILE takes any bytes)
 expect 2 "the prompt (-p) is not valid UTF-8 at byte 2" generate -t 1 -p $'ab\xe2\x82'
 
 # Usage errors name the allowed range, and an empty -p is one, before any model loads.
-expect 2 "--draft-max needs an integer in \[1, 64\], not '100'" generate -p hi --draft-max 100
+expect 2 "--draft-max 100: out of range \[1, 64\]" generate -p hi --draft-max 100
 expect 2 "the prompt (-p) is empty" generate -p ''
-expect 2 "--tree-width needs an integer in \[1, 8\], not '9'" generate -p hi --tree 8 --tree-width 9
+expect 2 "--tree-width 9: out of range \[1, 8\]" generate -p hi --tree 8 --tree-width 9
 # A token tree on a hybrid target: one recurrent state cannot hold several branches.
 expect 1 "token trees need a dense target: qwen35 has recurrent layers" \
   generate -m models/fixture-q35-target.gguf -p hi -n 2 -t 1 --spec ngram --tree 8

@@ -36,9 +36,9 @@ grep -q -- "--spec" "$tmp/help" && grep -q -- "--draft-max" "$tmp/help" || fail 
 
 # usage errors -> 2
 expect_exit 2 "unknown option" "${m[@]}" -p hi --bogus
-expect_exit 2 "spec must be" "${m[@]}" -p hi --spec fast
+expect_exit 2 "--spec fast: not one of none | ngram" "${m[@]}" -p hi --spec fast
 expect_exit 2 "top-p" "${m[@]}" -p hi --top-p 2
-expect_exit 2 "-n needs an integer in \[0, 16777216\], not 'lots'" "${m[@]}" -p hi -n lots
+expect_exit 2 "-n lots: not an integer in \[-1, 16777216\]" "${m[@]}" -p hi -n lots
 expect_exit 2 "needs a value" "${m[@]}" -p hi -n
 expect_exit 2 "exactly one of -p" "${m[@]}"
 expect_exit 2 "drop --draft-sample" "${m[@]}" -p hi --temp 0.7 --check-lossless --draft-sample

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An MTP sidecar (issue 13): the qwen35 fixture split as llama.cpp's converter
+# An MTP sidecar: the qwen35 fixture split as llama.cpp's converter
 # publishes such a model (sd-mtp_split: mtp-*.gguf holding only the nextn block,
 # and the trunk without it). The sidecar given with -md drafts for the trunk:
 # LOSSLESS greedy, at a fixed seed with temperature > 0, in auto and under the

@@ -346,10 +346,7 @@ static int count_lines(const char *s) {
 
 static void test_cli(void **state) {
     (void)state;
-    if (!getenv("SD_SPECDEC_BIN")) {
-        printf("SKIPPED: SD_SPECDEC_BIN not set (run through ctest)\n");
-        skip();
-    }
+    if (!getenv("SD_SPECDEC_BIN")) fail_msg("SD_SPECDEC_BIN is not set: run through ctest");
     tiny_model_spec sp = tiny_model_default("qwen35", GGML_TYPE_Q8_0);
     sp.n_layer = 5, sp.n_nextn = 1;
     char path[256];

@@ -251,8 +251,8 @@ static double rel_rmse(uint32_t t, int gen, float scale, double *max_rel_err) {
     return sqrt(e2 / x2);
 }
 
-/* RMSE bounds are about 1.3x the worst generator measured here (printed with
- * the test; outliers dominate). Q8_K's per-element bound is the theoretical
+/* RMSE bounds are about 1.3x the worst RMSE of the generators below (the
+ * test prints it; outliers dominate). Q8_K's per-element bound is the theoretical
  * d / 2 = max / 254 (its d is a float, not fp16). */
 static void test_round_trip_k(void **state) {
     (void)state;
@@ -293,7 +293,7 @@ static void test_round_trip_k(void **state) {
  * with Q4_1 (the same 4-bit levels with an unsearched fp16 scale and min per
  * 32 elements), despite Q4_K's scales being quantized to 6 bits. Not on
  * all-positive data: Q4_K's offset is -dmin * m with m >= 0, so it cannot
- * shift the grid up and loses to Q4_1 there (measured 0.024 vs 0.012). */
+ * shift the grid up and loses to Q4_1 there (about twice Q4_1's RMSE). */
 static void test_q4_K_search_beats_minmax(void **state) {
     (void)state;
     rng_state = 9;

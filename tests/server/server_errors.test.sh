@@ -55,7 +55,7 @@ expect "role wrong type"       400 messages no POST $CHAT '{"messages": [{"role"
 expect "unknown role"          400 messages no POST $CHAT '{"messages": [{"role": "wizard", "content": "x"}]}'
 expect "content wrong type"    400 messages no POST $CHAT '{"messages": [{"role": "user", "content": 5}]}'
 expect "temperature type"      400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}'
-expect "temperature range"     400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": 7}'
+expect "temperature range"     400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": 101}'
 expect "top_p range"           400 top_p no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "top_p": 1.5}'
 expect "top_k negative"        400 top_k no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "top_k": -1}'
 expect "min_p range"           400 min_p no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "min_p": 1}'

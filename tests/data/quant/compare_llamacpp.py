@@ -10,13 +10,13 @@ per-tensor rules), a mix with "+pure" (both run pure, e.g. iq4_xs+pure), or
 q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q3_k / q4_k / q5_k / q6_k (llama.cpp run
 with pure = true, as ours are pure).
 
-Measured 2026-12-01 against node-llama-cpp's prebuilt libllama.v0.5.0.so, on
+Compared with node-llama-cpp's prebuilt libllama.v0.5.0.so on
 sd-genmodel --shape draft --type f32 (90 tensors, tied embeddings) and
 --shape tiny (f32 and f16 input; 64-wide rows exercise the K-quant
 fallbacks): every tensor identical for all nine types.
 
-Measured 2026-12-01 16:10-17:10 UTC, same library, for the low-bit types
-(`compare_llamacpp.py LIB build/specdec IN /tmp/qc q2_k q3_k_s q3_k_m q3_k_l
+With the same library, for the low-bit types
+(`compare_llamacpp.py LIB build/specdec IN WORKDIR q2_k q3_k_s q3_k_m q3_k_l
 iq4_nl iq4_xs q3_k q2_k+pure iq4_nl+pure iq4_xs+pure q4_k_m`):
 sd-genmodel --shape draft --type f32 (90 tensors, 256-wide rows, tied
 embeddings): 90/90 identical for all eleven; --shape tiny --type f32 (24

@@ -1,5 +1,5 @@
 /* specdec bench, the draft A/B table (DESIGN.md §8 "draft A/B (size, quant)";
- * issue 12: the qwen35 draft at Q8_0 against the same draft at Q4_K). One
+ * e.g. the qwen35 draft at Q8_0 against the same draft at Q4_K). One
  * target, two draft models with its vocabulary: A (-md) and B (--draft-b).
  * By DESIGN.md §2 a draft model's speedup is E(α,K) / (K·r + c_v(K+1)): the
  * choice between two drafts comes down to their cost r = t_draft / t_target
