@@ -250,14 +250,14 @@ static int32_t reusable_prefix(const specdec_context *c, const specdec_token *pr
 /* After a run: the history is the prompt and the output; the target's cache
  * holds them as far as it goes (not the last token, nor rows of accepted
  * drafts left uncommitted by a stop in the middle of a verify round: cut). */
-static void keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt, const int32_t *out,
-                         int32_t n_out) {
+static sd_status keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt,
+                              const int32_t *out, int32_t n_out, sd_err *err) {
     int32_t len = sd_context_len(c->tctx);
     memcpy(c->hist, prompt, (size_t)n_prompt * sizeof *prompt);
     memcpy(c->hist + n_prompt, out, (size_t)n_out * sizeof *out);
     c->n_hist = n_prompt + n_out;
     c->n_kv = c->n_hist < len ? c->n_hist : len;
-    c->tl.lm.truncate(c->tl.lm.self, c->n_kv); /* a hybrid model rolls back through its discipline */
+    return c->tl.lm.truncate(c->tl.lm.self, c->n_kv, err); /* a hybrid model rolls back through its discipline */
 }
 
 /* The same prompt through plain decoding from an empty cache (greedy, or
@@ -285,9 +285,9 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
         r->pub.plain_decode_ms = pst.t_decode_s * 1e3;
         /* the history stays the speculative output; the cache now holds the
          * plain run's tokens, which agree with it up to the first difference */
-        keep_history(r->c, prompt, n_prompt, out, n_out);
+        st = keep_history(r->c, prompt, n_prompt, out, n_out, err);
         if (r->c->n_kv > n_prompt + i) r->c->n_kv = n_prompt + i;
-        r->c->tl.lm.truncate(r->c->tl.lm.self, r->c->n_kv);
+        if (st == SD_OK) st = r->c->tl.lm.truncate(r->c->tl.lm.self, r->c->n_kv, err);
     }
     free(plain);
     return st;
@@ -351,11 +351,8 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     if (st == SD_OK) st = keep_head_rows(c, r->gp, err);
     if (st != SD_OK) return st;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
-    c->tl.lm.truncate(c->tl.lm.self, n_past); /* a hybrid model re-decodes from its snapshot if it must */
-    if (c->tl.lm.len(c->tl.lm.self) != n_past) { /* cannot happen; start over rather than reuse a wrong state */
-        sd_context_truncate(c->tctx, 0);
-        n_past = 0;
-    }
+    st = c->tl.lm.truncate(c->tl.lm.self, n_past, err); /* a hybrid model re-decodes from its snapshot if it must */
+    if (st != SD_OK) return st;
     c->n_hist = c->n_kv = n_past;
     r->pub.n_prompt = n_prompt;
     r->pub.n_cached = n_past;
@@ -374,7 +371,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     }
     if (st == SD_OK) {
         r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict);
-        keep_history(c, prompt, n_prompt, out, n_out);
+        st = keep_history(c, prompt, n_prompt, out, n_out, err);
     }
     if (st == SD_OK && r->gp->check_lossless) {
         /* a stop string or a cancel cut the speculative run short: compare as far as it went */

@@ -82,8 +82,8 @@ static sd_status make_one(sd_drafter *out, sd_drafter_kind k, const sd_drafter_i
     case SD_DRAFTER_NGRAM:
         return sd_drafter_ngram_init(out, in->ngram_min, in->ngram_max, err);
     case SD_DRAFTER_MODEL:
-        in->draft_lm->truncate(in->draft_lm->self, 0);
-        return sd_drafter_model_init(out, in->draft_lm, in->draft_sampling, in->n_batch, err);
+        st = in->draft_lm->truncate(in->draft_lm->self, 0, err);
+        return st == SD_OK ? sd_drafter_model_init(out, in->draft_lm, in->draft_sampling, in->n_batch, err) : st;
     case SD_DRAFTER_EAGLE3:
         return sd_drafter_eagle3_init(out, in->eagle3, in->target, in->n_threads, in->n_batch, err);
     case SD_DRAFTER_MTP:

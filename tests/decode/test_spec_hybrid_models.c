@@ -72,9 +72,9 @@ static void check_bitwise(sd_model *m) {
             assert_int_equal(sd_lm_hybrid_init(&h, &r, (sd_rollback)d, S, true, &err), SD_OK);
             sd_lm lm;
             sd_lm_hybrid_as_lm(&lm, &h);
-            assert_int_equal(lm.forward_tail(lm.self, toks, P, 1, la, &err), SD_OK);
-            assert_int_equal(lm.forward(lm.self, toks + P, S, la, &err), SD_OK); /* the verify forward */
-            lm.truncate(lm.self, P + j);
+            assert_int_equal(lm.forward_tail(lm.self, SD_LM_PREFILL, toks, P, 1, la, &err), SD_OK);
+            assert_int_equal(lm.forward(lm.self, SD_LM_VERIFY, toks + P, S, la, &err), SD_OK); /* the verify forward */
+            assert_int_equal(lm.truncate(lm.self, P + j, &err), SD_OK);
             assert_int_equal(lm.len(lm.self), P + j);
             /* dropping the whole forward (j = 0) never happens in a verify round,
              * and checkpoint keeps no state from before the forward: it re-decodes */
@@ -85,7 +85,7 @@ static void check_bitwise(sd_model *m) {
             unsigned char *a = snapshot(c), *b = snapshot(ref);
             if (memcmp(a, b, nb) != 0) fail_msg("%s: state after rolling back to j = %d differs", sd_rollback_name(d), j);
             /* and the next position's logits */
-            assert_int_equal(lm.forward(lm.self, toks + P + j, 1, la, &err), SD_OK);
+            assert_int_equal(lm.forward(lm.self, SD_LM_STEP, toks + P + j, 1, la, &err), SD_OK);
             assert_int_equal(sd_forward(ref, toks + P + j, 1, lb, &err), SD_OK);
             assert_memory_equal(la, lb, (size_t)V * sizeof *la);
             free(a);
