@@ -115,9 +115,10 @@ typedef struct sd_lm_hybrid {
     sd_rollback disc;
     /* true: every forward starts from committed positions (a target under the
      * decode loop: each verify round ends in a truncate), so the snapshot and
-     * captures restart at its first position; a plain step or a prefill
-     * chunk (fewer rows read than fed) needs neither, the loop never rolls
-     * back into it. false (a draft model's lm): only
+     * captures restart at its first position; a forward the caller marks
+     * SD_LM_PREFILL or SD_LM_STEP (sd_lm_use) needs neither, the loop never
+     * rolls back into it. The role of compose.h (SD_LM_TARGET: true). false
+     * (a draft model's lm): only
      * a truncate commits; forwards on top of uncommitted ones keep extending
      * the captures. Either way any truncate is served correctly, the other
      * pattern only costs more (a fallback re-decodes). */
