@@ -12,28 +12,9 @@ specdec_context_params specdec_context_default_params(void) { return (specdec_co
  * not depend on n_ctx. */
 static int32_t resolve_n_batch(int32_t n_batch) { return n_batch > 0 ? n_batch : 64; }
 
-/* The lm of a context: the plain one for a dense model, a rollback
- * discipline (replay, ring for the default K = 8; generate reconfigures it)
- * over the context for a hybrid one. A target's forwards always start on
- * committed positions; a draft's do not (its own proposals). */
-static sd_status make_lm(sd_lm *lm, sd_lm_hybrid **hy, sd_context *c, const sd_model *m, bool target, sd_err *e) {
-    if (!sd_model_is_recurrent(m)) {
-        sd_lm_from_context(lm, c, m);
-        return SD_OK;
-    }
-    *hy = calloc(1, sizeof **hy);
-    if (!*hy) return sd_err_set(e, SD_ERR_NOMEM, "out of memory");
-    sd_recm r;
-    sd_recm_from_context(&r, c);
-    sd_status st = sd_lm_hybrid_init(*hy, &r, SD_ROLLBACK_REPLAY, 9, target, e);
-    if (st != SD_OK) {
-        free(*hy);
-        *hy = NULL;
-        return st;
-    }
-    sd_lm_hybrid_as_lm(lm, *hy);
-    return SD_OK;
-}
+/* A hybrid model's discipline until a generate call asks for its own:
+ * replay with a ring for the default K = 8. */
+#define INITIAL_SLOTS 9
 
 specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
                                     specdec_context **out, specdec_error *err) {
@@ -65,7 +46,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     c->n_batch = resolve_n_batch(p.n_batch);
     sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
     if (st == SD_OK) {
-        st = make_lm(&c->tlm, &c->th, c->tctx, model->m, true, &e);
+        st = sd_compose_lm(&c->tl, c->tctx, model->m, SD_ROLLBACK_REPLAY, INITIAL_SLOTS, SD_LM_TARGET, &e);
     }
     if (st == SD_OK) {
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
@@ -75,7 +56,8 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     c->mtp = sidecar || (!head && model->m->nextn.present);
     if (st == SD_OK && p.draft && !head && !sidecar) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
-        if (st == SD_OK) st = make_lm(&c->dlm, &c->dh, c->dctx, p.draft->m, false, &e);
+        if (st == SD_OK)
+            st = sd_compose_lm(&c->dl, c->dctx, p.draft->m, SD_ROLLBACK_REPLAY, INITIAL_SLOTS, SD_LM_DRAFT, &e);
     }
     if (st != SD_OK) {
         specdec_context_free(c);
@@ -87,10 +69,8 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
 
 void specdec_context_free(specdec_context *c) {
     if (!c) return;
-    sd_lm_hybrid_free(c->th);
-    sd_lm_hybrid_free(c->dh);
-    free(c->th);
-    free(c->dh);
+    sd_model_lm_free(&c->tl);
+    sd_model_lm_free(&c->dl);
     sd_context_free(c->dctx);
     sd_context_free(c->tctx);
     free(c->hist);

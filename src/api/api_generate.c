@@ -81,7 +81,7 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     if (g->tree_nodes < 0 || g->tree_nodes > SD_TREE_MAX - 1 || g->tree_width < 1 || g->tree_width > 8)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes must be in [0, %d] and tree_width in [1, 8]",
                            SD_TREE_MAX - 1);
-    if (g->tree_nodes > 0 && c->th)
+    if (g->tree_nodes > 0 && c->tl.hybrid)
         return sd_api_fail(err, SPECDEC_ERR_ARG,
                            "token trees need a dense target: %s has recurrent layers, and a tree would need one "
                            "recurrent state per branch",
@@ -136,53 +136,53 @@ static sd_status keep_head_rows(specdec_context *c, const specdec_generate_param
     return sd_context_request_hidden(c->tctx, ids, n, err);
 }
 
-/* This call's drafter, as the spec mode asks; its name goes to the stats. */
+/* The drafter kind a spec mode asks for on context c. */
+static sd_drafter_kind drafter_kind(const specdec_context *c, specdec_spec_mode spec) {
+    switch (spec) {
+    case SPECDEC_SPEC_NGRAM: return SD_DRAFTER_NGRAM;
+    case SPECDEC_SPEC_DRAFT: return SD_DRAFTER_MODEL;
+    case SPECDEC_SPEC_EAGLE3: return SD_DRAFTER_EAGLE3;
+    case SPECDEC_SPEC_MTP: return c->sidecar ? SD_DRAFTER_MTP_SIDECAR : SD_DRAFTER_MTP;
+    default: return SD_DRAFTER_AUTO;
+    }
+}
+
+/* The name the stats give auto: what drafts behind n-gram. */
+static const char *auto_name(sd_drafter_kind costly) {
+    switch (costly) {
+    case SD_DRAFTER_MTP:
+    case SD_DRAFTER_MTP_SIDECAR: return "auto (ngram + mtp)";
+    case SD_DRAFTER_EAGLE3: return "auto (ngram + eagle3)";
+    case SD_DRAFTER_MODEL: return "auto (ngram + draft)";
+    default: return "auto (ngram)";
+    }
+}
+
+/* This call's drafter, as the spec mode asks (decode/compose.h); its name goes to the stats. */
 static sd_status build_drafter(run *r, sd_err *err) {
     const specdec_generate_params *g = r->gp;
     specdec_context *c = r->c;
     r->pub.drafter = "none";
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
     sd_sampling s = sampling_of(g);
-    sd_drafter ng = {0}, dm = {0};
-    /* auto: the target's own head (no second model to run) before a separate draft */
-    const bool use_mtp = c->mtp && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO);
-    bool use_draft = !use_mtp && c->draft && g->spec != SPECDEC_SPEC_NGRAM;
-    sd_status st = SD_OK;
-    if (use_mtp) {
-        st = c->sidecar ? sd_drafter_mtp_sidecar_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx),
-                                                      c->n_batch, err)
-                        : sd_drafter_mtp_init(&dm, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
-    } else if (use_draft && c->head) {
-        st = sd_drafter_eagle3_init(&dm, c->draft->m, c->tctx, sd_context_n_threads(c->tctx), c->n_batch, err);
-    } else if (use_draft) {
-        sd_context_truncate(c->dctx, 0);
-        st = sd_drafter_model_init(&dm, &c->dlm, g->draft_sample ? &s : NULL, c->n_batch, err);
-    }
-    if (st == SD_OK && g->spec != SPECDEC_SPEC_DRAFT && g->spec != SPECDEC_SPEC_EAGLE3 && g->spec != SPECDEC_SPEC_MTP)
-        st = sd_drafter_ngram_init(&ng, g->ngram_min, g->ngram_max, err);
-    if (st != SD_OK) {
-        sd_drafter_free(&dm);
-        return st;
-    }
+    const bool draft_model = c->draft && !c->head && !c->sidecar;
+    const sd_drafter_inputs in = {.target = c->tctx,
+                                  .draft_lm = draft_model ? &c->dl.lm : NULL,
+                                  .draft_sampling = g->draft_sample ? &s : NULL,
+                                  .eagle3 = c->head ? c->draft->m : NULL,
+                                  .mtp_sidecar = c->sidecar ? c->draft->m : NULL,
+                                  .n_threads = sd_context_n_threads(c->tctx),
+                                  .n_batch = c->n_batch,
+                                  .ngram_min = g->ngram_min,
+                                  .ngram_max = g->ngram_max};
+    const sd_drafter_kind kind = drafter_kind(c, g->spec);
+    sd_status st = sd_compose_drafter(&r->drafter, kind, &in, err);
+    if (st != SD_OK) return st;
     r->has_drafter = true;
-    if (g->spec == SPECDEC_SPEC_NGRAM) r->drafter = ng, r->pub.drafter = "ngram";
-    else if (g->spec == SPECDEC_SPEC_DRAFT) r->drafter = dm, r->pub.drafter = "draft";
-    else if (g->spec == SPECDEC_SPEC_EAGLE3) r->drafter = dm, r->pub.drafter = "eagle3";
-    else if (g->spec == SPECDEC_SPEC_MTP) r->drafter = dm, r->pub.drafter = "mtp";
-    else {
-        r->pub.drafter = use_mtp      ? "auto (ngram + mtp)"
-                         : !use_draft ? "auto (ngram)"
-                         : c->head    ? "auto (ngram + eagle3)"
-                                      : "auto (ngram + draft)";
-        const bool costly = use_mtp || use_draft;
-        st = sd_drafter_auto_init(&r->drafter, &ng, costly ? &dm : NULL, c->model->m->hp.n_vocab, err);
-        if (st != SD_OK) {
-            sd_drafter_free(&ng);
-            sd_drafter_free(&dm);
-            r->has_drafter = false;
-        }
-    }
-    return st;
+    r->pub.drafter = kind == SD_DRAFTER_AUTO ? auto_name(sd_drafter_auto_costly(&in))
+                     : kind == SD_DRAFTER_MTP_SIDECAR ? "mtp"
+                                                      : sd_drafter_kind_name(kind);
+    return SD_OK;
 }
 
 /* A hybrid model's rollback discipline for this call (lm_hybrid.h): the
@@ -196,17 +196,11 @@ static sd_status setup_rollback(run *r, sd_err *err) {
                                      SD_ROLLBACK_REDECODE, SD_ROLLBACK_WINDOW};
     const sd_rollback d = of[r->gp->hybrid_rollback];
     const int32_t slots = d == SD_ROLLBACK_WINDOW ? r->gp->hybrid_window : r->gp->draft_max + 1;
-    sd_lm_hybrid *hs[2] = {c->th, c->dh};
-    r->pub.rollback = c->th ? sd_rollback_name(d) : "none";
-    for (int i = 0; i < 2; i++) {
-        if (!hs[i]) continue;
-        if (hs[i]->disc != d || hs[i]->n_slots != slots) {
-            sd_status st = sd_lm_hybrid_configure(hs[i], d, slots, err);
-            if (st != SD_OK) return st;
-        }
-        hs[i]->st = (sd_hybrid_stats){0};
-    }
-    if (c->th) {
+    r->pub.rollback = c->tl.hybrid ? sd_rollback_name(d) : "none";
+    sd_status st = sd_compose_lm_rollback(&c->tl, d, slots, err);
+    if (st == SD_OK) st = sd_compose_lm_rollback(&c->dl, d, slots, err);
+    if (st != SD_OK) return st;
+    if (c->tl.hybrid) {
         const sd_model *m = c->model->m;
         r->pub.rollback_bytes_held = (uint64_t)sd_context_state_bytes(c->tctx) +
                                      (uint64_t)slots * sd_model_capture_bytes(m, sd_rollback_capture_kind(d));
@@ -256,14 +250,14 @@ static int32_t reusable_prefix(const specdec_context *c, const specdec_token *pr
 /* After a run: the history is the prompt and the output; the target's cache
  * holds them as far as it goes (not the last token, nor rows of accepted
  * drafts left uncommitted by a stop in the middle of a verify round: cut). */
-static void keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt, const int32_t *out,
-                         int32_t n_out) {
+static sd_status keep_history(specdec_context *c, const specdec_token *prompt, int32_t n_prompt,
+                              const int32_t *out, int32_t n_out, sd_err *err) {
     int32_t len = sd_context_len(c->tctx);
     memcpy(c->hist, prompt, (size_t)n_prompt * sizeof *prompt);
     memcpy(c->hist + n_prompt, out, (size_t)n_out * sizeof *out);
     c->n_hist = n_prompt + n_out;
     c->n_kv = c->n_hist < len ? c->n_hist : len;
-    c->tlm.truncate(c->tlm.self, c->n_kv); /* a hybrid model rolls back through its discipline */
+    return c->tl.lm.truncate(c->tl.lm.self, c->n_kv, err); /* a hybrid model rolls back through its discipline */
 }
 
 /* The same prompt through plain decoding from an empty cache (greedy, or
@@ -279,7 +273,7 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
     p.commit_cb = NULL;
     p.abort = NULL;
     p.is_eog = quiet_eog;
-    sd_status st = sd_spec_generate(&r->c->tlm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
+    sd_status st = sd_spec_generate(&r->c->tl.lm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
                                     &n_plain, &pst, err);
     if (st == SD_OK) {
         int32_t n = n_plain < n_out ? n_plain : n_out, i = 0;
@@ -291,9 +285,9 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
         r->pub.plain_decode_ms = pst.t_decode_s * 1e3;
         /* the history stays the speculative output; the cache now holds the
          * plain run's tokens, which agree with it up to the first difference */
-        keep_history(r->c, prompt, n_prompt, out, n_out);
+        st = keep_history(r->c, prompt, n_prompt, out, n_out, err);
         if (r->c->n_kv > n_prompt + i) r->c->n_kv = n_prompt + i;
-        r->c->tlm.truncate(r->c->tlm.self, r->c->n_kv);
+        if (st == SD_OK) st = r->c->tl.lm.truncate(r->c->tl.lm.self, r->c->n_kv, err);
     }
     free(plain);
     return st;
@@ -317,8 +311,8 @@ static void final_stats(run *r, specdec_stats *stats) {
     r->pub.n_draft_forwards = r->ist.draft_forwards;
     r->pub.gate_open = r->ist.gate_open;
     r->pub.stop_index = r->stream.stop_index;
-    if (r->c->th) {
-        const sd_hybrid_stats *h = &r->c->th->st;
+    if (r->c->tl.hybrid) {
+        const sd_hybrid_stats *h = &r->c->tl.hybrid->st;
         r->pub.n_rollbacks = h->rollbacks;
         r->pub.n_redecoded = h->redecoded;
         r->pub.rollback_ms = h->rollback_s * 1e3;
@@ -357,11 +351,8 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     if (st == SD_OK) st = keep_head_rows(c, r->gp, err);
     if (st != SD_OK) return st;
     int32_t n_past = reusable_prefix(c, prompt, n_prompt);
-    c->tlm.truncate(c->tlm.self, n_past); /* a hybrid model re-decodes from its snapshot if it must */
-    if (c->tlm.len(c->tlm.self) != n_past) { /* cannot happen; start over rather than reuse a wrong state */
-        sd_context_truncate(c->tctx, 0);
-        n_past = 0;
-    }
+    st = c->tl.lm.truncate(c->tl.lm.self, n_past, err); /* a hybrid model re-decodes from its snapshot if it must */
+    if (st != SD_OK) return st;
     c->n_hist = c->n_kv = n_past;
     r->pub.n_prompt = n_prompt;
     r->pub.n_cached = n_past;
@@ -373,14 +364,14 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     if (st == SD_OK)
         st = sd_api_stream_init(&r->stream, c->model->m->tok, r->gp->stop, r->gp->n_stop, cb, user, &r->pub, err);
     if (st == SD_OK) {
-        st = sd_spec_generate(&c->tlm, r->has_drafter ? &r->drafter : NULL, prompt, n_prompt, &p, NULL, r, out,
+        st = sd_spec_generate(&c->tl.lm, r->has_drafter ? &r->drafter : NULL, prompt, n_prompt, &p, NULL, r, out,
                               &n_out, &r->ist, err);
         if (st == SD_OK) sd_api_stream_finish(&r->stream);
         if (st == SD_OK && r->stream.text.oom) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     }
     if (st == SD_OK) {
         r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict);
-        keep_history(c, prompt, n_prompt, out, n_out);
+        st = keep_history(c, prompt, n_prompt, out, n_out, err);
     }
     if (st == SD_OK && r->gp->check_lossless) {
         /* a stop string or a cancel cut the speculative run short: compare as far as it went */

@@ -8,8 +8,7 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
-#include "decode/lm.h"
-#include "decode/lm_hybrid.h"
+#include "decode/compose.h"
 #include "model/model.h"
 #include "specdec.h"
 
@@ -36,10 +35,9 @@ struct specdec_context {
     bool mtp; /* an MTP block drafts: the sidecar, else the target's own (and no EAGLE-3 head is the draft) */
     bool sidecar; /* the draft is an MTP sidecar (an mtp_only qwen35 file): no dctx, its block drafts */
     sd_context *tctx, *dctx;
-    sd_lm tlm, dlm;
-    /* For a hybrid (recurrent) model, the rollback discipline behind tlm /
-     * dlm (decode/lm_hybrid.h); NULL for a dense one. */
-    sd_lm_hybrid *th, *dh;
+    /* The lms over tctx / dctx with their rollback discipline (a hybrid
+     * model's; decode/compose.h). */
+    sd_model_lm tl, dl;
     int32_t n_batch;
     /* [n_ctx + 1]: the last call's prompt and generated tokens; the target's
      * cache holds the first n_kv of them (the last token generated has not

@@ -32,14 +32,15 @@ static bool reserve_fed(draft *m, int32_t n) {
     return true;
 }
 
-/* Runs toks[S] (S >= 1) in chunks of n_batch; the last row's logits stay in m->logits. */
-static sd_status feed(draft *m, const int32_t *toks, int32_t S, const float **last, sd_err *err) {
+/* Runs toks[S] (S >= 1) in chunks of n_batch for use (a catch-up: PREFILL,
+ * a proposal: STEP); the last row's logits stay in m->logits. */
+static sd_status feed(draft *m, sd_lm_use use, const int32_t *toks, int32_t S, const float **last, sd_err *err) {
     int32_t len = m->lm->len(m->lm->self), done = 0, c = 0;
     if (!reserve_fed(m, len + S)) return sd_err_set(err, SD_ERR_NOMEM, "draft model: out of memory");
     while (done < S) {
         c = S - done < m->n_batch ? S - done : m->n_batch;
         int32_t n_tail = done + c == S; /* only the last row's logits are read */
-        sd_status st = sd_lm_forward_tail(m->lm, toks + done, c, n_tail, m->logits, err);
+        sd_status st = sd_lm_forward_tail(m->lm, use, toks + done, c, n_tail, m->logits, err);
         if (st != SD_OK) return st;
         memcpy(m->fed + len + done, toks + done, (size_t)c * sizeof *toks);
         done += c;
@@ -71,16 +72,16 @@ static int draft_chain(draft *m, const int32_t *ctx, int32_t n, int k, int w, in
     int32_t V = m->lm->n_vocab, n_ctx = m->lm->n_ctx(m->lm->self);
     if (n > n_ctx) return 0; /* the draft's context is full: no proposal */
     int32_t keep = shared_prefix(m, ctx, n);
-    m->lm->truncate(m->lm->self, keep);
     const float *row;
-    if (feed(m, ctx + keep, n - keep, &row, err) != SD_OK) return -1;
+    if (m->lm->truncate(m->lm->self, keep, err) != SD_OK || feed(m, SD_LM_PREFILL, ctx + keep, n - keep, &row, err) != SD_OK)
+        return -1;
     int got = 0;
     for (;;) {
         int32_t *tok = w ? out + (size_t)got * (size_t)w : out + got;
         if (w) sd_top_w(row, V, w, tok);
         else *tok = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL);
         if (++got == k || m->lm->len(m->lm->self) >= n_ctx) break;
-        if (feed(m, tok, 1, &row, err) != SD_OK) return -1;
+        if (feed(m, SD_LM_STEP, tok, 1, &row, err) != SD_OK) return -1;
     }
     return got;
 }
@@ -105,9 +106,10 @@ static int draft_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, 
     int32_t keep = shared_prefix(m, ctx, n);
     if (n - keep <= GUESS_WINDOW || keep + GUESS_WINDOW > m->lm->n_ctx(m->lm->self))
         return draft_propose(self, ctx, n, 1, out, NULL, err);
-    m->lm->truncate(m->lm->self, keep);
     const float *row;
-    if (feed(m, ctx + n - GUESS_WINDOW, GUESS_WINDOW, &row, err) != SD_OK) return -1;
+    if (m->lm->truncate(m->lm->self, keep, err) != SD_OK ||
+        feed(m, SD_LM_PREFILL, ctx + n - GUESS_WINDOW, GUESS_WINDOW, &row, err) != SD_OK)
+        return -1;
     out[0] = pick(m, row, NULL);
     return 1;
 }
@@ -115,15 +117,15 @@ static int draft_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, 
 static int draft_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
     draft *m = self;
     if (n < 1 || n > m->lm->n_ctx(m->lm->self)) return 0; /* propose will find out */
-    m->lm->truncate(m->lm->self, 0);
+    if (m->lm->truncate(m->lm->self, 0, err) != SD_OK) return -1;
     if (m->lm->warm) m->lm->warm(m->lm->self); /* a hybrid draft's rollback buffers, as the target's */
     const float *row;
-    return feed(m, ctx, n, &row, err) == SD_OK ? 0 : -1;
+    return feed(m, SD_LM_PREFILL, ctx, n, &row, err) == SD_OK ? 0 : -1;
 }
 
 static void draft_reset(void *self) {
     draft *m = self;
-    m->lm->truncate(m->lm->self, 0);
+    m->lm->truncate(m->lm->self, 0, NULL); /* to empty: a reset cannot fail */
     m->n_forwards = 0;
 }
 

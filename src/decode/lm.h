@@ -12,6 +12,15 @@
 #include "core/status.h"
 #include "model/model.h"
 
+/* What a forward is for. The caller says so (the decode loop knows); an lm
+ * whose bookkeeping depends on it (a rollback discipline, lm_hybrid.h) never
+ * guesses it from row counts. */
+typedef enum sd_lm_use {
+    SD_LM_PREFILL = 0, /* the prompt in chunks, or a drafter's catch-up on committed context */
+    SD_LM_STEP,        /* one token, a plain step (or a drafter's next proposal) */
+    SD_LM_VERIFY,      /* a verify window a0, d1..dK: the round's truncate keeps a0 and the accepted drafts */
+} sd_lm_use;
+
 typedef struct sd_lm {
     void *self;
     int32_t n_vocab;
@@ -19,15 +28,18 @@ typedef struct sd_lm {
     int32_t (*n_ctx)(void *self);
     /* Positions currently held (committed + any speculative rows). */
     int32_t (*len)(void *self);
-    /* Appends tokens[S] at positions len..len+S-1; logits[S][n_vocab] out.
-     * SD_ERR_CONTEXT (state unchanged) if it would pass n_ctx. */
-    sd_status (*forward)(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
+    /* Appends tokens[S] at positions len..len+S-1 for use; logits[S][n_vocab]
+     * out. A target's lm never sees a truncate into a PREFILL or STEP
+     * forward (the decode loop keeps them whole); a draft model's lm may be
+     * rolled back into any forward. SD_ERR_CONTEXT (state unchanged) if it
+     * would pass n_ctx. */
+    sd_status (*forward)(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, float *logits, sd_err *err);
     /* As forward, but writes only the logits of the last n_tail rows
      * (logits[n_tail][n_vocab]); prefill and catch-up want one. May be NULL:
      * then callers use forward (sd_lm_forward_tail does). */
-    sd_status (*forward_tail)(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                              sd_err *err);
-    /* The greedy verify's two-pass head (model.h sd_forward_head): forward_first
+    sd_status (*forward_tail)(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                              float *logits, sd_err *err);
+    /* The greedy verify's two-pass head (always an SD_LM_VERIFY forward) (model.h sd_forward_head): forward_first
      * runs tokens[S] like forward but writes only the logits of the first
      * *n_first rows (1 <= *n_first <= S, the lm's choice: the rows one cheap
      * pass of its output head serves); logits_rest then writes rows
@@ -36,8 +48,11 @@ typedef struct sd_lm {
     sd_status (*forward_first)(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
                                sd_err *err);
     sd_status (*logits_rest)(void *self, float *logits, sd_err *err);
-    /* Rolls back to n positions (n <= len). */
-    void (*truncate)(void *self, int32_t n);
+    /* Rolls back to n positions (n <= len). An error (a rollback the lm
+     * could not carry out: a model that cannot drop positions, a failed
+     * restore) is returned, with the lm holding a consistent shorter prefix
+     * (possibly empty); the decode loop stops with it. err may be NULL. */
+    sd_status (*truncate)(void *self, int32_t n, sd_err *err);
     /* Optional (NULL: no preference): the most tokens the next forward
      * should carry, for an lm whose forward costs the same up to a fixed
      * batch (the window discipline of lm_hybrid.h); the decode loop cuts its
@@ -63,8 +78,8 @@ typedef struct sd_lm {
 
 /* lm->forward_tail, or lm->forward when it has none: then logits must hold
  * S rows, and the last n_tail of them are moved to its start. */
-sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                             sd_err *err);
+sd_status sd_lm_forward_tail(sd_lm *lm, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                             float *logits, sd_err *err);
 
 /* An sd_lm over a model's inference context (lm_model.c). The lm borrows c:
  * nothing to free; c and its model must outlive it. */

@@ -75,12 +75,12 @@ static sd_status save(sd_lm_hybrid *h, sd_err *err) {
 }
 
 /* A target's forward that the decode loop never rolls back into: a plain
- * step (one token) and a prefill chunk (it reads fewer rows than it feeds;
- * a verify forward reads them all). It is kept whole or dropped whole, and
- * dropping it (which the loop never does) falls back to re-decoding: it
- * needs no snapshot and no capture, and costs nothing. */
-static bool kept_whole(const sd_lm_hybrid *h, int32_t S, int32_t n_tail) {
-    return h->commit_on_forward && (S <= 1 || n_tail < S);
+ * step and a prefill chunk (the caller says which, sd_lm_use). It is kept
+ * whole or dropped whole, and dropping it (which the loop never does) falls
+ * back to re-decoding: it needs no snapshot and no capture, and costs
+ * nothing. A draft model's forwards can all be rolled back into. */
+static bool kept_whole(const sd_lm_hybrid *h, sd_lm_use use) {
+    return h->commit_on_forward && use != SD_LM_VERIFY;
 }
 
 /* Before a forward of S tokens at len: where the run starts, the snapshot,
@@ -148,12 +148,12 @@ static sd_status model_forward(sd_lm_hybrid *h, const int32_t *tokens, int32_t S
 
 /* A forward of tokens[S] at len with the discipline's snapshot and captures
  * around it (every discipline but window). */
-static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                     int32_t *n_first, sd_err *err) {
+static sd_status run(sd_lm_hybrid *h, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                     float *logits, int32_t *n_first, sd_err *err) {
     sync(h);
     if (S < (n_first ? 1 : 0) || S > h->m.n_ctx(h->m.self) - h->len) /* the model's own message, nothing changed */
         return model_forward(h, tokens, S, n_tail, logits, n_first, err);
-    const bool whole = kept_whole(h, S, n_tail);
+    const bool whole = kept_whole(h, use);
     int32_t cap_first;
     sd_status st = prepare(h, S, whole, &cap_first, err);
     if (st != SD_OK) return st;
@@ -163,25 +163,18 @@ static sd_status run(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t 
     return st == SD_OK ? finish(h, tokens, S, whole, cap_first, err) : st;
 }
 
-static sd_status hy_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                                 sd_err *err) {
-    sd_lm_hybrid *h = self;
-    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_forward_tail(h, tokens, S, n_tail, logits, err);
-    return run(h, tokens, S, n_tail, logits, NULL, err);
+static sd_status hy_forward_tail(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                                 float *logits, sd_err *err) {
+    return run(self, use, tokens, S, n_tail, logits, NULL, err);
 }
 
-static sd_status hy_forward(void *self, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
-    return hy_forward_tail(self, tokens, S, S, logits, err);
+static sd_status hy_forward(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, float *logits, sd_err *err) {
+    return run(self, use, tokens, S, S, logits, NULL, err);
 }
 
 static sd_status hy_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
                                   sd_err *err) {
-    sd_lm_hybrid *h = self;
-    if (h->disc == SD_ROLLBACK_WINDOW) { /* one pass: every row */
-        *n_first = S;
-        return sd_window_forward_tail(h, tokens, S, S, logits, err);
-    }
-    return run(h, tokens, S, S, logits, n_first, err);
+    return run(self, SD_LM_VERIFY, tokens, S, S, logits, n_first, err);
 }
 
 static sd_status hy_logits_rest(void *self, float *logits, sd_err *err) {
@@ -234,52 +227,50 @@ static sd_status fall_back(sd_lm_hybrid *h, int32_t n, sd_err *err) {
     return redecode(h, 0, n, err);
 }
 
-static void hy_truncate(void *self, int32_t n) {
+/* Back to an empty model (a truncate to 0, or after a rollback that failed). */
+static void start_over(sd_lm_hybrid *h) {
+    h->m.reset(h->m.self);
+    h->known = 0;
+    forget(h, 0);
+}
+
+static sd_status hy_truncate(void *self, int32_t n, sd_err *err) {
     sd_lm_hybrid *h = self;
-    if (h->disc == SD_ROLLBACK_WINDOW) {
-        sd_window_truncate(h, n);
-        return;
-    }
     sync(h);
     h->committed = true;
-    if (n >= h->len) return;
+    if (n >= h->len) return SD_OK;
     double t0 = sd_now_s();
     h->m.capture_from(h->m.self, INT32_MAX);
     if (n > 0 && h->mutant == SD_MUTANT_SHORT) n--;
-    sd_err err = {0};
     sd_status st = SD_OK;
     if (n <= 0) {
-        h->m.reset(h->m.self);
-        h->known = 0;
-        forget(h, 0);
-        return;
+        start_over(h);
+        return SD_OK;
     }
     h->st.rollbacks++;
     if (h->mutant == SD_MUTANT_COUNTER && h->m.set_len) {
         h->m.set_len(h->m.self, n);
-    } else if (!roll_back(h, n, &st, &err) || st != SD_OK) {
-        st = fall_back(h, n, &err);
+    } else if (!roll_back(h, n, &st, err) || st != SD_OK) {
+        st = fall_back(h, n, err);
     }
     h->len = h->m.len(h->m.self);
-    if (st != SD_OK || h->len != n) { /* cannot happen with consistent primitives; start over rather than lie */
-        h->m.reset(h->m.self);
-        h->known = 0;
-        forget(h, 0);
-    }
+    if (st == SD_OK && h->len != n)
+        st = sd_err_set(err, SD_ERR_ARG, "rollback to %d positions left %d", n, h->len);
+    if (st != SD_OK) start_over(h); /* a consistent empty model, never a wrong state; the caller stops */
     if (h->cap_hi > h->len) h->cap_hi = h->len;
     if (h->cap_lo > h->cap_hi) h->cap_lo = h->cap_hi;
     if (h->base > h->len) h->base = -1;
     h->st.rollback_s += sd_now_s() - t0;
+    return st;
 }
 
-static int32_t hy_n_ctx(void *self) {
+int32_t sd_lm_hybrid_n_ctx(void *self) {
     sd_lm_hybrid *h = self;
     return h->m.n_ctx(h->m.self);
 }
 
 static int32_t hy_len(void *self) {
     sd_lm_hybrid *h = self;
-    if (h->disc == SD_ROLLBACK_WINDOW) return sd_window_len(h);
     sync(h);
     return h->len;
 }
@@ -338,7 +329,7 @@ void sd_lm_hybrid_free(sd_lm_hybrid *h) {
 /* sd_lm warm: the snapshot's and the capture ring's pages faulted in now,
  * not in the first rounds (the page faults of a snapshot of tens of MB
  * would otherwise be counted as a rollback's cost). */
-static void hy_warm(void *self) {
+void sd_lm_hybrid_warm(void *self) {
     sd_lm_hybrid *h = self;
     if (!h->snap_touched && h->base < 0) { /* base >= 0: it holds a snapshot, touched by now */
         memset(h->snap, 0, h->m.state_bytes ? h->m.state_bytes : 1);
@@ -347,15 +338,14 @@ static void hy_warm(void *self) {
     if (h->m.touch) h->m.touch(h->m.self);
 }
 
-static int32_t hy_max_batch(void *self) {
-    sd_lm_hybrid *h = self;
-    return h->disc == SD_ROLLBACK_WINDOW ? sd_window_max_batch(h) : INT32_MAX;
-}
-
 void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h) {
-    *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = hy_n_ctx, .len = hy_len, .forward = hy_forward,
-                  .forward_tail = hy_forward_tail, .truncate = hy_truncate, .max_batch = hy_max_batch,
-                  .warm = hy_warm};
+    if (h->disc == SD_ROLLBACK_WINDOW) { /* its own lm (lm_window.c) over the same books */
+        sd_lm_window_as_lm(lm, h);
+        return;
+    }
+    *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = sd_lm_hybrid_n_ctx, .len = hy_len,
+                  .forward = hy_forward, .forward_tail = hy_forward_tail, .truncate = hy_truncate,
+                  .warm = sd_lm_hybrid_warm};
     if (h->m.forward_first && h->m.logits_rest) {
         lm->forward_first = hy_forward_first;
         lm->logits_rest = hy_logits_rest;

@@ -115,9 +115,10 @@ typedef struct sd_lm_hybrid {
     sd_rollback disc;
     /* true: every forward starts from committed positions (a target under the
      * decode loop: each verify round ends in a truncate), so the snapshot and
-     * captures restart at its first position; a plain step or a prefill
-     * chunk (fewer rows read than fed) needs neither, the loop never rolls
-     * back into it. false (a draft model's lm): only
+     * captures restart at its first position; a forward the caller marks
+     * SD_LM_PREFILL or SD_LM_STEP (sd_lm_use) needs neither, the loop never
+     * rolls back into it. The role of compose.h (SD_LM_TARGET: true). false
+     * (a draft model's lm): only
      * a truncate commits; forwards on top of uncommitted ones keep extending
      * the captures. Either way any truncate is served correctly, the other
      * pattern only costs more (a fallback re-decodes). */
@@ -158,16 +159,19 @@ sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots
 sd_status sd_lm_hybrid_snap_save(sd_lm_hybrid *h, sd_err *err);
 sd_status sd_lm_hybrid_snap_restore(sd_lm_hybrid *h, sd_err *err);
 
-/* lm_window.c: the sd_lm calls of the window discipline (lm_hybrid.c's
- * routes to them while h->disc is SD_ROLLBACK_WINDOW), and its reset. */
+/* lm_window.c: the window discipline's books started over at the model's
+ * current length (configure calls it when switching to window). */
 void sd_window_start(sd_lm_hybrid *h);
-sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                                 sd_err *err);
-void sd_window_truncate(sd_lm_hybrid *h, int32_t n);
-int32_t sd_window_len(sd_lm_hybrid *h);
-int32_t sd_window_max_batch(sd_lm_hybrid *h);
+/* lm_hybrid.c, shared by both lms over h: sd_lm n_ctx and warm. */
+int32_t sd_lm_hybrid_n_ctx(void *self);
+void sd_lm_hybrid_warm(void *self);
 void sd_lm_hybrid_free(sd_lm_hybrid *h);
-/* The sd_lm view of h (borrowing h). */
+/* The sd_lm view of h (borrowing h): for checkpoint, replay and redecode
+ * the snapshot-and-capture lm of lm_hybrid.c; for window its own lm
+ * (sd_lm_window_as_lm). Call again after sd_lm_hybrid_configure changes the
+ * discipline (compose.h sd_compose_lm_rollback does). */
 void sd_lm_hybrid_as_lm(sd_lm *lm, sd_lm_hybrid *h);
+/* lm_window.c: the window discipline's sd_lm over h. */
+void sd_lm_window_as_lm(sd_lm *lm, sd_lm_hybrid *h);
 
 #endif

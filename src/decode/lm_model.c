@@ -8,15 +8,27 @@
 static int32_t ctx_n_ctx(void *self) { return sd_context_n_ctx(self); }
 static int32_t ctx_len(void *self) { return sd_context_len(self); }
 /* A context with recurrent layers refuses to drop positions (model.h): its
- * lm is an sd_lm_hybrid over sd_recm_from_context instead (lm_hybrid.h), and
- * a truncate reaching here on one is ignored. */
-static void ctx_truncate(void *self, int32_t n) { (void)sd_context_truncate(self, n); }
-static sd_status ctx_forward(void *self, const int32_t *tokens, int32_t S, float *logits,
+ * lm is an sd_lm_hybrid over sd_recm_from_context instead (lm_hybrid.h); a
+ * truncate reaching here on one is an error. */
+static sd_status ctx_truncate(void *self, int32_t n, sd_err *err) {
+    sd_status st = sd_context_truncate(self, n);
+    return st == SD_OK ? st : sd_err_set(err, st, "rollback to %d positions: the model cannot drop positions", n);
+}
+/* A KV cache truncates exactly whatever the forward was for: use is not needed. */
+static sd_status ctx_forward(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, float *logits,
                              sd_err *err) {
+    (void)use;
     return sd_forward(self, tokens, S, logits, err);
 }
 
-static sd_status ctx_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
+static sd_status ctx_forward_tail(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                                  float *logits, sd_err *err) {
+    (void)use;
+    return sd_forward_tail(self, tokens, S, n_tail, logits, err);
+}
+
+/* sd_recm's forward_tail (a primitive: the discipline above it knows the use). */
+static sd_status rec_forward_tail(void *self, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
                                   sd_err *err) {
     return sd_forward_tail(self, tokens, S, n_tail, logits, err);
 }
@@ -50,10 +62,10 @@ void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m) {
                   .forward_tree = tree ? ctx_forward_tree : NULL, .keep_path = tree ? ctx_keep_path : NULL};
 }
 
-sd_status sd_lm_forward_tail(sd_lm *lm, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                             sd_err *err) {
-    if (lm->forward_tail) return lm->forward_tail(lm->self, tokens, S, n_tail, logits, err);
-    sd_status st = lm->forward(lm->self, tokens, S, logits, err);
+sd_status sd_lm_forward_tail(sd_lm *lm, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                             float *logits, sd_err *err) {
+    if (lm->forward_tail) return lm->forward_tail(lm->self, use, tokens, S, n_tail, logits, err);
+    sd_status st = lm->forward(lm->self, use, tokens, S, logits, err);
     if (st == SD_OK && n_tail < S && n_tail > 0)
         memmove(logits, logits + (size_t)(S - n_tail) * (size_t)lm->n_vocab,
                 (size_t)n_tail * (size_t)lm->n_vocab * sizeof *logits);
@@ -88,7 +100,7 @@ static void ctx_touch(void *self) { sd_context_capture_touch(self); }
 void sd_recm_from_context(sd_recm *r, sd_context *c) {
     const sd_model *m = sd_context_model(c);
     *r = (sd_recm){.self = c, .n_vocab = m->hp.n_vocab, .n_ctx = ctx_n_ctx, .len = ctx_len,
-                   .forward_tail = ctx_forward_tail, .forward_first = ctx_forward_first,
+                   .forward_tail = rec_forward_tail, .forward_first = ctx_forward_first,
                    .logits_rest = ctx_logits_rest, .capture_init = ctx_capture_init,
                    .capture_from = ctx_capture_from, .load = ctx_load, .replay = ctx_replay, .save = ctx_save,
                    .restore = ctx_restore, .reset = ctx_reset, .touch = ctx_touch, .state_bytes = sd_context_state_bytes(c),

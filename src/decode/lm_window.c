@@ -1,4 +1,5 @@
-/* The window discipline of lm_hybrid.h (DESIGN.md §4, the source design):
+/* The window discipline of lm_hybrid.h (DESIGN.md §4, the source design),
+ * an sd_lm of its own over the books of sd_lm_hybrid (sd_lm_window_as_lm):
  *
  * - The model's state only ever holds a committed prefix, at the anchor m
  *   (h->base), with a snapshot of it. The tail = committed tokens not yet in
@@ -73,8 +74,9 @@ static float *wbuf(sd_lm_hybrid *h, int32_t rows) {
     return b;
 }
 
-sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t S, int32_t n_tail, float *logits,
-                                 sd_err *err) {
+static sd_status win_forward_tail(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, int32_t n_tail,
+                                  float *logits, sd_err *err) {
+    sd_lm_hybrid *h = self;
     wsync(h);
     const int32_t L = h->len, n_ctx = h->m.n_ctx(h->m.self), W = h->window;
     if (S < 0 || n_tail < 0 || n_tail > S || (n_tail > 0 && !logits))
@@ -100,7 +102,7 @@ sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t
     memcpy(h->hist + L, tokens, (size_t)S * sizeof *tokens);
     if (h->known >= L) h->known = L + S;
     double t0 = sd_now_s();
-    const bool decoding = n_tail == S; /* a verify round or plain step, not a prefill */
+    const bool decoding = use != SD_LM_PREFILL; /* a verify round or plain step */
     st = settle(h, c, err);
     while (st == SD_OK && c - h->base >= W) { /* re-anchor: a full window of committed tokens */
         st = h->m.forward_tail(h->m.self, h->hist + h->base, W, 0, NULL, err);
@@ -133,43 +135,73 @@ sd_status sd_window_forward_tail(sd_lm_hybrid *h, const int32_t *tokens, int32_t
     return SD_OK;
 }
 
-void sd_window_truncate(sd_lm_hybrid *h, int32_t n) {
+static sd_status win_truncate(void *self, int32_t n, sd_err *err) {
+    sd_lm_hybrid *h = self;
     wsync(h);
     if (n < 0) n = 0;
     double t0 = sd_now_s();
-    sd_err err = {0};
     sd_status st = SD_OK;
     if (n >= h->len) { /* everything held is committed: a fully accepted unpadded round is kept */
         h->commit = h->len;
-        if (h->fed > 0 && h->pad == 0 && h->base + h->fed == h->len) st = keep(h, &err);
+        if (h->fed > 0 && h->pad == 0 && h->base + h->fed == h->len) st = keep(h, err);
     } else {
         if (n > 0 && h->mutant == SD_MUTANT_SHORT) n--; /* the test's deliberate off-by-one */
         h->st.rollbacks += n > 0;
         h->len = h->commit = n;
-        st = settle(h, n, &err);
+        st = settle(h, n, err);
         if (st == SD_OK && n < h->base) { /* below the anchor: start over, re-anchoring from the history */
             h->st.fallbacks++;
             h->m.reset(h->m.self);
             h->base = h->fed = h->pad = 0;
             if (h->known < n) h->len = h->commit = h->known;
-            st = sd_lm_hybrid_snap_save(h, &err);
+            st = sd_lm_hybrid_snap_save(h, err);
         }
     }
-    if (st != SD_OK) { /* cannot happen with consistent primitives: start over */
+    if (st != SD_OK) { /* a consistent empty model, never a wrong state; the caller stops */
         h->m.reset(h->m.self);
         h->known = 0;
         sd_window_start(h);
     }
     h->st.rollback_s += sd_now_s() - t0;
+    return st;
 }
 
-int32_t sd_window_len(sd_lm_hybrid *h) {
+static int32_t win_len(void *self) {
+    sd_lm_hybrid *h = self;
     wsync(h);
     return h->len;
 }
 
-int32_t sd_window_max_batch(sd_lm_hybrid *h) {
+static int32_t win_max_batch(void *self) {
+    sd_lm_hybrid *h = self;
     if (!h->commit_on_forward) return INT32_MAX;
     const int32_t room = h->window - (h->len - h->base);
     return room > 1 ? room : 1;
+}
+
+static sd_status win_forward(void *self, sd_lm_use use, const int32_t *tokens, int32_t S, float *logits,
+                             sd_err *err) {
+    return win_forward_tail(self, use, tokens, S, S, logits, err);
+}
+
+/* One pass, every row: the window's forward has no cheaper first pass. */
+static sd_status win_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
+                                   sd_err *err) {
+    *n_first = S;
+    return win_forward_tail(self, SD_LM_VERIFY, tokens, S, S, logits, err);
+}
+
+static sd_status win_logits_rest(void *self, float *logits, sd_err *err) {
+    (void)self, (void)logits;
+    return sd_err_set(err, SD_ERR_ARG, "window: no second pass (the first covers every row)");
+}
+
+void sd_lm_window_as_lm(sd_lm *lm, sd_lm_hybrid *h) {
+    *lm = (sd_lm){.self = h, .n_vocab = h->m.n_vocab, .n_ctx = sd_lm_hybrid_n_ctx, .len = win_len,
+                  .forward = win_forward, .forward_tail = win_forward_tail, .truncate = win_truncate,
+                  .max_batch = win_max_batch, .warm = sd_lm_hybrid_warm};
+    if (h->m.forward_first && h->m.logits_rest) { /* as before the split: verify takes the two-pass path */
+        lm->forward_first = win_forward_first;
+        lm->logits_rest = win_logits_rest;
+    }
 }

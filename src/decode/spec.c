@@ -113,7 +113,7 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
         if (aborted(d)) return SD_OK;
         S = n_prompt - done < d->p->n_batch ? n_prompt - done : d->p->n_batch;
         int32_t n_tail = done + S == n_prompt; /* only the last row's logits are read */
-        sd_status st = sd_lm_forward_tail(d->lm, prompt + done, S, n_tail, d->logits, err);
+        sd_status st = sd_lm_forward_tail(d->lm, SD_LM_PREFILL, prompt + done, S, n_tail, d->logits, err);
         if (st != SD_OK) return st;
         done += S;
     }

@@ -59,6 +59,6 @@ sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler 
         path[++j] = cur = next;
     }
     st = lm->keep_path(lm->self, path, j + 1, err);
-    if (st != SD_OK) lm->truncate(lm->self, n);
+    if (st != SD_OK) lm->truncate(lm->self, n, NULL); /* the forward's error is the one told */
     return st;
 }

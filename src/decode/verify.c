@@ -77,12 +77,12 @@ sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q
     if (sm->s.temp <= 0 && K > 0 && lm->forward_first && lm->logits_rest) {
         st = verify_greedy_two_pass(lm, batch, K, logits, v, err);
         if (st != SD_OK) {
-            lm->truncate(lm->self, n); /* a failed second pass leaves the rows unread */
+            lm->truncate(lm->self, n, NULL); /* a failed second pass leaves the rows unread; its error is the one told */
             return st;
         }
     } else {
         /* §1 step 2: one forward over [a0, d1..dK] at positions n..n+K, every row. */
-        st = lm->forward(lm->self, batch, K + 1, logits, err);
+        st = lm->forward(lm->self, K > 0 ? SD_LM_VERIFY : SD_LM_STEP, batch, K + 1, logits, err);
         if (st != SD_OK) return st;
         if (sm->s.temp <= 0)
             *v = accept_greedy(draft, K, logits, lm->n_vocab);
@@ -92,8 +92,7 @@ sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q
             *v = accept_sampled(draft, K, q, logits, sm, rule ? rule : sd_accept_speculative, scratch);
     }
     /* §1 step 4: a0 and d1..dj are committed; rows past them are stale. */
-    lm->truncate(lm->self, n + 1 + v->j);
-    return SD_OK;
+    return lm->truncate(lm->self, n + 1 + v->j, err);
 }
 
 int32_t sd_accept_speculative(const float *p, const float *q, int32_t d, int32_t n_vocab,

@@ -35,6 +35,9 @@ typedef struct oracle {
     bool tree;               /* offer forward_tree / keep_path */
     int32_t tree_n, tree_base, tree_parent[64]; /* the pending tree (tree_n = 0: none) */
     int64_t tree_forwards, tree_moves; /* tree forwards; keep_path rows moved (a sibling was kept) */
+    int fail_truncate_at;    /* > 0: the truncate of that number (1-based) and every later one fail */
+    int truncates;           /* truncates counted while fail_truncate_at is set */
+    int64_t forwards_at_fail; /* forwards when the first truncate failed (-1: none failed) */
 } oracle;
 
 static inline uint64_t oracle_mix(uint64_t h) {
@@ -59,15 +62,21 @@ static inline void oracle_row(const oracle *o, const int32_t *t, int32_t len, fl
 
 static inline int32_t oracle_n_ctx(void *self) { return ((oracle *)self)->n_ctx; }
 static inline int32_t oracle_len(void *self) { return ((oracle *)self)->len; }
-static inline void oracle_truncate(void *self, int32_t n) {
+static inline sd_status oracle_truncate(void *self, int32_t n, sd_err *err) {
     oracle *o = self;
+    o->tree_n = 0;
+    if (o->fail_truncate_at > 0 && ++o->truncates >= o->fail_truncate_at) { /* the failing-rollback test */
+        if (o->forwards_at_fail < 0) o->forwards_at_fail = o->forwards;
+        return sd_err_set(err, SD_ERR_UNSUPPORTED, "oracle: rollback %d refused", o->truncates);
+    }
     if (n > o->len || n < 0) o->misuse++;
     else o->len = n;
-    o->tree_n = 0;
+    return SD_OK;
 }
-static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S, float *logits,
+static inline sd_status oracle_forward(void *self, sd_lm_use use, const int32_t *tok, int32_t S, float *logits,
                                        sd_err *err) {
     oracle *o = self;
+    if ((unsigned)use > SD_LM_VERIFY) o->misuse++;
     o->forwards++;
     o->pend_S = 0;
     o->tree_n = 0;
@@ -92,7 +101,7 @@ static inline sd_status oracle_forward(void *self, const int32_t *tok, int32_t S
 static inline sd_status oracle_forward_first(void *self, const int32_t *tok, int32_t S, float *logits,
                                              int32_t *n_first, sd_err *err) {
     oracle *o = self;
-    sd_status st = oracle_forward(self, tok, S, logits, err);
+    sd_status st = oracle_forward(self, SD_LM_VERIFY, tok, S, logits, err);
     if (st != SD_OK) return st;
     *n_first = 1 + (int32_t)(oracle_mix((uint64_t)o->forwards ^ o->salt) % (uint64_t)S);
     for (size_t i = (size_t)*n_first * (size_t)o->V; i < (size_t)S * (size_t)o->V; i++) logits[i] = NAN;
@@ -164,7 +173,7 @@ static inline sd_status oracle_keep_path(void *self, const int32_t *path, int32_
 /* markov_levels: table entries are integers in [0, levels) (small = many ties). */
 static inline void oracle_init(oracle *o, oracle_kind kind, int32_t V, int32_t w, int32_t n_ctx,
                                uint64_t seed, int markov_levels) {
-    *o = (oracle){.kind = kind, .V = V, .w = w, .n_ctx = n_ctx, .salt = oracle_mix(seed)};
+    *o = (oracle){.kind = kind, .V = V, .w = w, .n_ctx = n_ctx, .salt = oracle_mix(seed), .forwards_at_fail = -1};
     o->state = malloc((size_t)n_ctx * sizeof *o->state);
     if (kind == ORACLE_MARKOV) {
         o->table = malloc((size_t)V * (size_t)V * sizeof *o->table);

@@ -239,9 +239,9 @@ static void test_deep_truncate(void **state) {
         sd_err err = {0};
         float logits[50];
         for (int i = 0; i < 40; i += 5)
-            assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks + i, 5, 1, logits, &err), SD_OK);
+            assert_int_equal(r.lm.forward_tail(r.lm.self, SD_LM_PREFILL, r.toks + i, 5, 1, logits, &err), SD_OK);
         for (int32_t n = 39; n >= 1; n -= 6) {
-            r.lm.truncate(r.lm.self, n);
+            assert_int_equal(r.lm.truncate(r.lm.self, n, &err), SD_OK);
             rig_expect_state(&r, n);
         }
         assert_true(r.h.st.fallbacks > 0);
@@ -260,12 +260,12 @@ static void test_long_forward_dropped(void **state) {
         rig_open(&r, d, 12, 4, false, 7, 3);
         sd_err err = {0};
         float logits[50];
-        assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks, 20, 1, logits, &err), SD_OK); /* a catch-up */
+        assert_int_equal(r.lm.forward_tail(r.lm.self, SD_LM_PREFILL, r.toks, 20, 1, logits, &err), SD_OK); /* a catch-up */
         for (int round = 0; round < 3; round++) {
-            r.lm.truncate(r.lm.self, 20);
-            assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks + 20 + round, 10, 1, logits, &err), SD_OK); /* the gap */
+            assert_int_equal(r.lm.truncate(r.lm.self, 20, &err), SD_OK);
+            assert_int_equal(r.lm.forward_tail(r.lm.self, SD_LM_PREFILL, r.toks + 20 + round, 10, 1, logits, &err), SD_OK); /* the gap */
         }
-        r.lm.truncate(r.lm.self, 20);
+        assert_int_equal(r.lm.truncate(r.lm.self, 20, &err), SD_OK);
         rig_expect_state(&r, 20);
         assert_int_equal(r.h.st.redecoded, 0);
         rig_close(&r);
@@ -285,12 +285,12 @@ static void test_warm_keeps_snapshot(void **state) {
         assert_non_null(r.lm.warm);
         sd_err err = {0};
         float logits[6 * 50];
-        assert_int_equal(r.lm.forward_tail(r.lm.self, r.toks, 10, 1, logits, &err), SD_OK); /* prefill */
+        assert_int_equal(r.lm.forward_tail(r.lm.self, SD_LM_PREFILL, r.toks, 10, 1, logits, &err), SD_OK); /* prefill */
         for (int32_t n = 10, j = 0; n + 6 <= 40; j = (j + 1) % 5) {
-            assert_int_equal(r.lm.forward(r.lm.self, r.toks + n, 6, logits, &err), SD_OK); /* a verify of 6 rows */
+            assert_int_equal(r.lm.forward(r.lm.self, SD_LM_VERIFY, r.toks + n, 6, logits, &err), SD_OK); /* a verify of 6 rows */
             r.lm.warm(r.lm.self); /* the first call (the one that writes) with a snapshot and captures held */
             n += 1 + j;           /* a0 and j drafts kept */
-            r.lm.truncate(r.lm.self, n);
+            assert_int_equal(r.lm.truncate(r.lm.self, n, &err), SD_OK);
             rig_expect_state(&r, n);
         }
         assert_int_equal(r.h.st.fallbacks, 0);

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "decode/lm_hybrid.h"
+#include "decode/compose.h"
 #include "decode/sampler.h"
 #include "decode/spec.h"
 #include "model/model.h"
@@ -80,9 +80,9 @@ static void check_bitwise(sd_model *m) {
             assert_int_equal(sd_lm_hybrid_init(&h, &r, (sd_rollback)d, S, true, &err), SD_OK);
             sd_lm lm;
             sd_lm_hybrid_as_lm(&lm, &h);
-            assert_int_equal(lm.forward_tail(lm.self, toks, P, 1, la, &err), SD_OK);
-            assert_int_equal(lm.forward(lm.self, toks + P, S, la, &err), SD_OK); /* the verify forward */
-            lm.truncate(lm.self, P + j);
+            assert_int_equal(lm.forward_tail(lm.self, SD_LM_PREFILL, toks, P, 1, la, &err), SD_OK);
+            assert_int_equal(lm.forward(lm.self, SD_LM_VERIFY, toks + P, S, la, &err), SD_OK); /* the verify forward */
+            assert_int_equal(lm.truncate(lm.self, P + j, &err), SD_OK);
             assert_int_equal(lm.len(lm.self), P + j);
             /* dropping the whole forward (j = 0) never happens in a verify round,
              * and checkpoint keeps no state from before the forward: it re-decodes */
@@ -93,7 +93,7 @@ static void check_bitwise(sd_model *m) {
             unsigned char *a = snapshot(c), *b = snapshot(ref);
             if (memcmp(a, b, nb) != 0) fail_msg("%s: state after rolling back to j = %d differs", sd_rollback_name(d), j);
             /* and the next position's logits */
-            assert_int_equal(lm.forward(lm.self, toks + P + j, 1, la, &err), SD_OK);
+            assert_int_equal(lm.forward(lm.self, SD_LM_STEP, toks + P + j, 1, la, &err), SD_OK);
             assert_int_equal(sd_forward(ref, toks + P + j, 1, lb, &err), SD_OK);
             assert_memory_equal(la, lb, (size_t)V * sizeof *la);
             free(a);
@@ -183,12 +183,9 @@ static int32_t run_one(sd_model *t, sd_model *dm, const int32_t *prompt, int32_t
     sd_err err = {0};
     sd_context *tc = NULL, *dc = NULL;
     assert_int_equal(sd_context_init(t, cfg.n_ctx, 16, 2, &tc, &err), SD_OK);
-    sd_recm tr, dr;
-    sd_recm_from_context(&tr, tc);
-    sd_lm_hybrid th, dh;
-    assert_int_equal(sd_lm_hybrid_init(&th, &tr, cfg.disc, cfg.K + 1, true, &err), SD_OK);
-    sd_lm tlm, dlm;
-    sd_lm_hybrid_as_lm(&tlm, &th);
+    sd_model_lm tl, dl = {0};
+    assert_int_equal(sd_compose_lm(&tl, tc, t, cfg.disc, cfg.K + 1, SD_LM_TARGET, &err), SD_OK);
+    const sd_lm_hybrid *th = tl.hybrid;
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = cfg.n_predict;
     p.draft_max = cfg.K;
@@ -202,29 +199,27 @@ static int32_t run_one(sd_model *t, sd_model *dm, const int32_t *prompt, int32_t
     if (cfg.k == K_NGRAM || cfg.k == K_AUTO) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 3, &err), SD_OK);
     if (cfg.k == K_DRAFT || cfg.k == K_AUTO) {
         assert_int_equal(sd_context_init(dm, cfg.n_ctx, 16, 2, &dc, &err), SD_OK);
-        sd_recm_from_context(&dr, dc);
-        assert_int_equal(sd_lm_hybrid_init(&dh, &dr, cfg.disc, cfg.K + 1, false, &err), SD_OK);
-        sd_lm_hybrid_as_lm(&dlm, &dh);
-        assert_int_equal(sd_drafter_model_init(&dmod, &dlm, NULL, 16, &err), SD_OK);
+        assert_int_equal(sd_compose_lm(&dl, dc, dm, cfg.disc, cfg.K + 1, SD_LM_DRAFT, &err), SD_OK);
+        assert_int_equal(sd_drafter_model_init(&dmod, &dl.lm, NULL, 16, &err), SD_OK);
     }
     if (cfg.k == K_NGRAM) d = ng, ng = (sd_drafter){0};
     else if (cfg.k == K_DRAFT) d = dmod, dmod = (sd_drafter){0};
     else if (cfg.k == K_AUTO) assert_int_equal(sd_drafter_auto_init(&d, &ng, &dmod, t->hp.n_vocab, &err), SD_OK);
     else d = (sd_drafter){.name = KIND[cfg.k], .self = &sc, .propose = script_propose};
     sd_spec_stats st;
-    assert_int_equal(sd_spec_generate(&tlm, &d, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err), SD_OK);
+    assert_int_equal(sd_spec_generate(&tl.lm, &d, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err), SD_OK);
     if (n_got != n_want) fail_msg("%s %s: %d tokens, greedy %d", sd_rollback_name(cfg.disc), KIND[cfg.k], n_got, n_want);
     for (int32_t i = 0; i < n_want; i++)
         if (got[i] != want[i])
             fail_msg("%s %s: token %d differs: spec %d, greedy %d (prompt %d, n_ctx %d, K %d)",
                      sd_rollback_name(cfg.disc), KIND[cfg.k], i, got[i], want[i], n_prompt, cfg.n_ctx, cfg.K);
     if (cfg.k == K_WRONG) assert_int_equal(st.accepted, 0);
-    if (cfg.k >= K_WRONG) assert_true(th.st.rollbacks > 0);
-    assert_int_equal(th.st.fallbacks, 0);
-    *rollbacks += th.st.rollbacks;
+    if (cfg.k >= K_WRONG) assert_true(th->st.rollbacks > 0);
+    assert_int_equal(th->st.fallbacks, 0);
+    *rollbacks += th->st.rollbacks;
     if (d.free) sd_drafter_free(&d);
-    if (dc) sd_lm_hybrid_free(&dh);
-    sd_lm_hybrid_free(&th);
+    sd_model_lm_free(&dl);
+    sd_model_lm_free(&tl);
     sd_context_free(dc);
     sd_context_free(tc);
     free(got);
@@ -404,20 +399,14 @@ static void test_fixture_sampling_law(void **state) {
     for (int w = 0; w < 3; w++) { /* plain, ngram, draft model (a hybrid, sampling its own q) */
         sd_context *tc = NULL, *dc = NULL;
         assert_int_equal(sd_context_init(t, 64, 16, 2, &tc, &err), SD_OK);
-        sd_recm tr, dr;
-        sd_recm_from_context(&tr, tc);
-        sd_lm_hybrid th, dh;
-        assert_int_equal(sd_lm_hybrid_init(&th, &tr, SD_ROLLBACK_REPLAY, 4, true, &err), SD_OK);
-        sd_lm tlm, dlm;
-        sd_lm_hybrid_as_lm(&tlm, &th);
+        sd_model_lm tl, dl = {0};
+        assert_int_equal(sd_compose_lm(&tl, tc, t, SD_ROLLBACK_REPLAY, 4, SD_LM_TARGET, &err), SD_OK);
         sd_drafter d = {0};
         if (w == 1) assert_int_equal(sd_drafter_ngram_init(&d, 1, 3, &err), SD_OK);
         if (w == 2) {
             assert_int_equal(sd_context_init(dm, 64, 16, 2, &dc, &err), SD_OK);
-            sd_recm_from_context(&dr, dc);
-            assert_int_equal(sd_lm_hybrid_init(&dh, &dr, SD_ROLLBACK_CHECKPOINT, 4, false, &err), SD_OK);
-            sd_lm_hybrid_as_lm(&dlm, &dh);
-            assert_int_equal(sd_drafter_model_init(&d, &dlm, &s, 16, &err), SD_OK);
+            assert_int_equal(sd_compose_lm(&dl, dc, dm, SD_ROLLBACK_CHECKPOINT, 4, SD_LM_DRAFT, &err), SD_OK);
+            assert_int_equal(sd_drafter_model_init(&d, &dl.lm, &s, 16, &err), SD_OK);
         }
         /* the prompt but its last token once, then each seed from there (n_past) */
         assert_int_equal(sd_forward_tail(tc, prompt, n_prompt - 1, 0, NULL, &err), SD_OK);
@@ -439,7 +428,7 @@ static void test_fixture_sampling_law(void **state) {
             assert_int_equal(sd_context_state_restore(tc, snap, nb, &err), SD_OK);
             int32_t out[NG], n_out = 0;
             sd_spec_stats st;
-            assert_int_equal(sd_spec_generate(&tlm, w ? &d : NULL, prompt, n_prompt, &p, NULL, NULL, out, &n_out, &st, &err),
+            assert_int_equal(sd_spec_generate(&tl.lm, w ? &d : NULL, prompt, n_prompt, &p, NULL, NULL, out, &n_out, &st, &err),
                              SD_OK);
             assert_int_equal(n_out, NG);
             int i0 = index_in(L.tok[0], out[0]), i1 = index_in(L.tok[node_of(1, i0)], out[1]);
@@ -447,7 +436,7 @@ static void test_fixture_sampling_law(void **state) {
             count[i0 * 9 + i1 * 3 + i2]++;
             drafted += st.drafted, accepted += st.accepted;
         }
-        rollbacks = th.st.rollbacks;
+        rollbacks = tl.hybrid->st.rollbacks;
         double pv = chi_square_p(count, prob, CELLS, n);
         printf("qwen35 fixture, temp 1 top-k 3, %s: %d seeds, α %lld/%lld, %lld rollbacks, chi-square p = %.4f\n",
                w == 0 ? "plain" : w == 1 ? "ngram" : "draft", n, (long long)accepted, (long long)drafted,
@@ -457,8 +446,8 @@ static void test_fixture_sampling_law(void **state) {
         if (w == 2) assert_true(drafted > n / 2 && rollbacks > 0);
         free(snap);
         sd_drafter_free(&d);
-        if (dc) sd_lm_hybrid_free(&dh);
-        sd_lm_hybrid_free(&th);
+        sd_model_lm_free(&dl);
+        sd_model_lm_free(&tl);
         sd_context_free(dc);
         sd_context_free(tc);
     }

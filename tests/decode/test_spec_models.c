@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decode/compose.h"
 #include "decode/spec.h"
 #include "model/model.h"
 #include "numerics/quant.h"
@@ -41,8 +42,8 @@ static int check_one(sd_model *target, sd_model *draft, spec_kind kind, const in
     sd_err err = {0};
     sd_context *tc = NULL, *dc = NULL;
     assert_int_equal(sd_context_init(target, n_ctx, 16, 1, &tc, &err), SD_OK);
-    sd_lm tlm, dlm;
-    sd_lm_from_context(&tlm, tc, target);
+    sd_model_lm tl, dl = {0};
+    assert_int_equal(sd_compose_lm(&tl, tc, target, SD_ROLLBACK_REPLAY, K + 1, SD_LM_TARGET, &err), SD_OK);
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = n_predict;
     p.draft_max = K;
@@ -51,27 +52,28 @@ static int check_one(sd_model *target, sd_model *draft, spec_kind kind, const in
     p.is_eog = eog;
     int32_t *want = malloc((size_t)n_predict * sizeof *want), *got = malloc((size_t)n_predict * sizeof *got);
     int32_t n_want = 0, n_got = 0;
-    assert_int_equal(sd_spec_generate(&tlm, NULL, prompt, n_prompt, &p, NULL, target->tok, want, &n_want, NULL, &err), SD_OK);
-    sd_drafter ng = {0}, dm = {0}, dr = {0};
-    if (kind != SPEC_DRAFT) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 3, &err), SD_OK);
+    assert_int_equal(sd_spec_generate(&tl.lm, NULL, prompt, n_prompt, &p, NULL, target->tok, want, &n_want, NULL, &err), SD_OK);
+    sd_drafter dr = {0};
     if (kind != SPEC_NGRAM) {
         assert_int_equal(sd_lm_check_same_vocab(target, draft, &err), SD_OK);
         assert_int_equal(sd_context_init(draft, n_ctx, 16, 1, &dc, &err), SD_OK);
-        sd_lm_from_context(&dlm, dc, draft);
-        assert_int_equal(sd_drafter_model_init(&dm, &dlm, NULL, 16, &err), SD_OK);
+        assert_int_equal(sd_compose_lm(&dl, dc, draft, SD_ROLLBACK_REPLAY, K + 1, SD_LM_DRAFT, &err), SD_OK);
     }
-    if (kind == SPEC_NGRAM) dr = ng, ng = (sd_drafter){0};
-    if (kind == SPEC_DRAFT) dr = dm, dm = (sd_drafter){0};
-    if (kind == SPEC_AUTO) assert_int_equal(sd_drafter_auto_init(&dr, &ng, &dm, target->hp.n_vocab, &err), SD_OK);
+    const sd_drafter_inputs in = {.target = tc, .draft_lm = dc ? &dl.lm : NULL, .n_threads = 1, .n_batch = 16,
+                                  .ngram_min = 1, .ngram_max = 3};
+    const sd_drafter_kind dk = kind == SPEC_NGRAM ? SD_DRAFTER_NGRAM : kind == SPEC_DRAFT ? SD_DRAFTER_MODEL : SD_DRAFTER_AUTO;
+    assert_int_equal(sd_compose_drafter(&dr, dk, &in, &err), SD_OK);
     sd_context_truncate(tc, 0);
     sd_spec_stats st;
-    assert_int_equal(sd_spec_generate(&tlm, &dr, prompt, n_prompt, &p, NULL, target->tok, got, &n_got, &st, &err), SD_OK);
+    assert_int_equal(sd_spec_generate(&tl.lm, &dr, prompt, n_prompt, &p, NULL, target->tok, got, &n_got, &st, &err), SD_OK);
     assert_int_equal(n_got, n_want);
     for (int32_t i = 0; i < n_want; i++)
         if (got[i] != want[i]) fail_msg("token %d differs: spec %d, greedy %d (prompt %d tokens, K %d)", i, got[i], want[i], n_prompt, K);
     *drafted += st.drafted;
     *accepted += st.accepted;
     sd_drafter_free(&dr);
+    sd_model_lm_free(&dl);
+    sd_model_lm_free(&tl);
     sd_context_free(dc);
     sd_context_free(tc);
     free(want);

@@ -245,8 +245,38 @@ static void test_prompt_too_long(void **state) {
     oracle_free(&o);
 }
 
+/* A rollback the lm cannot carry out (its truncate fails) stops the decode
+ * loop with that error: no forward after it, fewer tokens than asked, with
+ * and without a drafter (every verify round, a plain step's too, ends in a
+ * truncate). */
+static void test_truncate_failure_stops(void **state) {
+    (void)state;
+    for (int with_drafter = 0; with_drafter < 2; with_drafter++) {
+        oracle o;
+        oracle_init(&o, ORACLE_HASH, 16, 1, 64, 5, 2);
+        o.fail_truncate_at = 3;
+        sd_lm lm = oracle_lm(&o);
+        sd_drafter dr = toy_drafter(&o, toy_next, o.V, D_PERFECT, 9, 64);
+        int32_t prompt[4] = {1, 2, 3, 4}, out[20], n_out = -1;
+        sd_spec_params p = sd_spec_default_params();
+        p.n_predict = 20;
+        p.stop_at_eog = false;
+        sd_err err = {0};
+        assert_int_equal(sd_spec_generate(&lm, with_drafter ? &dr : NULL, prompt, 4, &p, NULL, NULL, out, &n_out,
+                                          NULL, &err),
+                         SD_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "rollback 3 refused"));
+        assert_int_equal(o.truncates, 3);
+        assert_int_equal(o.forwards, o.forwards_at_fail);
+        assert_true(n_out < p.n_predict);
+        sd_drafter_free(&dr);
+        oracle_free(&o);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_truncate_failure_stops),
         cmocka_unit_test(test_ngram_lookup),
         cmocka_unit_test(test_prompt_too_long),
         cmocka_unit_test(test_lossless_random_cases),

@@ -19,9 +19,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "decode/drafter.h"
-#include "decode/lm.h"
-#include "decode/lm_hybrid.h"
+#include "decode/compose.h"
 #include "decode/spec.h"
 #include "model/model.h"
 #include "numerics/membw.h"
@@ -67,13 +65,11 @@ typedef struct bench_env {
     sd_model *tm, *dm;   /* target, draft (NULL without -md) */
     sd_model *hm;        /* EAGLE-3 head (NULL without one) */
     sd_context *tc, *dc;
-    sd_lm tlm, dlm;
-    sd_lm_hybrid *th, *dh; /* hybrid (recurrent) models: the rollback discipline behind tlm / dlm, else NULL */
+    sd_model_lm tl, dl;  /* the lms over tc / dc (decode/compose.h); .hybrid: a recurrent model's discipline */
     const char *dm_path; /* the file dm came from (-md given twice: either one) */
     sd_model *bm;        /* the ab table's draft B (--draft-b), NULL without it; its context, lm, hybrid lm: */
     sd_context *bc;
-    sd_lm blm;
-    sd_lm_hybrid *bh;
+    sd_model_lm bl;
     bench_prompt *prompts;
     int n_prompts;
     int32_t *scratch_ids;  /* [n_predict], generation output */
@@ -237,11 +233,9 @@ sd_status bench_greedy(bench_env *e, const bench_prompt *p, const sd_spec_params
 /* A draft-model drafter (greedy) over draft A (-md, b false) or B
  * (--draft-b, b true), its KV cache emptied. SD_ERR_ARG without that model. */
 sd_status bench_draft_model_make(bench_env *e, bool b, sd_drafter *d, sd_err *err);
-/* Makes drafter `name` ("ngram", "draft", "auto", "eagle3", "mtp") fresh,
- * its draft KV cache emptied. "auto" is n-gram plus a head as the API's auto
- * picks it — the EAGLE-3 head when there is one, else the target's MTP block
- * when it has one — else plus the draft model. SD_ERR_ARG for "draft" /
- * "eagle3" / "mtp" without the model or block they need. */
+/* The drafter of the kind named name (decode/compose.h sd_drafter_kind_name:
+ * "ngram", "draft", "eagle3", "mtp", "auto") over the env, built by
+ * sd_compose_drafter: its errors for a kind the env cannot serve. */
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err);
 /* The head the costed oracle column and the head step time use: "eagle3"
  * (a head given with -md), else "mtp" (the target's MTP block), else NULL. */

@@ -54,8 +54,8 @@ static void acc_run(bench_env *e, const bench_run *run, gate_acc *a) {
     a->plain_s += run->st.t_plain_s;
     a->decode_s += run->st.t_decode_s;
     a->plain_steps += run->st.target_forwards - run->st.rounds;
-    if (e->th) a->rb_s += e->th->st.rollback_s;
-    if (e->dh) a->draft_redecoded += e->dh->st.redecoded;
+    if (e->tl.hybrid) a->rb_s += e->tl.hybrid->st.rollback_s;
+    if (e->dl.hybrid) a->draft_redecoded += e->dl.hybrid->st.redecoded;
 }
 
 /* The run's decode time over what its target forwards would take at its own
@@ -116,8 +116,8 @@ static sd_status gate_rep(bench_env *e, int rep, const sd_spec_params *plain, co
         st = gate_drafter(e, i, *ref, *n_ref, e->o->seed + (uint64_t)rep, &dr, &skip, err);
         if (st || skip) continue;
         bench_progress("gate: %s rep %d/%d", GATE_NAMES[i], rep + 1, reps);
-        if (e->th) e->th->st = (sd_hybrid_stats){0};
-        if (e->dh) e->dh->st = (sd_hybrid_stats){0};
+        if (e->tl.hybrid) e->tl.hybrid->st = (sd_hybrid_stats){0};
+        if (e->dl.hybrid) e->dl.hybrid->st = (sd_hybrid_stats){0};
         st = bench_generate(e, p, &dr, spec, *ref, *n_ref, &run, err);
         sd_drafter_free(&dr);
         if (!st) acc_run(e, &run, &acc[i]), tok[slot] = run.tok_s, ran[slot] = true;

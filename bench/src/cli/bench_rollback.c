@@ -33,9 +33,8 @@ typedef struct rb_acc {
  * window, else a ring for the largest K. */
 static sd_status use_discipline(bench_env *e, sd_rollback d, int32_t window, sd_err *err) {
     const int32_t n = d == SD_ROLLBACK_WINDOW ? window : BENCH_MAX_K + 1;
-    sd_status st = sd_lm_hybrid_configure(e->th, d, n, err);
-    if (!st && e->dh) st = sd_lm_hybrid_configure(e->dh, d, n, err);
-    return st;
+    sd_status st = sd_compose_lm_rollback(&e->tl, d, n, err);
+    return st ? st : sd_compose_lm_rollback(&e->dl, d, n, err);
 }
 
 /* Plain greedy, the baseline of every row: under replay, whose plain steps
@@ -58,7 +57,7 @@ static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, in
     sd_drafter dr;
     sd_status st = sd_drafter_oracle_init(&dr, ref, n_ref, e->prompts[0].n_ids, alpha, e->tm->hp.n_vocab, seed, err);
     if (st) return st;
-    e->th->st = (sd_hybrid_stats){0};
+    e->tl.hybrid->st = (sd_hybrid_stats){0};
     bench_run run;
     st = bench_generate(e, &e->prompts[0], &dr, &sp, ref, n_ref, &run, err);
     sd_drafter_free(&dr);
@@ -68,10 +67,10 @@ static sd_status oracle_once(bench_env *e, const int32_t *ref, int32_t n_ref, in
     a->ok += run.same_as_ref;
     a->rounds += run.st.rounds;
     a->accepted += run.st.accepted;
-    a->redecodes += e->th->st.redecodes;
-    a->anchor_steps += e->th->st.anchor_steps;
-    a->rb_s += e->th->st.rollback_s;
-    a->moved += e->th->st.bytes_moved;
+    a->redecodes += e->tl.hybrid->st.redecodes;
+    a->anchor_steps += e->tl.hybrid->st.anchor_steps;
+    a->rb_s += e->tl.hybrid->st.rollback_s;
+    a->moved += e->tl.hybrid->st.bytes_moved;
     return SD_OK;
 }
 
@@ -94,7 +93,7 @@ static void fill_row(bench_env *e, sd_rollback d, double alpha, rb_acc *a, bench
 }
 
 sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err) {
-    if (!e->th) return SD_OK;
+    if (!e->tl.hybrid) return SD_OK;
     const bench_opts *o = e->o;
     const int reps = o->reps > 64 ? 64 : o->reps;
     int32_t *ref = NULL, n_ref = 0;
@@ -130,7 +129,7 @@ sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err) {
 }
 
 sd_status bench_window(bench_env *e, bench_results *r, sd_err *err) {
-    if (!e->th) return SD_OK;
+    if (!e->tl.hybrid) return SD_OK;
     const bench_opts *o = e->o;
     const int reps = o->reps > 64 ? 64 : o->reps;
     int32_t *ref = NULL, n_ref = 0;

@@ -55,7 +55,7 @@ sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,
     clock_cb clk = {0};
     int32_t n = 0;
     memset(out, 0, sizeof *out);
-    sd_status st = sd_spec_generate(&e->tlm, dr, p->ids, p->n_ids, sp, on_token, &clk,
+    sd_status st = sd_spec_generate(&e->tl.lm, dr, p->ids, p->n_ids, sp, on_token, &clk,
                                     e->scratch_ids, &n, &out->st, err);
     if (st) return st;
     out->n = n;
@@ -80,45 +80,31 @@ sd_status bench_greedy(bench_env *e, const bench_prompt *p, const sd_spec_params
     return SD_OK;
 }
 
-sd_status bench_draft_model_make(bench_env *e, bool b, sd_drafter *d, sd_err *err) {
-    memset(d, 0, sizeof *d);
-    sd_context *c = b ? e->bc : e->dc;
-    if (!c) return sd_err_set(err, SD_ERR_ARG, "no draft model %s", b ? "B (--draft-b)" : "(-md)");
-    sd_context_truncate(c, 0);
+/* The bench's drafter of kind k over its env (decode/compose.h); b: the
+ * ab table's draft B instead of the -md model. */
+static sd_status make(bench_env *e, sd_drafter_kind k, bool b, sd_drafter *d, sd_err *err) {
     sd_spec_params sp = bench_params(e->o, e->o->k, false, false);
-    return sd_drafter_model_init(d, b ? &e->blm : &e->dlm, &sp.sampling, sp.n_batch, err);
+    sd_model_lm *dl = b ? &e->bl : &e->dl;
+    const sd_drafter_inputs in = {.target = e->tc,
+                                  .draft_lm = dl->lm.self ? &dl->lm : NULL,
+                                  .draft_sampling = &sp.sampling,
+                                  .eagle3 = e->hm,
+                                  .n_threads = e->o->threads,
+                                  .n_batch = 64,
+                                  .ngram_min = 1,
+                                  .ngram_max = 3};
+    return sd_compose_drafter(d, k, &in, err);
+}
+
+sd_status bench_draft_model_make(bench_env *e, bool b, sd_drafter *d, sd_err *err) {
+    return make(e, SD_DRAFTER_MODEL, b, d, err);
 }
 
 sd_status bench_drafter_make(bench_env *e, const char *name, sd_drafter *d, sd_err *err) {
+    for (int k = 0; k < SD_DRAFTER_KIND_N; k++)
+        if (!strcmp(name, sd_drafter_kind_name((sd_drafter_kind)k))) return make(e, (sd_drafter_kind)k, false, d, err);
     memset(d, 0, sizeof *d);
-    bool is_auto = !strcmp(name, "auto");
-    const char *head = bench_head_name(e);
-    bool want_ngram = !strcmp(name, "ngram") || is_auto;
-    bool want_e3 = !strcmp(name, "eagle3") || (is_auto && e->hm);
-    bool want_mtp = !strcmp(name, "mtp") || (is_auto && !e->hm && head);
-    bool want_draft = !strcmp(name, "draft") || (is_auto && !head);
-    if (want_draft && !e->dm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a draft model (-md)", name);
-    if (want_e3 && !e->hm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an EAGLE-3 head (-md)", name);
-    if (want_mtp && !e->tm->nextn.present)
-        return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a target with an MTP block", name);
-    if (e->dc) sd_context_truncate(e->dc, 0);
-    sd_drafter ng = {0}, dm = {0};
-    sd_status st = SD_OK;
-    if (want_ngram) st = sd_drafter_ngram_init(&ng, 1, 3, err);
-    if (!st && want_e3) st = sd_drafter_eagle3_init(&dm, e->hm, e->tc, e->o->threads, 64, err);
-    if (!st && want_mtp) st = sd_drafter_mtp_init(&dm, e->tc, e->o->threads, 64, err);
-    if (!st && want_draft) st = bench_draft_model_make(e, false, &dm, err);
-    if (st) {
-        sd_drafter_free(&ng);
-        return st;
-    }
-    if (is_auto) {
-        st = sd_drafter_auto_init(d, &ng, &dm, e->tm->hp.n_vocab, err);
-        if (st) sd_drafter_free(&ng), sd_drafter_free(&dm);  /* not taken over */
-        return st;
-    }
-    *d = want_ngram ? ng : dm;
-    return SD_OK;
+    return sd_err_set(err, SD_ERR_ARG, "drafter %s unknown", name);
 }
 
 sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err) {

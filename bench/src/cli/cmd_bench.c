@@ -221,28 +221,13 @@ static int32_t needed_ctx(const bench_env *e) {
     return m + e->o->n_predict + BENCH_MAX_S + 8;
 }
 
-/* A hybrid model's lm is a rollback discipline over the context (replay,
- * the default; the rollback table switches it), a ring for the largest K. */
-static sd_status env_open_model(const char *path, int32_t n_ctx, int threads, sd_model **m, sd_context **c,
-                                sd_lm *lm, sd_lm_hybrid **hy, bool target, sd_err *err) {
-    sd_status st = *m ? SD_OK : sd_model_load(path, m, err);
-    if (!st) st = sd_context_init(*m, n_ctx, 64, threads, c, err);
-    if (st || !sd_model_is_recurrent(*m)) {
-        if (!st) sd_lm_from_context(lm, *c, *m);
-        return st;
-    }
-    *hy = sd_calloc(1, sizeof **hy);
-    if (!*hy) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-    sd_recm r;
-    sd_recm_from_context(&r, *c);
-    st = sd_lm_hybrid_init(*hy, &r, SD_ROLLBACK_REPLAY, BENCH_MAX_K + 1, target, err);
-    if (st) {
-        free(*hy);
-        *hy = NULL;
-        return st;
-    }
-    sd_lm_hybrid_as_lm(lm, *hy);
-    return SD_OK;
+/* The model's context and its lm (decode/compose.h): a hybrid model's
+ * discipline is replay, the default (the rollback table switches it), with
+ * a ring for the largest K. */
+static sd_status env_open(sd_model *m, int32_t n_ctx, int threads, sd_context **c, sd_model_lm *lm, sd_lm_role role,
+                          sd_err *err) {
+    sd_status st = sd_context_init(m, n_ctx, 64, threads, c, err);
+    return st ? st : sd_compose_lm(lm, *c, m, SD_ROLLBACK_REPLAY, BENCH_MAX_K + 1, role, err);
 }
 
 /* The benchmark measures the internals directly (model/model.h), not
@@ -301,9 +286,9 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     }
     if (st) return st;
     int32_t n_ctx = needed_ctx(e);
-    st = env_open_model(o->target, n_ctx, o->threads, &e->tm, &e->tc, &e->tlm, &e->th, true, err);
-    if (!st && e->dm) st = env_open_model(NULL, n_ctx, o->threads, &e->dm, &e->dc, &e->dlm, &e->dh, false, err);
-    if (!st && e->bm) st = env_open_model(NULL, n_ctx, o->threads, &e->bm, &e->bc, &e->blm, &e->bh, false, err);
+    st = env_open(e->tm, n_ctx, o->threads, &e->tc, &e->tl, SD_LM_TARGET, err);
+    if (!st && e->dm) st = env_open(e->dm, n_ctx, o->threads, &e->dc, &e->dl, SD_LM_DRAFT, err);
+    if (!st && e->bm) st = env_open(e->bm, n_ctx, o->threads, &e->bc, &e->bl, SD_LM_DRAFT, err);
     if (st) return st;
     e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
     e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
@@ -315,12 +300,9 @@ static void env_free(bench_env *e) {
     bench_prompts_free(e);
     free(e->scratch_ids);
     free(e->logits);
-    sd_lm_hybrid_free(e->th);
-    sd_lm_hybrid_free(e->dh);
-    sd_lm_hybrid_free(e->bh);
-    free(e->th);
-    free(e->dh);
-    free(e->bh);
+    sd_model_lm_free(&e->tl);
+    sd_model_lm_free(&e->dl);
+    sd_model_lm_free(&e->bl);
     sd_context_free(e->bc);
     sd_context_free(e->dc);
     sd_context_free(e->tc);
