@@ -22,7 +22,7 @@ void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
 void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
 
 /* forward_tree.c: the attention of sd_fwd_attention under the tree mask of
- * c (context.h tree_*): node s's queries over the committed rows 0..pos0-1
+ * c->kv.tree (memory/kv_cache.h): node s's queries over the committed rows 0..pos0-1
  * and then its own key slots, in position order, so each node gets the
  * arithmetic of the last query of its chain. */
 void sd_fwd_attention_tree(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
