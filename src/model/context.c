@@ -54,6 +54,7 @@ void sd_context_reset_pending(sd_context *c) {
     sd_kv_cache_reset_pending(&c->kv);
     sd_scratch_reset_pending(&c->sc);
 }
+
 int32_t sd_context_n_ctx(const sd_context *c) { return c->n_ctx; }
 int32_t sd_context_n_batch(const sd_context *c) { return c->n_batch; }
 const sd_model *sd_context_model(const sd_context *c) { return c->m; }
