@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         sd_forward(c, tok + n_ctx_fill, S, logits, &err);
         t_fwd[r] = sd_now_s() - t0;
         sd_context_state_restore(c, snap, nb, &err);
-        /* c->mix, z, beta, alpha hold the last GDN layer's inputs of that forward: the same shapes for every layer */
+        /* c->sc.mix, z, beta, alpha hold the last GDN layer's inputs of that forward: the same shapes for every layer */
         t0 = sd_now_s();
         for (int il = 0; il < m->hp.n_layer; il++) /* (the gates it recomputes in place stay finite) */
             if (m->layers[il].kind == SD_LAYER_GDN) sd_gdn_recur(c, &m->layers[il], S);

@@ -74,7 +74,7 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     }
     /* Scores of every query over the keys of the last one: the few past a
      * query's own position are computed but never read. */
-    const uint16_t *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
+    const uint16_t *keys = sd_kv_cache_k(&c->kv, il, kvh), *vals = sd_kv_cache_v(&c->kv, il, kvh);
     sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
     int64_t n_kv[SD_ATT_QUERIES];
     for (int k = 0; k < nq; k++) {
@@ -108,7 +108,7 @@ void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q
     for (int it = 0; it < hp->n_head_kv * n_items; it++) {
         const int kvh = it / n_items, j0 = (it % n_items) * per_item;
         const int j1 = j0 + per_item < nq_kv ? j0 + per_item : nq_kv;
-        float *att = c->att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
+        float *att = c->sc.att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
         if (j0 < j1) attend_queries(c, il, pos0, kvh, j0, j1, q, out, att);
     }
 }
@@ -120,37 +120,37 @@ void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q
  * arithmetic is untouched. */
 static void hidden_store(sd_context *c, int il, int S, int32_t pos0) {
     const sd_model *m = c->m;
-    const int64_t n_embd = m->hp.n_embd, stride = (int64_t)c->hid_n * n_embd;
-    for (int i = 0; i < c->hid_n; i++) {
-        if (c->hid_ids[i] != il) continue;
+    const int64_t n_embd = m->hp.n_embd;
+    for (int i = 0; i < c->hid.n; i++) {
+        if (c->hid.ids[i] != il) continue;
         for (int s = 0; s < S; s++) {
-            float *dst = c->hid + (pos0 + s) * stride + i * n_embd;
+            float *dst = sd_hidden_hook_row(&c->hid, pos0 + s) + i * n_embd;
             if (il < m->hp.n_layer)
-                memcpy(dst, c->x + s * n_embd, (size_t)n_embd * sizeof *dst);
+                memcpy(dst, c->sc.x + s * n_embd, (size_t)n_embd * sizeof *dst);
             else
-                sd_rmsnorm(dst, c->x + s * n_embd, m->output_norm, n_embd, m->hp.rms_eps);
+                sd_rmsnorm(dst, c->sc.x + s * n_embd, m->output_norm, n_embd, m->hp.rms_eps);
         }
     }
 }
 
 /* The output head on rows [r0, r1) of the batch whose final residual rows
- * are in c->x: logits[r1 - r0][n_vocab]. Row-wise norm and matmul, so the
+ * are in c->sc.x: logits[r1 - r0][n_vocab]. Row-wise norm and matmul, so the
  * bits do not depend on which rows run together. */
 static void output_head(sd_context *c, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const int64_t n_embd = m->hp.n_embd;
     if (r0 >= r1) return;
-    rmsnorm_rows(c->xb, c->x + r0 * n_embd, m->output_norm, r1 - r0, n_embd, m->hp.rms_eps);
-    sd_matmul(&m->output, c->xb, r1 - r0, logits, c->n_threads);
+    rmsnorm_rows(c->sc.xb, c->sc.x + r0 * n_embd, m->output_norm, r1 - r0, n_embd, m->hp.rms_eps);
+    sd_matmul(&m->output, c->sc.xb, r1 - r0, logits, c->n_threads);
 }
 
 void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
-    const int64_t hd = c->m->hp.head_dim, row = (int64_t)pos0 * hd, kv_dim = c->kv_dim;
+    const int64_t hd = c->m->hp.head_dim, row = (int64_t)pos0 * hd, kv_dim = c->kv.kv_dim;
     for (int h = 0; h < c->m->hp.n_head_kv; h++) {
-        uint16_t *kc = sd_kv_head(c, c->k_cache, slot, h) + row, *vc = sd_kv_head(c, c->v_cache, slot, h) + row;
+        uint16_t *kc = sd_kv_cache_k(&c->kv, slot, h) + row, *vc = sd_kv_cache_v(&c->kv, slot, h) + row;
         for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
-            sd_fp32_to_fp16_row(kc + s * hd, c->k + s * kv_dim + h * hd, hd);
-            sd_fp32_to_fp16_row(vc + s * hd, c->v + s * kv_dim + h * hd, hd);
+            sd_fp32_to_fp16_row(kc + s * hd, c->sc.k + s * kv_dim + h * hd, hd);
+            sd_fp32_to_fp16_row(vc + s * hd, c->sc.v + s * kv_dim + h * hd, hd);
         }
     }
 }
@@ -159,36 +159,36 @@ void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
-    const int32_t pos0 = c->len;
+    const int32_t pos0 = c->kv.len;
     const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
-    float *qkv_out[3] = {c->q, c->k, c->v};
-    sd_matmul_multi(qkv, 3, c->xb, S, qkv_out, c->n_threads); /* one activation quantization, one thread wake-up */
+    float *qkv_out[3] = {c->sc.q, c->sc.k, c->sc.v};
+    sd_matmul_multi(qkv, 3, c->sc.xb, S, qkv_out, c->n_threads); /* one activation quantization, one thread wake-up */
     if (hp->qkv_bias) {
-        add_bias(c->q, L->bq, S, q_dim);
-        add_bias(c->k, L->bk, S, c->kv_dim);
-        add_bias(c->v, L->bv, S, c->kv_dim);
+        add_bias(c->sc.q, L->bq, S, q_dim);
+        add_bias(c->sc.k, L->bk, S, c->kv.kv_dim);
+        add_bias(c->sc.v, L->bv, S, c->kv.kv_dim);
     }
-    const int32_t *depth = c->tree_active ? c->tree_depth : NULL; /* a token tree (forward_tree.c) */
-    sd_fwd_norm_rope_heads(m, c->q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0, depth);
-    sd_fwd_norm_rope_heads(m, c->k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0, depth);
+    const int32_t *depth = c->kv.tree.active ? c->kv.tree.depth : NULL; /* a token tree (forward_tree.c) */
+    sd_fwd_norm_rope_heads(m, c->sc.q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0, depth);
+    sd_fwd_norm_rope_heads(m, c->sc.k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0, depth);
     sd_fwd_kv_store(c, L->slot, pos0, S);
     if (depth)
-        sd_fwd_attention_tree(c, L->slot, pos0, S, c->q, c->att_out);
+        sd_fwd_attention_tree(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
     else
-        sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
-    sd_matmul(&L->wo, c->att_out, S, c->xb, c->n_threads);
+        sd_fwd_attention(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
+    sd_matmul(&L->wo, c->sc.att_out, S, c->sc.xb, c->n_threads);
 }
 
 void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
     const sd_hparams *hp = &c->m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
-    rmsnorm_rows(c->xb, c->x, L->ffn_norm, S, n_embd, hp->rms_eps);
+    rmsnorm_rows(c->sc.xb, c->sc.x, L->ffn_norm, S, n_embd, hp->rms_eps);
     const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
-    float *gate_up_out[2] = {c->hb, c->hb2};
-    sd_matmul_multi(gate_up, 2, c->xb, S, gate_up_out, c->n_threads);
-    sd_swiglu(c->hb, c->hb, c->hb2, S * n_ff);
-    sd_matmul(&L->w_down, c->hb, S, c->xb, c->n_threads);
-    sd_add(c->x, c->xb, S * n_embd);
+    float *gate_up_out[2] = {c->sc.hb, c->sc.hb2};
+    sd_matmul_multi(gate_up, 2, c->sc.xb, S, gate_up_out, c->n_threads);
+    sd_swiglu(c->sc.hb, c->sc.hb, c->sc.hb2, S * n_ff);
+    sd_matmul(&L->w_down, c->sc.hb, S, c->sc.xb, c->n_threads);
+    sd_add(c->sc.x, c->sc.xb, S * n_embd);
 }
 
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
@@ -197,31 +197,29 @@ void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, f
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t n_embd = hp->n_embd;
-    const int32_t pos0 = c->len;
+    const int32_t pos0 = c->kv.len;
 
-    for (int s = 0; s < S; s++) sd_matrix_get_row(&m->tok_embd, tokens[s], c->x + s * n_embd);
+    for (int s = 0; s < S; s++) sd_matrix_get_row(&m->tok_embd, tokens[s], c->sc.x + s * n_embd);
 
     for (int il = 0; il < hp->n_layer; il++) {
         const sd_layer *L = &m->layers[il];
-        if (c->hid) hidden_store(c, il, S, pos0);
+        if (c->hid.rows) hidden_store(c, il, S, pos0);
 
         /* mixer block: attention or Gated DeltaNet, output rows in xb */
-        rmsnorm_rows(c->xb, c->x, L->attn_norm, S, n_embd, hp->rms_eps);
+        rmsnorm_rows(c->sc.xb, c->sc.x, L->attn_norm, S, n_embd, hp->rms_eps);
         if (L->kind == SD_LAYER_GDN) sd_layer_gdn(c, L, S);
         else if (L->kind == SD_LAYER_ATTN_GATED) sd_layer_attn_gated(c, L, S);
         else sd_layer_attn(c, L, S);
-        sd_add(c->x, c->xb, S * n_embd);
+        sd_add(c->sc.x, c->sc.xb, S * n_embd);
 
         sd_layer_ffn(c, L, S);
     }
 
-    if (c->hid) hidden_store(c, hp->n_layer, S, pos0);
+    if (c->hid.rows) hidden_store(c, hp->n_layer, S, pos0);
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
     output_head(c, r0, r1, logits);
-    if (c->cap) /* the rollback ring now holds these steps (layer_gdn.c wrote them) */
-        for (int t = 0; t < S; t++)
-            if (pos0 + t + 1 >= c->cap_from) c->cap_pos[(pos0 + t + 1) % c->cap_slots] = pos0 + t + 1;
-    c->len += S;
+    sd_recurrent_capture_commit(&c->rec, pos0, S); /* the ring now holds these steps (layer_gdn.c wrote them) */
+    c->kv.len += S;
 }
 
 /* The checks every forward makes before touching the state. */
@@ -234,8 +232,8 @@ sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "an MTP head is not a language model (sd_mtp_forward runs it)");
     if (S < 0 || n_rows < 0 || n_rows > S || (S > 0 && !tokens) || (n_rows > 0 && !logits))
         return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_rows);
-    if (S > c->n_ctx - c->len)
-        return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->len, S, c->n_ctx);
+    if (S > c->n_ctx - c->kv.len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "context full: %d + %d tokens > n_ctx %d", c->kv.len, S, c->n_ctx);
     for (int32_t s = 0; s < S; s++)
         if (tokens[s] < 0 || tokens[s] >= n_vocab)
             return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], n_vocab);
@@ -259,8 +257,7 @@ sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32
         sd_fwd_batch(c, tokens + done, n, r0, n, out);
         done += n;
     }
-    c->head_S = 0;
-    c->tree_n = 0;
+    sd_context_reset_pending(c);
     return SD_OK;
 }
 
@@ -270,8 +267,8 @@ sd_status sd_fwd_head(sd_context *c, sd_head_chunk chunk, const char *what, cons
     const sd_hparams *hp = &c->m->hp;
     if (S < 0 || n_tail < 0 || n_tail > S || (S > 0 && (!tokens || !g)) || (n_tail > 0 && !logits))
         return sd_err_set(err, SD_ERR_ARG, "%s forward: bad batch (S = %d, %d logits rows)", what, S, n_tail);
-    if (S > c->n_ctx - c->len)
-        return sd_err_set(err, SD_ERR_CONTEXT, "%s context full: %d + %d > n_ctx %d", what, c->len, S, c->n_ctx);
+    if (S > c->n_ctx - c->kv.len)
+        return sd_err_set(err, SD_ERR_CONTEXT, "%s context full: %d + %d > n_ctx %d", what, c->kv.len, S, c->n_ctx);
     for (int32_t s = 0; s < S; s++)
         if (tokens[s] < 0 || tokens[s] >= hp->n_vocab)
             return sd_err_set(err, SD_ERR_ARG, "token id %d out of range [0, %d)", tokens[s], hp->n_vocab);
@@ -283,7 +280,7 @@ sd_status sd_fwd_head(sd_context *c, sd_head_chunk chunk, const char *what, cons
         chunk(c, target, tokens + done, g + done * E, n, y ? y + done * E : NULL, r0, lg);
         done += n;
     }
-    c->head_S = 0;
+    sd_context_reset_pending(c);
     return SD_OK;
 }
 
@@ -293,19 +290,19 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
         return sd_err_set(err, SD_ERR_ARG, "forward_head: S = %d is not in 1..n_batch (%d)", S, c->n_batch);
     sd_status st = sd_fwd_check_batch(c, tokens, S, n_head, logits, err);
     if (st != SD_OK) return st;
+    sd_context_reset_pending(c);
     sd_fwd_batch(c, tokens, S, 0, n_head, logits);
-    c->head_S = S;
-    c->head_n = n_head;
-    c->tree_n = 0;
+    c->sc.head_S = S; /* pending until the next forward, truncate or restore */
+    c->sc.head_n = n_head;
     return SD_OK;
 }
 
 int32_t sd_model_head_pass_rows(const sd_model *m) { return sd_matmul_pass_rows(&m->output); }
 
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err) {
-    if (c->head_S == 0 || c->head_n >= c->head_S || !logits)
+    if (c->sc.head_S == 0 || c->sc.head_n >= c->sc.head_S || !logits)
         return sd_err_set(err, SD_ERR_ARG, "forward_more: no logits rows are pending");
-    output_head(c, c->head_n, c->head_S, logits);
-    c->head_n = c->head_S;
+    output_head(c, c->sc.head_n, c->sc.head_S, logits);
+    c->sc.head_n = c->sc.head_S;
     return SD_OK;
 }

@@ -57,21 +57,21 @@ static void decode_chunk(sd_context *c, const sd_model *target, const int32_t *t
     const sd_matrix *emb = m->tok_embd.data ? &m->tok_embd : &target->tok_embd;
     const sd_matrix *out = m->output.data ? &m->output : &target->output;
     for (int s = 0; s < S; s++) {
-        float *in = c->xb + s * 2 * E, *res = c->x + s * E;
+        float *in = c->sc.xb + s * 2 * E, *res = c->sc.x + s * E;
         sd_matrix_get_row(emb, tokens[s], in);
         sd_rmsnorm(in, in, L->attn_norm, E, hp->rms_eps);
         sd_rmsnorm(in + E, g + s * E, L->attn_norm_2, E, hp->rms_eps);
         memcpy(res, hp->norm_before_residual ? in + E : g + s * E, (size_t)E * sizeof *res);
     }
     sd_layer_attn(c, L, S);
-    sd_add(c->x, c->xb, S * E);
+    sd_add(c->sc.x, c->sc.xb, S * E);
     sd_layer_ffn(c, L, S);
-    if (y) memcpy(y, c->x, (size_t)S * (size_t)E * sizeof *y);
+    if (y) memcpy(y, c->sc.x, (size_t)S * (size_t)E * sizeof *y);
     if (r0 < S) {
-        for (int s = r0; s < S; s++) sd_rmsnorm(c->xb + (s - r0) * E, c->x + s * E, m->output_norm, E, hp->rms_eps);
-        sd_matmul(out, c->xb, S - r0, logits, c->n_threads);
+        for (int s = r0; s < S; s++) sd_rmsnorm(c->sc.xb + (s - r0) * E, c->sc.x + s * E, m->output_norm, E, hp->rms_eps);
+        sd_matmul(out, c->sc.xb, S - r0, logits, c->n_threads);
     }
-    c->len += S;
+    c->kv.len += S;
 }
 
 sd_status sd_eagle3_forward(sd_context *c, const sd_model *target, const int32_t *tokens, const float *g,

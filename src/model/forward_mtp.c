@@ -70,20 +70,20 @@ static void mtp_chunk(sd_context *c, const sd_model *target, const int32_t *toke
     const sd_layer *L = &m->layers[0];
     const int64_t E = hp->n_embd;
     for (int s = 0; s < S; s++) {
-        float *in = c->xb + s * 2 * E;
+        float *in = c->sc.xb + s * 2 * E;
         sd_matrix_get_row(&m->tok_embd, tokens[s], in);
         sd_rmsnorm(in, in, x->enorm, E, hp->rms_eps);
         sd_rmsnorm(in + E, h + s * E, x->hnorm, E, hp->rms_eps);
     }
-    sd_matmul(&x->eh_proj, c->xb, S, c->x, c->n_threads);
-    for (int s = 0; s < S; s++) sd_rmsnorm(c->xb + s * E, c->x + s * E, L->attn_norm, E, hp->rms_eps);
+    sd_matmul(&x->eh_proj, c->sc.xb, S, c->sc.x, c->n_threads);
+    for (int s = 0; s < S; s++) sd_rmsnorm(c->sc.xb + s * E, c->sc.x + s * E, L->attn_norm, E, hp->rms_eps);
     sd_layer_attn_gated(c, L, S);
-    sd_add(c->x, c->xb, S * E);
+    sd_add(c->sc.x, c->sc.xb, S * E);
     sd_layer_ffn(c, L, S);
-    for (int s = 0; s < S; s++) sd_rmsnorm(c->x + s * E, c->x + s * E, m->output_norm, E, hp->rms_eps);
-    if (y) memcpy(y, c->x, (size_t)S * (size_t)E * sizeof *y);
-    if (r0 < S) sd_matmul(&m->output, c->x + r0 * E, S - r0, logits, c->n_threads);
-    c->len += S;
+    for (int s = 0; s < S; s++) sd_rmsnorm(c->sc.x + s * E, c->sc.x + s * E, m->output_norm, E, hp->rms_eps);
+    if (y) memcpy(y, c->sc.x, (size_t)S * (size_t)E * sizeof *y);
+    if (r0 < S) sd_matmul(&m->output, c->sc.x + r0 * E, S - r0, logits, c->n_threads);
+    c->kv.len += S;
 }
 
 sd_status sd_mtp_forward(sd_context *c, const int32_t *tokens, const float *h, int32_t S, float *y, int32_t n_tail,

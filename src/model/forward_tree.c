@@ -17,20 +17,6 @@
 #include "model/layers.h"
 #include "numerics/ops.h"
 
-/* Depths and key lists of the tree (context.h tree_*). The mutant of the
- * test sees every earlier node instead. */
-static void tree_plan(sd_context *c, const int32_t *parent, int32_t S) {
-    for (int32_t s = 0; s < S; s++) {
-        c->tree_parent[s] = parent[s];
-        c->tree_depth[s] = parent[s] < 0 ? 0 : c->tree_depth[parent[s]] + 1;
-        for (int32_t a = s; a >= 0; a = c->tree_parent[a]) c->tree_keys[s][c->tree_depth[a]] = (uint8_t)a;
-        if (c->tree_mutant_chain_mask) {
-            for (int32_t t = 0; t <= s; t++) c->tree_keys[s][t] = (uint8_t)t;
-            c->tree_depth[s] = s;
-        }
-    }
-}
-
 /* The group queries j0..j1-1 of node s and KV head kvh: the operations of a
  * lone query over its chain's keys (forward.c attend_queries), in pieces:
  * the committed rows in one run, then one key slot at a time. */
@@ -39,7 +25,7 @@ static void attend_node(sd_context *c, int il, int32_t pos0, int kvh, int s, int
     const sd_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv, nq = g1 - g0;
     const int64_t q_dim = (int64_t)hp->n_head * hd;
-    const int32_t d = c->tree_depth[s];
+    const int32_t d = c->kv.tree.depth[s];
     float *sc[SD_ATT_QUERIES], *oh[SD_ATT_QUERIES], *w[SD_ATT_QUERIES];
     const float *qh[SD_ATT_QUERIES];
     int64_t n_kv[SD_ATT_QUERIES];
@@ -51,17 +37,17 @@ static void attend_node(sd_context *c, int il, int32_t pos0, int kvh, int s, int
         n_kv[k] = pos0 + d + 1;
         memset(oh[k], 0, (size_t)hd * sizeof *oh[k]);
     }
-    const uint16_t *keys = sd_kv_head(c, c->k_cache, il, kvh), *vals = sd_kv_head(c, c->v_cache, il, kvh);
+    const uint16_t *keys = sd_kv_cache_k(&c->kv, il, kvh), *vals = sd_kv_cache_v(&c->kv, il, kvh);
     sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0, hd);
     for (int32_t t = 0; t <= d; t++) {
         for (int k = 0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_dot_f16_rows_mq(w, qh, nq, keys + (int64_t)(pos0 + c->tree_keys[s][t]) * hd, hd, 1, hd);
+        sd_dot_f16_rows_mq(w, qh, nq, keys + (int64_t)(pos0 + c->kv.tree.keys[s][t]) * hd, hd, 1, hd);
     }
     sd_softmax_mq(sc, n_kv, nq, 1.0f / sqrtf((float)hd));
     sd_axpy_f16_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0, hd);
     for (int32_t t = 0; t <= d; t++) {
         for (int k = 0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_axpy_f16_rows_mq(oh, (const float *const *)w, nq, vals + (int64_t)(pos0 + c->tree_keys[s][t]) * hd, hd,
+        sd_axpy_f16_rows_mq(oh, (const float *const *)w, nq, vals + (int64_t)(pos0 + c->kv.tree.keys[s][t]) * hd, hd,
                             1, hd);
     }
 }
@@ -74,7 +60,7 @@ void sd_fwd_attention_tree(sd_context *c, int slot, int32_t pos0, int S, const f
     for (int it = 0; it < hp->n_head_kv * S * n_chunks; it++) {
         const int kvh = it / (S * n_chunks), s = it / n_chunks % S, g0 = it % n_chunks * SD_ATT_QUERIES;
         const int g1 = g0 + SD_ATT_QUERIES < group ? g0 + SD_ATT_QUERIES : group;
-        float *att = c->att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
+        float *att = c->sc.att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
         attend_node(c, slot, pos0, kvh, s, g0, g1, q, out, att);
     }
 }
@@ -99,45 +85,23 @@ sd_status sd_forward_tree(sd_context *c, const int32_t *tokens, const int32_t *p
     sd_status st = check_tree(c, parent, S, err);
     if (st == SD_OK) st = sd_fwd_check_batch(c, tokens, S, S, logits, err);
     if (st != SD_OK) return st;
-    const int32_t base = c->len;
-    tree_plan(c, parent, S);
-    c->tree_active = true;
+    const int32_t base = c->kv.len;
+    sd_context_reset_pending(c);
+    sd_kv_tree_plan(&c->kv, parent, S);
+    c->kv.tree.active = true;
     sd_fwd_batch(c, tokens, S, 0, S, logits);
-    c->tree_active = false;
-    c->head_S = 0;
-    c->tree_n = S;
-    c->tree_base = base;
+    c->kv.tree.active = false;
+    sd_kv_tree_pending(&c->kv, base, S);
     return SD_OK;
 }
 
-/* Moves the row of slot `from` to slot `to` in every KV head (and the hidden row). */
-static void move_row(sd_context *c, int32_t from, int32_t to) {
-    const int64_t hd = c->m->hp.head_dim;
-    for (int32_t l = 0; l < c->n_kv_layers; l++)
-        for (int h = 0; h < c->m->hp.n_head_kv; h++) {
-            uint16_t *k = sd_kv_head(c, c->k_cache, l, h), *v = sd_kv_head(c, c->v_cache, l, h);
-            memcpy(k + to * hd, k + from * hd, (size_t)hd * sizeof *k);
-            memcpy(v + to * hd, v + from * hd, (size_t)hd * sizeof *v);
-        }
-    if (c->hid) {
-        const size_t row = (size_t)c->hid_n * (size_t)c->m->hp.n_embd;
-        memcpy(c->hid + (size_t)to * row, c->hid + (size_t)from * row, row * sizeof *c->hid);
-    }
-}
-
 sd_status sd_context_keep_path(sd_context *c, const int32_t *path, int32_t m, sd_err *err) {
-    if (c->tree_n == 0 || c->len != c->tree_base + c->tree_n)
-        return sd_err_set(err, SD_ERR_ARG, "keep_path: no token tree is pending");
-    if (m < 0 || m > c->tree_n || (m > 0 && !path))
-        return sd_err_set(err, SD_ERR_ARG, "keep_path: %d nodes of a tree of %d", m, c->tree_n);
+    sd_status st = sd_kv_tree_check_path(&c->kv, path, m, err);
+    if (st != SD_OK) return st;
+    /* the hidden rows move as the KV rows do (kv_cache.c keep_path) */
     for (int32_t d = 0; d < m; d++)
-        if (path[d] < 0 || path[d] >= c->tree_n || c->tree_parent[path[d]] != (d ? path[d - 1] : -1))
-            return sd_err_set(err, SD_ERR_ARG, "keep_path: node %d at depth %d is not on a root path", path[d], d);
-    /* path[d] >= d (parents come first), so a row only moves down onto a slot
-     * no later node of the path is read from */
-    for (int32_t d = 0; d < m; d++)
-        if (path[d] != d) move_row(c, c->tree_base + path[d], c->tree_base + d);
-    c->len = c->tree_base + m;
-    c->tree_n = 0;
+        if (path[d] != d) sd_hidden_hook_move_row(&c->hid, c->kv.tree.base + path[d], c->kv.tree.base + d);
+    sd_kv_cache_keep_path(&c->kv, path, m);
+    sd_context_reset_pending(c);
     return SD_OK;
 }

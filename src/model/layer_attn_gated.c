@@ -15,21 +15,21 @@ void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S) {
     const sd_model *m = c->m;
     const sd_hparams *hp = &m->hp;
     const int64_t hd = hp->head_dim, q_dim = (int64_t)hp->n_head * hd;
-    const int32_t pos0 = c->len;
+    const int32_t pos0 = c->kv.len;
     const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
-    float *qkv_out[3] = {c->qg, c->k, c->v};
-    sd_matmul_multi(qkv, 3, c->xb, S, qkv_out, c->n_threads);
+    float *qkv_out[3] = {c->sc.qg, c->sc.k, c->sc.v};
+    sd_matmul_multi(qkv, 3, c->sc.xb, S, qkv_out, c->n_threads);
     /* split the per-head [q | gate] pairs */
     for (int s = 0; s < S; s++)
         for (int h = 0; h < hp->n_head; h++) {
-            const float *src = c->qg + (int64_t)s * 2 * q_dim + (int64_t)h * 2 * hd;
-            memcpy(c->q + (int64_t)s * q_dim + h * hd, src, (size_t)hd * sizeof(float));
-            memcpy(c->gate + (int64_t)s * q_dim + h * hd, src + hd, (size_t)hd * sizeof(float));
+            const float *src = c->sc.qg + (int64_t)s * 2 * q_dim + (int64_t)h * 2 * hd;
+            memcpy(c->sc.q + (int64_t)s * q_dim + h * hd, src, (size_t)hd * sizeof(float));
+            memcpy(c->sc.gate + (int64_t)s * q_dim + h * hd, src + hd, (size_t)hd * sizeof(float));
         }
-    sd_fwd_norm_rope_heads(m, c->q, L->q_norm, S, hp->n_head, pos0 + c->pos_shift, NULL);
-    sd_fwd_norm_rope_heads(m, c->k, L->k_norm, S, hp->n_head_kv, pos0 + c->pos_shift, NULL);
+    sd_fwd_norm_rope_heads(m, c->sc.q, L->q_norm, S, hp->n_head, pos0 + c->kv.pos_shift, NULL);
+    sd_fwd_norm_rope_heads(m, c->sc.k, L->k_norm, S, hp->n_head_kv, pos0 + c->kv.pos_shift, NULL);
     sd_fwd_kv_store(c, L->slot, pos0, S);
-    sd_fwd_attention(c, L->slot, pos0, S, c->q, c->att_out);
-    for (int64_t i = 0; i < S * q_dim; i++) c->att_out[i] *= 1.0f / (1.0f + sd_expf(-c->gate[i]));
-    sd_matmul(&L->wo, c->att_out, S, c->xb, c->n_threads);
+    sd_fwd_attention(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
+    for (int64_t i = 0; i < S * q_dim; i++) c->sc.att_out[i] *= 1.0f / (1.0f + sd_expf(-c->sc.gate[i]));
+    sd_matmul(&L->wo, c->sc.att_out, S, c->sc.xb, c->n_threads);
 }

@@ -28,9 +28,7 @@
  * p = len + t + 1) the forward captures as kind (model.h
  * sd_context_capture_from); S when none. */
 static int capture_start(const sd_context *c, sd_capture_kind kind, int S) {
-    if (c->cap_kind != kind || c->cap_from > c->len + S) return S;
-    const int t = c->cap_from - c->len - 1;
-    return t > 0 ? t : 0;
+    return sd_recurrent_capture_start(&c->rec, kind, c->kv.len, S);
 }
 
 /* INPUTS capture: per captured token, the recurrence's inputs as the steps
@@ -38,11 +36,11 @@ static int capture_start(const sd_context *c, sd_capture_kind kind, int S) {
 static void capture_inputs(sd_context *c, const sd_layer *L, int S) {
     const int64_t cd = c->m->hp.ssm_conv_dim, Hv = c->m->hp.ssm_n_v_heads;
     for (int t = capture_start(c, SD_CAPTURE_INPUTS, S); t < S; t++) {
-        float *slot = sd_cap_slot(c, c->len + t + 1, L->slot);
-        memcpy(slot, c->mix + t * cd, (size_t)cd * sizeof *slot);
-        memcpy(slot + cd, c->conv + t * cd, (size_t)cd * sizeof *slot);
-        memcpy(slot + 2 * cd, c->alpha + t * Hv, (size_t)Hv * sizeof *slot);
-        memcpy(slot + 2 * cd + Hv, c->beta + t * Hv, (size_t)Hv * sizeof *slot);
+        float *slot = sd_capture_slot(&c->rec, c->kv.len + t + 1, L->slot);
+        memcpy(slot, c->sc.mix + t * cd, (size_t)cd * sizeof *slot);
+        memcpy(slot + cd, c->sc.conv + t * cd, (size_t)cd * sizeof *slot);
+        memcpy(slot + 2 * cd, c->sc.alpha + t * Hv, (size_t)Hv * sizeof *slot);
+        memcpy(slot + 2 * cd + Hv, c->sc.beta + t * Hv, (size_t)Hv * sizeof *slot);
     }
 }
 
@@ -60,7 +58,7 @@ static float softplus(float x) { return x > 20.0f ? x : logf(1.0f + sd_expf(x));
  * alpha <- exp(g) with g = softplus(alpha + dt_bias) * ssm_a (the decay). */
 static void gates(sd_context *c, const sd_layer *L, int t) {
     const int Hv = c->m->hp.ssm_n_v_heads;
-    float *beta = c->beta + t * Hv, *alpha = c->alpha + t * Hv;
+    float *beta = c->sc.beta + t * Hv, *alpha = c->sc.alpha + t * Hv;
     for (int h = 0; h < Hv; h++) {
         beta[h] = 1.0f / (1.0f + sd_expf(-beta[h]));
         alpha[h] = sd_expf(softplus(alpha[h] + L->dt_bias[h]) * L->ssm_a[h]);
@@ -73,7 +71,7 @@ static void head_tokens(sd_context *c, const sd_layer *L, int h, int S) {
     const int Sd = hp->ssm_state, Hk = hp->ssm_n_k_heads, Hv = hp->ssm_n_v_heads;
     const int64_t cd = hp->ssm_conv_dim, vd = (int64_t)Hv * Sd;
     const int kh = h % Hk; /* tiled: V head h reads Q/K head h mod H_k */
-    float *st = sd_recurrent_ssm(&c->rec, L->slot) + (int64_t)h * Sd * Sd;
+    float *st = sd_recurrent_ssm(&c->rec, 0, L->slot) + (int64_t)h * Sd * Sd;
     const float scale = 1.0f / sqrtf((float)Sd);
     const int t_cap = capture_start(c, SD_CAPTURE_STATE, S);
     /* Up to the first captured step in one call, then step by step with a copy
@@ -81,33 +79,33 @@ static void head_tokens(sd_context *c, const sd_layer *L, int h, int S) {
      * single steps, however it is split. */
     for (int t0 = 0; t0 < S;) {
         const int T = t0 < t_cap ? t_cap - t0 : 1;
-        sd_gdn_tokens(st, Sd, T, c->conv + t0 * cd + (int64_t)kh * Sd, c->conv + t0 * cd + (int64_t)(Hk + kh) * Sd,
-                      c->conv + t0 * cd + (int64_t)(2 * Hk + h) * Sd, cd, c->alpha + t0 * Hv + h, c->beta + t0 * Hv + h,
-                      Hv, scale, c->gdn_o + t0 * vd + (int64_t)h * Sd, vd);
+        sd_gdn_tokens(st, Sd, T, c->sc.conv + t0 * cd + (int64_t)kh * Sd, c->sc.conv + t0 * cd + (int64_t)(Hk + kh) * Sd,
+                      c->sc.conv + t0 * cd + (int64_t)(2 * Hk + h) * Sd, cd, c->sc.alpha + t0 * Hv + h, c->sc.beta + t0 * Hv + h,
+                      Hv, scale, c->sc.gdn_o + t0 * vd + (int64_t)h * Sd, vd);
         t0 += T;
         if (t0 > t_cap) {
             const int64_t off = c->rec.conv_floats + (int64_t)h * Sd * Sd;
-            memcpy(sd_cap_slot(c, c->len + t0, L->slot) + off, st, (size_t)Sd * (size_t)Sd * sizeof *st);
+            memcpy(sd_capture_slot(&c->rec, c->kv.len + t0, L->slot) + off, st, (size_t)Sd * (size_t)Sd * sizeof *st);
         }
     }
     for (int t = 0; t < S; t++) {
-        float *o = c->gdn_o + t * vd + (int64_t)h * Sd;
+        float *o = c->sc.gdn_o + t * vd + (int64_t)h * Sd;
         sd_rmsnorm(o, o, L->ssm_norm, Sd, hp->rms_eps);
-        sd_swiglu(o, c->z + t * vd + (int64_t)h * Sd, o, Sd); /* o * silu(z) */
+        sd_swiglu(o, c->sc.z + t * vd + (int64_t)h * Sd, o, Sd); /* o * silu(z) */
     }
 }
 
 void sd_gdn_project(sd_context *c, const sd_layer *L, int S) {
     const sd_matrix *proj[4] = {&L->ssm_qkv, &L->ssm_z, &L->ssm_beta, &L->ssm_alpha};
-    float *proj_out[4] = {c->mix, c->z, c->beta, c->alpha};
-    sd_matmul_multi(proj, 4, c->xb, S, proj_out, c->n_threads);
+    float *proj_out[4] = {c->sc.mix, c->sc.z, c->sc.beta, c->sc.alpha};
+    sd_matmul_multi(proj, 4, c->sc.xb, S, proj_out, c->n_threads);
 }
 
 void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
     const sd_hparams *hp = &c->m->hp;
     const int Sd = hp->ssm_state, Hk = hp->ssm_n_k_heads, Hv = hp->ssm_n_v_heads, K = hp->ssm_conv_kernel;
     const int64_t cd = hp->ssm_conv_dim;
-    float *win = sd_recurrent_conv(&c->rec, L->slot);
+    float *win = sd_recurrent_conv(&c->rec, 0, L->slot);
     const int n_chunks = (int)((cd + CONV_CHUNK - 1) / CONV_CHUNK);
     const int t_cap = capture_start(c, SD_CAPTURE_STATE, S);
 #pragma omp parallel num_threads(c->n_threads)
@@ -117,12 +115,12 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
         for (int ch = 0; ch < n_chunks; ch++) {
             const int64_t c0 = (int64_t)ch * CONV_CHUNK, n = cd - c0 < CONV_CHUNK ? cd - c0 : CONV_CHUNK;
             for (int t = 0; t < S; t++) {
-                float *y = c->conv + t * cd + c0;
-                sd_conv_step(y, win + c0, L->conv_w + c0, c->mix + t * cd + c0, K, cd, n);
+                float *y = c->sc.conv + t * cd + c0;
+                sd_conv_step(y, win + c0, L->conv_w + c0, c->sc.mix + t * cd + c0, K, cd, n);
                 sd_silu(y, y, n);
                 if (t >= t_cap) /* STATE capture: this chunk of the window after step t */
                     for (int r = 0; r < K - 1; r++)
-                        memcpy(sd_cap_slot(c, c->len + t + 1, L->slot) + r * cd + c0, win + r * cd + c0,
+                        memcpy(sd_capture_slot(&c->rec, c->kv.len + t + 1, L->slot) + r * cd + c0, win + r * cd + c0,
                                (size_t)n * sizeof *win);
             }
         }
@@ -131,7 +129,7 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
         /* q and k heads to unit length */
 #pragma omp for schedule(static)
         for (int it = 0; it < S * 2 * Hk; it++)
-            l2norm(c->conv + (it / (2 * Hk)) * cd + (int64_t)(it % (2 * Hk)) * Sd, Sd, hp->rms_eps);
+            l2norm(c->sc.conv + (it / (2 * Hk)) * cd + (int64_t)(it % (2 * Hk)) * Sd, Sd, hp->rms_eps);
 #pragma omp for schedule(static)
         for (int h = 0; h < Hv; h++) head_tokens(c, L, h, S);
     }
@@ -141,5 +139,5 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
 void sd_layer_gdn(sd_context *c, const sd_layer *L, int S) {
     sd_gdn_project(c, L, S);
     sd_gdn_recur(c, L, S);
-    sd_matmul(&L->ssm_out, c->gdn_o, S, c->xb, c->n_threads);
+    sd_matmul(&L->ssm_out, c->sc.gdn_o, S, c->sc.xb, c->n_threads);
 }

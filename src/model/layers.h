@@ -1,8 +1,8 @@
 /* Internal to src/model: the mixers of the layer kinds (sd_layer_kind) and
  * the attention pieces forward.c shares with them. Each mixer reads the
- * normed input rows c->xb[S][n_embd] of a batch at positions
- * c->len..c->len+S-1 and writes its output rows (before the residual add)
- * back to c->xb, computing every row with operations that do not depend on S
+ * normed input rows c->sc.xb[S][n_embd] of a batch at positions
+ * c->kv.len..c->kv.len+S-1 and writes its output rows (before the residual add)
+ * back to c->sc.xb, computing every row with operations that do not depend on S
  * or on the thread count (batch invariance, DESIGN.md §5). */
 #ifndef SD_MODEL_LAYERS_H
 #define SD_MODEL_LAYERS_H
@@ -14,7 +14,7 @@
  * position pos0 + s, or pos0 + depth[s] when depth is given (a token tree). */
 void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0,
                             const int32_t *depth);
-/* forward.c: rounds the rows c->k, c->v [S][kv_dim] to f16 into the KV cache
+/* forward.c: rounds the rows c->sc.k, c->sc.v [S][kv_dim] to f16 into the KV cache
  * of attention layer slot at positions pos0.. */
 void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
 /* forward.c: causal attention of q[S][n_head * head_dim] over the KV cache of
@@ -22,7 +22,7 @@ void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S);
 void sd_fwd_attention(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
 
 /* forward_tree.c: the attention of sd_fwd_attention under the tree mask of
- * c (context.h tree_*): node s's queries over the committed rows 0..pos0-1
+ * c->kv.tree (memory/kv_cache.h): node s's queries over the committed rows 0..pos0-1
  * and then its own key slots, in position order, so each node gets the
  * arithmetic of the last query of its chain. */
 void sd_fwd_attention_tree(sd_context *c, int slot, int32_t pos0, int S, const float *q, float *out);
@@ -38,22 +38,22 @@ sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t
  * qwen3; the EAGLE-3 head's layer, whose normed input rows are [e ; g],
  * 2 * n_embd wide: the width of wq's input). */
 void sd_layer_attn(sd_context *c, const sd_layer *L, int S);
-/* forward.c: the feed-forward half (SwiGLU) of every architecture: c->x +=
- * W_down (silu(W_gate m) * W_up m), m = RMSNorm(c->x; ffn_norm). Uses c->xb. */
+/* forward.c: the feed-forward half (SwiGLU) of every architecture: c->sc.x +=
+ * W_down (silu(W_gate m) * W_up m), m = RMSNorm(c->sc.x; ffn_norm). Uses c->sc.xb. */
 void sd_layer_ffn(sd_context *c, const sd_layer *L, int S);
 
 /* layer_attn_gated.c: qwen35 full attention (llama.cpp src/models/qwen35.cpp build_layer_attn). */
 void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S);
 /* layer_gdn.c: qwen35 Gated DeltaNet (qwen35.cpp build_layer_attn_linear); advances
  * the layer's recurrent state by the S tokens. It is the three steps below:
- * sd_gdn_project: the projections of the normed rows c->xb (batched matmuls)
- *   into c->mix [S][conv_dim] (the conv inputs), c->z, c->beta and c->alpha
+ * sd_gdn_project: the projections of the normed rows c->sc.xb (batched matmuls)
+ *   into c->sc.mix [S][conv_dim] (the conv inputs), c->sc.z, c->sc.beta and c->sc.alpha
  *   [S][H_v] (raw): with the state, everything the recurrence reads, so
  *   keeping them per token is enough to replay it;
  * sd_gdn_recur: the recurrence token by token (conv, SiLU, L2 norm, gates,
- *   delta rule, gated norm) into c->gdn_o [S][H_v * S_state], advancing the
+ *   delta rule, gated norm) into c->sc.gdn_o [S][H_v * S_state], advancing the
  *   state; no matmul;
- * then ssm_out · gdn_o into c->xb. */
+ * then ssm_out · gdn_o into c->sc.xb. */
 void sd_layer_gdn(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_project(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_recur(sd_context *c, const sd_layer *L, int S);
