@@ -419,7 +419,8 @@ class Context(_Owned):
         a worker thread while the caller consumes them. After the last piece
         the Stream's .result (and this context's .stats) hold the outcome;
         closing it early (close(), a with block, break + garbage collection)
-        stops the generation at the next piece or prefill chunk.
+        stops the generation at the next piece or prefill chunk (a dropped stream
+        is collected at once: its worker thread holds no reference to it)."""
         tokens, params = self._prompt(prompt), _Params(options)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
