@@ -151,13 +151,15 @@ class Model(_Owned):
 
     def token_to_piece(self, token, show_special=False):
         """The raw bytes of one token (maybe part of a UTF-8 character)."""
-        L, h = _c.lib(), self._handle()
-        n = L.specdec_token_to_piece(h, token, show_special, None, 0)
-        if n < 0:
-            raise _arg_error("token id %d out of range [0, %d)" % (token, self.n_vocab))
-        buf = ctypes.create_string_buffer(n + 1)
-        L.specdec_token_to_piece(h, token, show_special, buf, n + 1)
-        return buf.raw[:n]
+        L, h, cap = _c.lib(), self._handle(), 64
+        while True:  # the count returned may exceed cap: then again with room for it (buf is never NULL)
+            buf = ctypes.create_string_buffer(cap)
+            n = L.specdec_token_to_piece(h, token, show_special, buf, cap)
+            if n < 0:
+                raise _arg_error("token id %d out of range [0, %d)" % (token, self.n_vocab))
+            if n <= cap:
+                return buf.raw[:n]
+            cap = n
 
     def tokenize(self, text, add_special=True, parse_special=False):
         """Token ids (a list of int) of text (str, encoded as UTF-8, or bytes:
@@ -419,7 +421,8 @@ class Context(_Owned):
         a worker thread while the caller consumes them. After the last piece
         the Stream's .result (and this context's .stats) hold the outcome;
         closing it early (close(), a with block, break + garbage collection)
-        stops the generation at the next piece or prefill chunk.
+        stops the generation at the next piece or prefill chunk (a dropped stream
+        is collected at once: its worker thread holds no reference to it)."""
         tokens, params = self._prompt(prompt), _Params(options)
         if not self._busy.acquire(blocking=False):
             raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
