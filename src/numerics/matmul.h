@@ -25,6 +25,7 @@ typedef struct sd_matrix {
     const void *data;
     void *packed;
     size_t packed_bytes;
+    int packed_isa; /* layout of packed: an sd_isa (numerics/cpu.h), chosen once at init */
 } sd_matrix;
 
 /* Checks type/shape (n_in % block == 0, type supported) and prepares the
