@@ -53,6 +53,8 @@ static void usage(FILE *f) {
             "                           and compare token by token, report the speedup (default on for\n"
             "                           --spec other than none, unless --draft-sample)\n"
             "  --no-check               skip that\n"
+            "  --isa NAME               kernels: scalar | avx2 | avx512 | neon (default: the best this CPU\n"
+            "                           runs, or SPECDEC_ISA; same output with each, only speed differs)\n"
             "  --json                   print one JSON object instead of streaming the text\n"
             "  --chat                   wrap the prompt in the ChatML template (Qwen)\n"
             "  -h, --help               this help\n"
@@ -140,6 +142,11 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
         g->seed = x;
     } else if (!strcmp(flag, "--spec")) {
         if (!specdec_spec_mode_parse(v, &g->spec)) return bad("--spec must be none, ngram, draft, eagle3, mtp or auto, not '%s'", v);
+    } else if (!strcmp(flag, "--isa")) {
+        specdec_isa isa;
+        specdec_error e;
+        if (!specdec_isa_parse(v, &isa)) return bad("--isa must be scalar, avx2, avx512 or neon, not '%s'", v);
+        if (specdec_isa_set(isa, &e) != SPECDEC_OK) return bad("--isa: %s", e.message);
     } else if (!strcmp(flag, "--hybrid-rollback")) {
         if (!specdec_rollback_parse(v, &g->hybrid_rollback))
             return bad("--hybrid-rollback must be auto, checkpoint, replay, redecode or window, not '%s'", v);
@@ -150,7 +157,7 @@ static int parse_value(gen_opts *o, const char *flag, const char *v) {
 
 static bool takes_value(const char *flag) {
     static const char *with_value[] = {"-m", "-md", "-p", "-f", "--temp", "--top-p", "--min-p",
-                                       "--top-k", "--seed", "--spec", "--hybrid-rollback"};
+                                       "--top-k", "--seed", "--spec", "--hybrid-rollback", "--isa"};
     for (size_t i = 0; i < sizeof with_value / sizeof *with_value; i++)
         if (!strcmp(flag, with_value[i])) return true;
     for (size_t i = 0; i < sizeof INT_FLAGS / sizeof *INT_FLAGS; i++)

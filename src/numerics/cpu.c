@@ -130,3 +130,29 @@ bool sd_cpu_avx512(void) { return sd_cpu_isa() == SD_ISA_AVX512; }
 void sd_cpu_force_scalar(bool on) {
     atomic_store_explicit(&g_isa, on ? (int)SD_ISA_SCALAR : (int)default_isa(), memory_order_relaxed);
 }
+
+void sd_cpu_features(char *buf, size_t n) {
+    if (n == 0) return;
+    buf[0] = 0;
+    size_t len = 0;
+#ifdef SD_X86
+    __builtin_cpu_init();
+    static const char *const names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni",
+                                        "avx512bf16"};
+    bool has[sizeof names / sizeof names[0]] = {
+        __builtin_cpu_supports("avx2"),     __builtin_cpu_supports("fma"),
+        __builtin_cpu_supports("f16c"),     __builtin_cpu_supports("avx512f"),
+        __builtin_cpu_supports("avx512bw"), __builtin_cpu_supports("avx512vl"),
+        __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512bf16")};
+    unsigned long long x = xcr0();
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && len < n; i++)
+        if (has[i]) len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", names[i]);
+    if (len < n && (x & 0x6) == 0x6) len += (size_t)snprintf(buf + len, n - len, " os-ymm");
+    if (len < n && (x & 0xE6) == 0xE6) snprintf(buf + len, n - len, " os-zmm");
+#elif defined(__aarch64__)
+    snprintf(buf, n, "neon");
+    (void)len;
+#else
+    (void)len;
+#endif
+}

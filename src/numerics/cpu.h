@@ -7,6 +7,7 @@
 #define SD_NUMERICS_CPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "core/status.h"
 
@@ -42,6 +43,13 @@ bool sd_isa_parse(const char *name, sd_isa *out);
  * be honoured (unknown name, or an ISA this machine lacks). The API reports
  * it as an error at model load and context creation. */
 const char *sd_cpu_env_error(void);
+
+/* Writes the CPU features the dispatch looks at into buf (at most n bytes,
+ * NUL-terminated), one space-separated name each when present, e.g.
+ * "avx2 fma f16c avx512f avx512bw avx512vl avx512vnni os-zmm"; "os-ymm" /
+ * "os-zmm" say the OS saves those registers (XCR0). "" on other machines
+ * than x86 and AArch64 ("neon" there). */
+void sd_cpu_features(char *buf, size_t n);
 
 /* True when the AVX2 kernels may run: the path is AVX2 or AVX-512. */
 bool sd_cpu_avx2(void);
