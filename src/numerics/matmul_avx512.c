@@ -60,6 +60,18 @@ INLINE void rows_init(rows_at *r, const sd_act *a, int s, int64_t b0, int N) {
     }
 }
 
+/* A span's start: the row pointers at b0 and the accumulators from acc_io. */
+INLINE void span_begin(rows_at *r, __m512 *acc, const __m512 *acc_io, const sd_act *a, int s, int64_t b0, int N) {
+    rows_init(r, a, s, b0, N);
+    _Pragma("GCC unroll 16")
+    for (int n = 0; n < N; n++) acc[n] = acc_io[n];
+}
+
+INLINE void span_end(__m512 *acc_io, const __m512 *acc, int N) {
+    _Pragma("GCC unroll 16")
+    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+}
+
 INLINE void rows_next(rows_at *r, const sd_act *a, int N) {
     _Pragma("GCC unroll 16")
     for (int n = 0; n < N; n++) {
@@ -99,9 +111,7 @@ INLINE void q32_span(int kind, int off, int has_min, int ib, const uint8_t *c, c
     }
     __m512 acc[GRP32];
     rows_at r;
-    rows_init(&r, a, s, b0, N);
-    _Pragma("GCC unroll 16")
-    for (int n = 0; n < N; n++) acc[n] = acc_io[n];
+    span_begin(&r, acc, acc_io, a, s, b0, N);
     c += (size_t)b0 * (size_t)ib;
     sc += (size_t)b0 * (size_t)(has_min ? 64 : 32);
     for (int64_t b = b0; b < b1; b++, c += ib, sc += has_min ? 64 : 32) {
@@ -129,8 +139,7 @@ INLINE void q32_span(int kind, int off, int has_min, int ib, const uint8_t *c, c
         }
         rows_next(&r, a, N);
     }
-    _Pragma("GCC unroll 16")
-    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+    span_end(acc_io, acc, N);
 }
 
 /* ---- K-quants with 32-value sub-blocks and mins: Q4_K, Q5_K ---- */
@@ -141,9 +150,7 @@ INLINE void k4_span(int bits5, const uint8_t *c, const uint8_t *sc, const sd_act
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
     __m512 acc[GRPK];
     rows_at r;
-    rows_init(&r, a, s, b0, N);
-    _Pragma("GCC unroll 8")
-    for (int n = 0; n < N; n++) acc[n] = acc_io[n];
+    span_begin(&r, acc, acc_io, a, s, b0, N);
     c += (size_t)b0 * (size_t)ib;
     sc += (size_t)b0 * 64;
     for (int64_t b = b0; b < b1; b++, c += ib, sc += 64) {
@@ -189,8 +196,7 @@ INLINE void k4_span(int bits5, const uint8_t *c, const uint8_t *sc, const sd_act
         }
         rows_next(&r, a, N);
     }
-    _Pragma("GCC unroll 8")
-    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+    span_end(acc_io, acc, N);
 }
 
 /* ---- Q6_K: 16-value sub-blocks, signed scales, off 32 ---- */
@@ -201,9 +207,7 @@ INLINE void q6k_span(const uint8_t *c, const uint8_t *sc, const sd_act *a, int s
     const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[GRPK];
     rows_at r;
-    rows_init(&r, a, s, b0, N);
-    _Pragma("GCC unroll 8")
-    for (int n = 0; n < N; n++) acc[n] = acc_io[n];
+    span_begin(&r, acc, acc_io, a, s, b0, N);
     c += (size_t)b0 * (size_t)ib;
     sc += (size_t)b0 * 32;
     for (int64_t b = b0; b < b1; b++, c += ib, sc += 32) {
@@ -246,8 +250,7 @@ INLINE void q6k_span(const uint8_t *c, const uint8_t *sc, const sd_act *a, int s
         }
         rows_next(&r, a, N);
     }
-    _Pragma("GCC unroll 8")
-    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+    span_end(acc_io, acc, N);
 }
 
 /* ---- dispatch: one group of N rows over blocks [b0, b1) ---- */

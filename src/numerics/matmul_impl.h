@@ -106,4 +106,10 @@ typedef struct sd_wblock {
 
 void sd_wblock_decode(uint32_t type, const uint8_t *src, sd_wblock *wb);
 
+/* The ints of a Q6_K block for row r of a tile whose vectors are vec bytes
+ * (32: AVX2, 64: AVX-512; 4 bytes per row): vectors 0..31 the low nibbles
+ * (value 4k+t | value 4(k+32)+t << 4), vectors 32..47 the 2-bit highs of
+ * values 4(k+16p)+t at bits 2p. Shared by both layouts (matmul_pack*.c). */
+void sd_pack_q6_k_ints(const sd_wblock *wb, int r, uint8_t *c, int vec);
+
 #endif
