@@ -102,6 +102,40 @@ SPECDEC_API void specdec_free(void *ptr);
 SPECDEC_API int specdec_default_threads(void);
 
 /* ------------------------------------------------------------------------ */
+/* Instruction set of the compute kernels                                    */
+
+/* The kernel families. Every family computes every result in the same order,
+ * so logits (and so every generated token) are bitwise the same on each; the
+ * choice only changes speed. AVX512 (AVX-512 F/BW/VL/VNNI) includes AVX2. */
+typedef enum specdec_isa {
+    SPECDEC_ISA_SCALAR = 0, /* portable C */
+    SPECDEC_ISA_AVX2,       /* x86 AVX2 + FMA + F16C */
+    SPECDEC_ISA_AVX512,     /* x86 AVX-512 VNNI (the matmul; other kernels run their AVX2 build) */
+    SPECDEC_ISA_NEON,       /* ARM NEON (AArch64) */
+} specdec_isa;
+
+/* The family in use. Chosen at first use: the environment variable
+ * SPECDEC_ISA=scalar|avx2|avx512|neon when this machine can run it, else the
+ * best one the CPU and the OS support (an unusable SPECDEC_ISA makes
+ * specdec_model_load and specdec_context_init fail with
+ * SPECDEC_ERR_UNSUPPORTED and its one-line reason). */
+SPECDEC_API specdec_isa specdec_isa_get(void);
+/* True when this CPU has the instructions and the OS saves their registers
+ * (for AVX-512: the opmask and ZMM state in XCR0). */
+SPECDEC_API bool specdec_isa_available(specdec_isa isa);
+/* "scalar", "avx2", "avx512", "neon"; NULL for a value outside the enum. */
+SPECDEC_API const char *specdec_isa_name(specdec_isa isa);
+/* The family named name (as above) into *isa; false if none has that name. */
+SPECDEC_API bool specdec_isa_parse(const char *name, specdec_isa *isa);
+/* Switches to isa for the whole process. Call it before loading models:
+ * weights are repacked for the family in use at load time, and a model loaded
+ * for another family still gives the same results but through slower
+ * kernels. Not thread-safe against running generations.
+ * Errors: SPECDEC_ERR_UNSUPPORTED (this machine cannot run isa; nothing
+ * changes), SPECDEC_ERR_ARG (a value outside the enum). */
+SPECDEC_API specdec_status specdec_isa_set(specdec_isa isa, specdec_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* Models                                                                    */
 
 typedef int32_t specdec_token;

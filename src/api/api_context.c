@@ -21,6 +21,8 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     if (!out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: out is NULL");
     *out = NULL;
     if (!model) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_init: model is NULL");
+    specdec_status isa_st = sd_api_isa_check(err);
+    if (isa_st != SPECDEC_OK) return isa_st;
     specdec_context_params p = params ? *params : specdec_context_default_params();
     sd_err e = {0};
     const bool head = p.draft && p.draft->m->hp.arch == SD_ARCH_EAGLE3;

@@ -51,6 +51,10 @@ specdec_status sd_api_error(specdec_error *err, const sd_err *e);
 /* src/api's short name for the public specdec_error_set (err may be NULL). */
 #define sd_api_fail specdec_error_set
 
+/* SPECDEC_ERR_UNSUPPORTED with its reason when the environment's SPECDEC_ISA
+ * cannot be honoured (api_isa.c), else SPECDEC_OK. */
+specdec_status sd_api_isa_check(specdec_error *err);
+
 /* ---- api_stream.c: generated tokens -> pieces of text for the callback ----
  * Assembles complete UTF-8 (sd_detok) and holds back any tail that could be
  * the start of a stop string; a full match ends the stream, the match and

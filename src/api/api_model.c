@@ -80,6 +80,8 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     if (!out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_load: out is NULL");
     *out = NULL;
     if (!path) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_load: path is NULL");
+    specdec_status isa_st = sd_api_isa_check(err);
+    if (isa_st != SPECDEC_OK) return isa_st;
     specdec_model *h = calloc(1, sizeof *h);
     if (!h) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     sd_err e = {0};

@@ -16,12 +16,13 @@
 #include "core/clock.h"
 #include "format/gguf.h"
 #include "model/model.h"
+#include "numerics/cpu.h"
 
 #define N_FIRST 8 /* array elements shown */
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: specdec inspect MODEL.gguf [--json] [--no-load]\n"
+            "usage: specdec inspect MODEL.gguf [--json] [--no-load] | specdec inspect --cpu\n"
             "  Prints the GGUF's version, architecture, alignment, every metadata key and value\n"
             "  (arrays: element type, length, first %d elements), the tokenizer (tokenizer.ggml.model\n"
             "  and the number of tokenizer.ggml.tokens), one line per tensor (name, type, shape,\n"
@@ -31,6 +32,8 @@ static void usage(FILE *f) {
             "  and the load time.\n"
             "  --json     the same as one JSON object\n"
             "  --no-load  skip the load (header and tensor table only, no layer pattern)\n"
+            "  --cpu      the CPU features the kernels use, the kernel paths this machine can run and\n"
+            "             the one in use (SPECDEC_ISA=scalar|avx2|avx512|neon chooses); no file needed\n"
             "  --help     this text\n",
             N_FIRST);
 }
@@ -320,9 +323,23 @@ static int print_json(const char *path, const gguf_ctx *ctx, const summary *s, c
     return rc == 0 ? 0 : 1;
 }
 
+/* --cpu: what the kernel dispatch sees and which path it takes. */
+static int print_cpu(void) {
+    char feat[256];
+    sd_cpu_features(feat, sizeof feat);
+    printf("cpu features: %s\n", *feat ? feat : "(none the kernels use)");
+    printf("kernel paths:");
+    for (int i = SD_ISA_SCALAR; i <= SD_ISA_NEON; i++)
+        printf(" %s%s", sd_isa_name((sd_isa)i), sd_cpu_isa_available((sd_isa)i) ? "" : " (unavailable)");
+    printf("\nin use: %s\n", sd_isa_name(sd_cpu_isa()));
+    const char *why = sd_cpu_env_error();
+    if (why) printf("note: %s\n", why);
+    return 0;
+}
+
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
-    bool json = false, load = true;
+    bool json = false, load = true, cpu = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -330,6 +347,7 @@ int cmd_inspect(int argc, char **argv) {
         }
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--no-load")) load = false;
+        else if (!strcmp(argv[i], "--cpu")) cpu = true;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "specdec: inspect: unknown option '%s' (see specdec inspect --help)\n", argv[i]);
             return 2;
@@ -340,6 +358,8 @@ int cmd_inspect(int argc, char **argv) {
             path = argv[i];
         }
     }
+    if (cpu && !path) return print_cpu();
+    if (cpu) print_cpu();
     if (!path) {
         fprintf(stderr, "specdec: inspect: no GGUF file given (usage: specdec inspect MODEL.gguf [--json])\n");
         return 2;

@@ -28,6 +28,8 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "                           and compare token by token, report the speedup (default on for\n"
             "                           --spec other than none, unless --draft-sample)\n"
             "  --no-check               skip that\n"
+            "  --isa NAME               kernels: scalar | avx2 | avx512 | neon (default: the best this CPU\n"
+            "                           runs, or SPECDEC_ISA; same output with each, only speed differs)\n"
             "  --json                   print one JSON object instead of streaming the text\n"
             "  --chat                   wrap the prompt in the ChatML template (Qwen)\n"
             "  -h, --help               this help\n"
@@ -61,6 +63,15 @@ static int check_combination(const gen_opts *o) {
     return -1;
 }
 
+/* --isa NAME: the kernels' instruction set for this process; -1 when set, else a usage error. */
+static int set_isa(const char *v) {
+    specdec_isa isa;
+    specdec_error e = {0};
+    if (!specdec_isa_parse(v, &isa)) return bad("--isa must be scalar, avx2, avx512 or neon, not '%s'", v);
+    if (specdec_isa_set(isa, &e) != SPECDEC_OK) return bad("--isa: %s", e.message);
+    return -1;
+}
+
 /* generate's own flags; false for any other. */
 static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, int *rc) {
     if (!strcmp(a, "--check-lossless")) o->check = 1;
@@ -69,10 +80,12 @@ static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, 
     else if (!strcmp(a, "--chat")) o->chat = true;
     else {
         bool text = !strcmp(a, "-p") || !strcmp(a, "--prompt"), file = !strcmp(a, "-f") || !strcmp(a, "--file");
-        if (!text && !file) return false;
+        bool isa = !strcmp(a, "--isa");
+        if (!text && !file && !isa) return false;
         if (*i + 1 >= argc) *rc = bad("%s needs a value", a);
         else if (text) o->prompt = argv[++*i];
-        else o->prompt_file = argv[++*i];
+        else if (file) o->prompt_file = argv[++*i];
+        else *rc = set_isa(argv[++*i]);
     }
     return true;
 }

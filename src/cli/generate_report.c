@@ -53,7 +53,7 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
  * resident; n/a when pagemap could not be read); the process's peak RSS. */
 static void print_memory(const gen_result *r) {
     const specdec_model_memory *w = &r->mem;
-    fprintf(stderr, " | load %.2f s | weights resident ", w->load_ms / 1e3);
+    fprintf(stderr, " | isa %s | load %.2f s | weights resident ", specdec_isa_name(specdec_isa_get()), w->load_ms / 1e3);
     print_figure("%.1f MiB", w->file_measured ? mib(w->packed_bytes + w->f32_bytes + w->file_bytes) : NAN);
     fprintf(stderr, " (repacked %.1f, file pages ", mib(w->packed_bytes));
     print_figure("%.1f)", w->file_measured ? mib(w->file_bytes) : NAN);

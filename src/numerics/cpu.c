@@ -1,34 +1,158 @@
 #include "numerics/cpu.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* -1 = not probed yet, 0 = scalar, 1 = AVX2. Probing twice is harmless (same
- * answer), so a relaxed atomic is enough. */
-static atomic_int g_hw = -1;
-static atomic_bool g_forced = false;
-
-static int probe(void) {
-    const char *env = getenv("SD_FORCE_SCALAR");
-    if (env && *env && strcmp(env, "0") != 0) return 0;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-#else
-    return 0;
+#include <cpuid.h>
+#define SD_X86 1
 #endif
+
+/* -1 = not chosen yet. Choosing twice is harmless (same answer), so relaxed
+ * atomics are enough. g_default is the path chosen at first use, g_isa the
+ * one in use (differs while a test forces another). */
+static atomic_int g_default = -1;
+static atomic_int g_isa = -1;
+static char g_env_err[160];
+static atomic_bool g_env_bad = false;
+
+static const char *const k_names[] = {"scalar", "avx2", "avx512", "neon"};
+
+const char *sd_isa_name(sd_isa isa) {
+    return (unsigned)isa < sizeof k_names / sizeof k_names[0] ? k_names[isa] : "?";
+}
+
+bool sd_isa_parse(const char *name, sd_isa *out) {
+    for (int i = 0; i < (int)(sizeof k_names / sizeof k_names[0]); i++)
+        if (name && strcmp(name, k_names[i]) == 0) {
+            *out = (sd_isa)i;
+            return true;
+        }
+    return false;
+}
+
+#ifdef SD_X86
+/* XCR0: the register state the OS saves on a context switch. Without the
+ * OSXSAVE bit (CPUID.1:ECX bit 27) xgetbv itself would fault. */
+static unsigned long long xcr0(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (unsigned long long)hi << 32 | lo;
+}
+#endif
+
+bool sd_cpu_isa_available(sd_isa isa) {
+    switch (isa) {
+    case SD_ISA_SCALAR: return true;
+#ifdef SD_X86
+    case SD_ISA_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+               (xcr0() & 0x6) == 0x6; /* SSE and YMM state */
+    case SD_ISA_AVX512:
+        __builtin_cpu_init();
+        return sd_cpu_isa_available(SD_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vnni") && (xcr0() & 0xE6) == 0xE6; /* + opmask, ZMM 0-15, 16-31 */
+#endif
+#if defined(__aarch64__)
+    case SD_ISA_NEON: return true;
+#endif
+    default: return false;
+    }
+}
+
+static sd_isa best(void) {
+    if (sd_cpu_isa_available(SD_ISA_AVX512)) return SD_ISA_AVX512;
+    if (sd_cpu_isa_available(SD_ISA_AVX2)) return SD_ISA_AVX2;
+    if (sd_cpu_isa_available(SD_ISA_NEON)) return SD_ISA_NEON;
+    return SD_ISA_SCALAR;
+}
+
+static sd_isa choose(void) {
+    const char *env = getenv("SD_FORCE_SCALAR");
+    if (env && *env && strcmp(env, "0") != 0) return SD_ISA_SCALAR;
+    env = getenv("SPECDEC_ISA");
+    if (!env || !*env) return best();
+    sd_isa want;
+    if (!sd_isa_parse(env, &want))
+        snprintf(g_env_err, sizeof g_env_err, "SPECDEC_ISA=%.40s: unknown instruction set (scalar, avx2, avx512, neon)",
+                 env);
+    else if (!sd_cpu_isa_available(want))
+        snprintf(g_env_err, sizeof g_env_err, "SPECDEC_ISA=%s: this CPU cannot run %s kernels", env, env);
+    else
+        return want;
+    atomic_store_explicit(&g_env_bad, true, memory_order_relaxed);
+    return best();
+}
+
+static sd_isa default_isa(void) {
+    int d = atomic_load_explicit(&g_default, memory_order_relaxed);
+    if (d < 0) {
+        d = (int)choose();
+        atomic_store_explicit(&g_default, d, memory_order_relaxed);
+    }
+    return (sd_isa)d;
+}
+
+sd_isa sd_cpu_isa(void) {
+    int i = atomic_load_explicit(&g_isa, memory_order_relaxed);
+    if (i >= 0) return (sd_isa)i;
+    sd_isa d = default_isa();
+    atomic_store_explicit(&g_isa, (int)d, memory_order_relaxed);
+    return d;
+}
+
+const char *sd_cpu_env_error(void) {
+    default_isa();
+    return atomic_load_explicit(&g_env_bad, memory_order_relaxed) ? g_env_err : NULL;
+}
+
+sd_status sd_cpu_force_isa(sd_isa isa, sd_err *err) {
+    if (!sd_cpu_isa_available(isa))
+        return sd_err_set(err, SD_ERR_UNSUPPORTED, "instruction set %s is not available on this machine",
+                          sd_isa_name(isa));
+    atomic_store_explicit(&g_isa, (int)isa, memory_order_relaxed);
+    return SD_OK;
 }
 
 bool sd_cpu_avx2(void) {
-    if (atomic_load_explicit(&g_forced, memory_order_relaxed)) return false;
-    int hw = atomic_load_explicit(&g_hw, memory_order_relaxed);
-    if (hw < 0) {
-        hw = probe();
-        atomic_store_explicit(&g_hw, hw, memory_order_relaxed);
-    }
-    return hw == 1;
+    sd_isa i = sd_cpu_isa();
+    return i == SD_ISA_AVX2 || i == SD_ISA_AVX512;
 }
 
-void sd_cpu_force_scalar(bool on) { atomic_store_explicit(&g_forced, on, memory_order_relaxed); }
+bool sd_cpu_avx512(void) { return sd_cpu_isa() == SD_ISA_AVX512; }
+
+void sd_cpu_force_scalar(bool on) {
+    atomic_store_explicit(&g_isa, on ? (int)SD_ISA_SCALAR : (int)default_isa(), memory_order_relaxed);
+}
+
+void sd_cpu_features(char *buf, size_t n) {
+    if (n == 0) return;
+    buf[0] = 0;
+    size_t len = 0;
+#ifdef SD_X86
+    __builtin_cpu_init();
+    static const char *const names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni",
+                                        "avx512bf16"};
+    bool has[sizeof names / sizeof names[0]] = {
+        __builtin_cpu_supports("avx2"),     __builtin_cpu_supports("fma"),
+        __builtin_cpu_supports("f16c"),     __builtin_cpu_supports("avx512f"),
+        __builtin_cpu_supports("avx512bw"), __builtin_cpu_supports("avx512vl"),
+        __builtin_cpu_supports("avx512vnni"), __builtin_cpu_supports("avx512bf16")};
+    unsigned long long x = xcr0();
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && len < n; i++)
+        if (has[i]) len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", names[i]);
+    if (len < n && (x & 0x6) == 0x6) len += (size_t)snprintf(buf + len, n - len, " os-ymm");
+    if (len < n && (x & 0xE6) == 0xE6) snprintf(buf + len, n - len, " os-zmm");
+#elif defined(__aarch64__)
+    snprintf(buf, n, "neon");
+    (void)len;
+#else
+    (void)len;
+#endif
+}

@@ -1,7 +1,8 @@
 /* Batched matmul: type checks, the repacked copy, threads and dispatch
- * between the scalar reference (matmul_ref.c) and AVX2 (matmul_avx2.c).
- * Threads split output rows in fixed tiles of SD_TILE rows, so which thread
- * computes an element never changes how it is computed. */
+ * between the scalar reference (matmul_ref.c), AVX2 (matmul_avx2.c) and
+ * AVX-512 VNNI (matmul_avx512.c). Threads split output rows in fixed tiles
+ * (8 rows, 16 in the AVX-512 layout), so which thread computes an element
+ * never changes how it is computed. */
 #include "numerics/matmul.h"
 
 #include <math.h>
@@ -13,22 +14,68 @@
 #include "numerics/matmul_impl.h"
 #include "numerics/quant.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#define SD_HAVE_AVX512 1 /* matmul_avx512.c is built (x86 only) */
+#endif
+
+/* Output rows per tile of m: 16 in the AVX-512 layout, else 8. */
+static int tile_rows(const sd_matrix *m) { return m->packed_isa == SD_ISA_AVX512 ? SD_TILE16 : SD_TILE; }
+
 /* Rows per packing slab: about 4 MiB of source weights (at least one tile), so
  * the caller can give each slab's file pages back before the next is read. */
-static int64_t slab_tiles(size_t row_bytes) {
-    int64_t t = (int64_t)((4u << 20) / ((size_t)SD_TILE * row_bytes));
+static int64_t slab_tiles(size_t row_bytes, int rows) {
+    int64_t t = (int64_t)((4u << 20) / ((size_t)rows * row_bytes));
     return t > 0 ? t : 1;
 }
 
+static void pack_tiles(sd_matrix *m, int64_t t0, int64_t t1) {
+#ifdef SD_HAVE_AVX512
+    if (m->packed_isa == SD_ISA_AVX512) {
+        sd_avx512_pack(m, m->packed, t0, t1);
+        return;
+    }
+#endif
+    sd_matmul_pack(m, m->packed, t0, t1);
+}
+
 static void pack_slabs(sd_matrix *m, const sd_wtype *wt, const sd_matrix_opts *o) {
-    int64_t n_tiles = (m->n_out + SD_TILE - 1) / SD_TILE;
+    int rows = tile_rows(m);
+    int64_t n_tiles = (m->n_out + rows - 1) / rows;
     size_t row_bytes = (size_t)(m->n_in / wt->block) * (size_t)wt->block_bytes;
-    int64_t step = o && o->packed_rows ? slab_tiles(row_bytes) : n_tiles;
+    int64_t step = o && o->packed_rows ? slab_tiles(row_bytes, rows) : n_tiles;
     for (int64_t t0 = 0; t0 < n_tiles; t0 += step) {
         int64_t t1 = t0 + step < n_tiles ? t0 + step : n_tiles;
-        sd_matmul_pack(m, m->packed, t0, t1);
-        if (o && o->packed_rows) o->packed_rows(o->ctx, t1 * SD_TILE < m->n_out ? t1 * SD_TILE : m->n_out);
+        pack_tiles(m, t0, t1);
+        if (o && o->packed_rows) o->packed_rows(o->ctx, t1 * rows < m->n_out ? t1 * rows : m->n_out);
     }
+}
+
+/* Bytes of the repacked copy in the layout of isa (0: overflow). */
+static uint64_t packed_size(const sd_matrix *m, const sd_wtype *wt, int isa) {
+    uint64_t nb = (uint64_t)(m->n_in / wt->block), bytes;
+#ifdef SD_HAVE_AVX512
+    if (isa == SD_ISA_AVX512) {
+        uint64_t tiles = ((uint64_t)m->n_out + SD_TILE16 - 1) / SD_TILE16;
+        if (!sd_mul_u64(tiles, (uint64_t)sd_avx512_tile_bytes(m->type, (int64_t)nb), &bytes)) return 0;
+        return bytes;
+    }
+#endif
+    (void)isa;
+    uint64_t n_tiles = ((uint64_t)m->n_out + SD_TILE - 1) / SD_TILE;
+    if (!sd_mul_u64(n_tiles, nb, &bytes) || !sd_mul_u64(bytes, (uint64_t)wt->packed_bytes, &bytes)) return 0;
+    return bytes;
+}
+
+/* The layout the kernels in use read: AVX-512 where it has a kernel for the
+ * type, else AVX2's; none on the scalar path. */
+static int choose_layout(uint32_t type) {
+#ifdef SD_HAVE_AVX512
+    int ib, sb;
+    if (sd_cpu_avx512() && sd_avx512_layout(type, &ib, &sb)) return SD_ISA_AVX512;
+#else
+    (void)type;
+#endif
+    return sd_cpu_avx2() ? SD_ISA_AVX2 : SD_ISA_SCALAR;
 }
 
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,
@@ -51,17 +98,17 @@ sd_status sd_matrix_init_opts(sd_matrix *m, uint32_t type, int64_t n_in, int64_t
     m->n_in = n_in;
     m->n_out = n_out;
     m->data = data;
+    m->packed_isa = SD_ISA_SCALAR;
     if (wt->packed_bytes == 0 || (o && o->no_pack)) return SD_OK;
-    /* The AVX2 copy: (n_out rounded up to 8) x (n_in / block) chunks. */
-    uint64_t n_tiles = ((uint64_t)n_out + SD_TILE - 1) / SD_TILE, bytes;
-    if (!sd_mul_u64(n_tiles, (uint64_t)(n_in / wt->block), &bytes) ||
-        !sd_mul_u64(bytes, (uint64_t)wt->packed_bytes, &bytes) || bytes > SIZE_MAX)
-        return sd_err_set(err, SD_ERR_NOMEM, "matmul: repacked weights too large");
-    if (!sd_cpu_avx2()) return SD_OK; /* scalar runs read the GGUF layout */
-    m->packed = aligned_alloc(32, ((size_t)bytes + 31) & ~(size_t)31);
+    int isa = choose_layout(type);
+    if (isa == SD_ISA_SCALAR) return SD_OK; /* scalar runs read the GGUF layout */
+    uint64_t bytes = packed_size(m, wt, isa);
+    if (bytes == 0 || bytes > SIZE_MAX - 63) return sd_err_set(err, SD_ERR_NOMEM, "matmul: repacked weights too large");
+    m->packed = aligned_alloc(64, ((size_t)bytes + 63) & ~(size_t)63);
     if (!m->packed) return sd_err_set(err, SD_ERR_NOMEM, "matmul: out of memory repacking %llu bytes",
                                       (unsigned long long)bytes);
     m->packed_bytes = (size_t)bytes;
+    m->packed_isa = isa;
     pack_slabs(m, wt, o);
     return SD_OK;
 }
@@ -83,10 +130,13 @@ void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out) {
 }
 
 int sd_matmul_pass_rows(const sd_matrix *m) {
+#ifdef SD_HAVE_AVX512
+    if (m->packed && m->packed_isa == SD_ISA_AVX512 && sd_cpu_avx512()) return sd_matmul_avx512_pass_rows(m->type);
+#endif
     return sd_cpu_avx2() ? sd_matmul_avx2_pass_rows(m->type) : 8;
 }
 
-const char *sd_matmul_backend(void) { return sd_cpu_avx2() ? "avx2" : "scalar"; }
+const char *sd_matmul_backend(void) { return sd_isa_name(sd_cpu_isa()); }
 
 static void fill_nan(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = NAN;
@@ -95,14 +145,21 @@ static void fill_nan(float *y, size_t n) {
 /* The output tiles of one call: matrix i owns global tiles [first[i], first[i+1]). */
 #define MULTI_MAX 8
 
-/* Tile t of matrix m: rows [8t, 8t+8) of y for all S rows. */
+/* Tile t of matrix m: rows [rt, rt+r) of y for all S rows (r = tile_rows).
+ * A matrix packed for another path than the one in use (a test switched the
+ * ISA after loading) runs the reference, which reads the GGUF bytes. */
 static void run_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, const float *x, int S, float *y,
                      int64_t t, bool avx2) {
-    int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
+    int rows = tile_rows(m);
+    int64_t o0 = t * rows, o1 = o0 + rows < m->n_out ? o0 + rows : m->n_out;
     if (wt->block == 1) {
         if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
         else sd_matmul_ref_float(m, x, S, y, o0, o1);
-    } else if (avx2 && m->packed) {
+#ifdef SD_HAVE_AVX512
+    } else if (m->packed && m->packed_isa == SD_ISA_AVX512 && sd_cpu_avx512()) {
+        sd_matmul_avx512_tile(m, a, y, t);
+#endif
+    } else if (avx2 && m->packed && m->packed_isa == SD_ISA_AVX2) {
         sd_matmul_avx2_tile(m, wt, a, y, t);
     } else {
         sd_matmul_ref_quant(m, a, y, o0, o1);
@@ -127,7 +184,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
     for (int i = 0; i < n; i++) {
         const sd_wtype *wt = wts[i] = sd_wtype_get(ms[i]->type);
         if (wt->block != 1) need[wt->act256] = true;
-        first[i + 1] = first[i] + (ms[i]->n_out + SD_TILE - 1) / SD_TILE;
+        first[i + 1] = first[i] + (ms[i]->n_out + tile_rows(ms[i]) - 1) / tile_rows(ms[i]);
     }
     for (int k = 0; k < 2; k++)
         if (need[k] && !sd_act_init(&act[k], ms[0]->n_in, S, k ? SD_QK_K : SD_QK)) {

@@ -25,6 +25,7 @@ typedef struct sd_matrix {
     const void *data;
     void *packed;
     size_t packed_bytes;
+    int packed_isa; /* layout of packed: an sd_isa (numerics/cpu.h), chosen once at init */
 } sd_matrix;
 
 /* Checks type/shape (n_in % block == 0, type supported) and prepares the
@@ -34,7 +35,11 @@ typedef struct sd_matrix {
  * weights, 1.0x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
  * 1.03x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
  * gives the file's pages back as it goes, sd_matrix_opts); data is still
- * read by sd_matrix_get_row. Float weights are read in place.
+ * read by sd_matrix_get_row. Float weights are read in place. On the
+ * AVX-512 path (sd_cpu_avx512) Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K,
+ * Q5_K and Q6_K are repacked into 16-row tiles instead
+ * (numerics/matmul_pack_avx512.c: 1.00-1.03x of their GGUF bytes); the
+ * layout is chosen once here, by the path in use (packed_isa).
  * Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_ARG (data NULL), SD_ERR_NOMEM. */
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out,
                          const void *data, sd_err *err);
@@ -77,7 +82,8 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
 
 /* The most activation rows S for which the kernel of m reads its weights in
  * one streaming pass (the row group of the AVX2 tile kernels: 5 for Q8_0, 6
- * for Q4_K, 8 for the other quantized types, 4 for float weights; 8 on the
+ * for Q4_K, 8 for the other quantized types, 4 for float weights; of the
+ * AVX-512 ones: 12 for the 32-element types, 8 for the K-quants; 8 on the
  * scalar path). Up to it t(S) stays near t(1) on a memory-bound machine;
  * beyond it the cost grows with S. A planning hint only: results never
  * depend on how rows are grouped. */
@@ -86,8 +92,9 @@ int sd_matmul_pass_rows(const sd_matrix *m);
 /* Dequantizes row r of m into out[n_in] (embedding lookup). */
 void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out);
 
-/* Which kernel family runs: "avx2" or "scalar". SD_FORCE_SCALAR=1 in the
- * environment forces the scalar path (for tests and comparisons). */
+/* Which kernel family runs: sd_isa_name(sd_cpu_isa()), e.g. "avx512", "avx2"
+ * or "scalar". SPECDEC_ISA / SD_FORCE_SCALAR=1 in the environment choose
+ * (numerics/cpu.h). */
 const char *sd_matmul_backend(void);
 
 #endif

@@ -25,6 +25,7 @@
 #define SD_QK 32   /* block of the 32-element types (QK8_0 in ggml-common.h) */
 #define SD_QK_K 256 /* super-block of the K-quants (QK_K) */
 #define SD_TILE 8  /* output rows per AVX2 tile: one int32 lane each */
+#define SD_TILE16 16 /* output rows per AVX-512 tile */
 #define SD_SCHUNK 32 /* activation rows kept in flight per weight tile */
 
 /* One weight type as the kernels see it. */
@@ -75,6 +76,18 @@ int sd_matmul_avx2_pass_rows(uint32_t type);
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t);
 void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
 
+/* AVX-512 VNNI layout (matmul_pack_avx512.c, x86 builds only): tile t (rows
+ * 16t..16t+15) at packed + t * sd_avx512_tile_bytes(type, nb).
+ * sd_avx512_layout: false if the type has no AVX-512 kernel, else the int and
+ * scale bytes per (tile, block). sd_avx512_pack fills tiles [t0, t1) (packed
+ * 64-byte aligned). Only call these when sd_cpu_avx512() is true. */
+bool sd_avx512_layout(uint32_t type, int *ib, int *sb);
+size_t sd_avx512_tile_bytes(uint32_t type, int64_t nb);
+void sd_avx512_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
+/* AVX-512: tile t (16 rows) of y for all S rows; the rows of one streaming pass. */
+void sd_matmul_avx512_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t);
+int sd_matmul_avx512_pass_rows(uint32_t type);
+
 /* Decoded weight block: unsigned (or, for Q8_0, signed) integer values plus
  * the scales, exactly as the GGUF block defines them (llama.cpp
  * ggml-quants.c dequantize_row_*): w[i] = d * sc[i/sub] * (q[i] - off) - dmin * mn[i/sub]
@@ -92,5 +105,11 @@ typedef struct sd_wblock {
 } sd_wblock;
 
 void sd_wblock_decode(uint32_t type, const uint8_t *src, sd_wblock *wb);
+
+/* The ints of a Q6_K block for row r of a tile whose vectors are vec bytes
+ * (32: AVX2, 64: AVX-512; 4 bytes per row): vectors 0..31 the low nibbles
+ * (value 4k+t | value 4(k+32)+t << 4), vectors 32..47 the 2-bit highs of
+ * values 4(k+16p)+t at bits 2p. Shared by both layouts (matmul_pack*.c). */
+void sd_pack_q6_k_ints(const sd_wblock *wb, int r, uint8_t *c, int vec);
 
 #endif

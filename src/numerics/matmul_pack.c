@@ -101,6 +101,18 @@ static void pack_row_iq4(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) 
     ((float *)(c + 1088))[r] = wb->d;
 }
 
+void sd_pack_q6_k_ints(const sd_wblock *wb, int r, uint8_t *c, int vec) {
+    for (int k = 0; k < 32; k++)
+        for (int t = 0; t < 4; t++)
+            c[vec * k + 4 * r + t] = (uint8_t)((wb->q[4 * k + t] & 0xF) | (wb->q[4 * (k + 32) + t] & 0xF) << 4);
+    for (int k = 0; k < 16; k++)
+        for (int t = 0; t < 4; t++) {
+            int h = 0;
+            for (int p = 0; p < 4; p++) h |= (wb->q[4 * (k + 16 * p) + t] >> 4) << (2 * p);
+            c[vec * (32 + k) + 4 * r + t] = (uint8_t)h;
+        }
+}
+
 static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     float *fd;
     switch (type) {
@@ -155,15 +167,7 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
         break;
     }
     case GGML_TYPE_Q6_K:
-        for (int k = 0; k < 32; k++)
-            for (int t = 0; t < 4; t++)
-                *at(c, k, r, t) = (uint8_t)((wb->q[4 * k + t] & 0xF) | (wb->q[4 * (k + 32) + t] & 0xF) << 4);
-        for (int k = 0; k < 16; k++)
-            for (int t = 0; t < 4; t++) {
-                int h = 0;
-                for (int p = 0; p < 4; p++) h |= (wb->q[4 * (k + 16 * p) + t] >> 4) << (2 * p);
-                *at(c + 1024, k, r, t) = (uint8_t)h;
-            }
+        sd_pack_q6_k_ints(wb, r, c, 32);
         for (int j = 0; j < 16; j++) c[1536 + 8 * j + r] = (uint8_t)wb->sc[j];
         ((float *)(c + 1664))[r] = wb->d;
         break;

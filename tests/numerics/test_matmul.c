@@ -155,6 +155,21 @@ static void check_reference(const sd_matrix *m, const float *x, const float *y) 
     free(w);
 }
 
+static bool has_avx512_kernel(uint32_t t) {
+    static const uint32_t k[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                 GGML_TYPE_IQ4_NL, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i] == t) return true;
+    return false;
+}
+
+/* Comparisons of a SIMD path against the scalar reference, per sd_isa. */
+static int g_compared[4];
+
+/* y of every SIMD path this machine runs (each with its own layout, packed
+ * while that path was in use) is bitwise the scalar reference's, for S = 1..17
+ * and 1..3 threads. A matrix packed for one path and run on another (here
+ * AVX-512's layout on the AVX2 path) falls back to the reference. */
 static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
     void *wdata = random_weights(t, n_in, n_out);
     float *x = random_x(MAX_S, n_in);
@@ -164,20 +179,30 @@ static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
     assert_non_null(y_ref);
     sd_matrix m;
     sd_err err = {0};
+    assert_int_equal(sd_cpu_force_isa(SD_ISA_SCALAR, &err), SD_OK);
     assert_int_equal(sd_matrix_init(&m, t, n_in, n_out, wdata, &err), SD_OK);
-    bool simd = sd_cpu_avx2();
-    check_batch_invariance(&m, x, y_fast); /* the build this CPU runs */
-    sd_cpu_force_scalar(true);
     check_batch_invariance(&m, x, y_ref);
-    sd_cpu_force_scalar(false);
-    if (simd && memcmp(y_fast, y_ref, MAX_S * (size_t)n_out * sizeof(float)) != 0) {
-        for (int64_t i = 0; i < MAX_S * n_out; i++)
-            if (memcmp(&y_fast[i], &y_ref[i], 4))
-                fail_msg("type %s %lldx%lld: avx2 %.9g != scalar %.9g at %lld", ggml_type_get(t)->name,
-                         (long long)n_out, (long long)n_in, y_fast[i], y_ref[i], (long long)i);
-    }
     check_reference(&m, x, y_ref);
     sd_matrix_free(&m);
+    for (int isa = SD_ISA_AVX2; isa <= SD_ISA_NEON; isa++) {
+        if (!sd_cpu_isa_available((sd_isa)isa)) continue;
+        assert_int_equal(sd_cpu_force_isa((sd_isa)isa, &err), SD_OK);
+        assert_int_equal(sd_matrix_init(&m, t, n_in, n_out, wdata, &err), SD_OK);
+        if (isa == SD_ISA_AVX512 && has_avx512_kernel(t)) assert_int_equal(m.packed_isa, SD_ISA_AVX512);
+        check_batch_invariance(&m, x, y_fast);
+        if (isa == SD_ISA_AVX512 && m.packed_isa == SD_ISA_AVX512) { /* the other path reads it too */
+            sd_cpu_force_isa(SD_ISA_AVX2, &err);
+            check_batch_invariance(&m, x, y_fast);
+        }
+        for (int64_t i = 0; i < MAX_S * n_out; i++)
+            if (memcmp(&y_fast[i], &y_ref[i], 4))
+                fail_msg("type %s %lldx%lld: %s %.9g != scalar %.9g at %lld", ggml_type_get(t)->name,
+                         (long long)n_out, (long long)n_in, sd_isa_name((sd_isa)isa), y_fast[i], y_ref[i],
+                         (long long)i);
+        g_compared[isa]++;
+        sd_matrix_free(&m);
+    }
+    sd_cpu_force_scalar(false);
     free(wdata);
     free(x);
     free(y_fast);
@@ -186,13 +211,21 @@ static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
 
 static void test_all_types(void **state) {
     (void)state;
-    static const int64_t outs[] = {1, 7, 9, 20, 37};
+    static const int64_t outs[] = {1, 7, 9, 20, 37, 16, 33};
     for (size_t k = 0; k < N_TYPES; k++) {
         uint32_t t = k_types[k];
         int64_t blk = block_of(t) == 1 ? 1 : block_of(t);
         int64_t ins[3] = {blk == 1 ? 13 : blk, blk == 1 ? 64 : 2 * blk, blk == 1 ? 259 : (blk == 32 ? 19 * 32 : 5 * 256)};
-        for (int i = 0; i < 3; i++) run_shape(t, ins[i], outs[(k + (size_t)i) % 5]);
+        for (int i = 0; i < 3; i++) run_shape(t, ins[i], outs[(k + (size_t)i) % 7]);
         run_shape(t, ins[0], 1);
+        run_shape(t, blk == 1 ? 300 : blk == 32 ? 64 * 32 : 12 * 256, 21); /* several L1 spans per tile */
+    }
+    /* every path this machine runs was compared on every type and shape */
+    for (int isa = SD_ISA_AVX2; isa <= SD_ISA_NEON; isa++) {
+        int want = sd_cpu_isa_available((sd_isa)isa) ? (int)N_TYPES * 5 : 0;
+        if (g_compared[isa] != want)
+            fail_msg("%s: %d comparisons, want %d", sd_isa_name((sd_isa)isa), g_compared[isa], want);
+        print_message("%s vs scalar: %d shapes bitwise equal\n", sd_isa_name((sd_isa)isa), g_compared[isa]);
     }
 }
 
@@ -250,9 +283,37 @@ static void test_multi_matches_single(void **state) {
 static void test_avx2_present(void **state) {
     (void)state;
     if (!sd_cpu_avx2()) skip(); /* no AVX2 here (or SD_FORCE_SCALAR): scalar-only run */
-    assert_string_equal(sd_matmul_backend(), "avx2");
+    assert_string_equal(sd_matmul_backend(), sd_isa_name(sd_cpu_isa()));
     sd_cpu_force_scalar(true);
     assert_string_equal(sd_matmul_backend(), "scalar");
+    sd_cpu_force_scalar(false);
+}
+
+/* An instruction set the machine lacks is refused with one line, and the
+ * path in use stays; an available one is taken. */
+static void test_force_isa(void **state) {
+    (void)state;
+    sd_err err = {0};
+    sd_isa before = sd_cpu_isa();
+    for (int isa = SD_ISA_SCALAR; isa <= SD_ISA_NEON; isa++) {
+        sd_status st = sd_cpu_force_isa((sd_isa)isa, &err);
+        if (sd_cpu_isa_available((sd_isa)isa)) {
+            assert_int_equal(st, SD_OK);
+            assert_int_equal(sd_cpu_isa(), isa);
+            continue;
+        }
+        assert_int_equal(st, SD_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, sd_isa_name((sd_isa)isa)));
+        assert_null(strchr(err.msg, '\n'));
+    }
+#if defined(__x86_64__)
+    assert_false(sd_cpu_isa_available(SD_ISA_NEON));
+#endif
+    sd_isa parsed;
+    assert_true(sd_isa_parse("avx512", &parsed));
+    assert_int_equal(parsed, SD_ISA_AVX512);
+    assert_false(sd_isa_parse("sse9", &parsed));
+    sd_cpu_force_isa(before, &err);
     sd_cpu_force_scalar(false);
 }
 
@@ -282,6 +343,7 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avx2_present),
+        cmocka_unit_test(test_force_isa),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_all_types),
         cmocka_unit_test(test_multi_matches_single),

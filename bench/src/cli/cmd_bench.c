@@ -12,6 +12,7 @@
 #include "cli/bench.h"
 #include "cli/model_args.h"
 #include "core/checked.h"
+#include "numerics/cpu.h"
 #include "numerics/pool.h"
 
 static void usage(FILE *f) {
@@ -47,6 +48,7 @@ static void usage(FILE *f) {
         "  --gate G         class table: zero-accept rounds that close the hit-rate gate, 0 = never\n"
         "                   (default: the decode default)\n"
         "  --fixed-k 0|1    class table: 1 = every round drafts -k tokens (default 0: adaptive K)\n"
+        "  --isa NAME       kernels: scalar, avx2, avx512 or neon (default: the best this CPU runs)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
@@ -140,7 +142,8 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
                                         "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
-                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k"};
+                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k",
+                                        "--isa"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
     return false;
@@ -186,6 +189,12 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
             o->fixed_k = f;
         }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
+        else if (!strcmp(a, "--isa")) {
+            sd_isa isa;
+            sd_err e = {0};
+            if (!sd_isa_parse(v, &isa)) return usage_error("bad --isa (scalar, avx2, avx512 or neon)", v);
+            if (sd_cpu_force_isa(isa, &e) != SD_OK) return usage_error(e.msg, NULL);
+        }
         else return usage_error("unknown option", a);
     }
     if (o->plot && !o->t_cv && !o->t_ksweep && !o->t_oracle) return usage_error("--plot needs the cv table", NULL);
@@ -345,6 +354,7 @@ int cmd_bench(int argc, char **argv) {
     const char *greedy_text = NULL;
     int rc = parse_args(argc, argv, &o, &greedy_text);
     if (rc) return rc < 0 ? 0 : rc;
+    if (sd_cpu_env_error()) return usage_error(sd_cpu_env_error(), NULL);
     if ((rc = check_outputs(&o))) return rc;
     if (!o.target) { /* the bundled fixtures; their draft model and EAGLE-3 head unless -md says otherwise */
         o.target = CLI_DEFAULT_TARGET;
