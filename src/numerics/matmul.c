@@ -1,5 +1,6 @@
 /* Batched matmul: type checks, the repacked copy, threads and dispatch
- * between the scalar reference (matmul_ref.c) and AVX2 (matmul_avx2.c).
+ * between the scalar reference (matmul_ref.c), AVX2 (matmul_avx2.c, x86) and
+ * NEON (matmul_neon.c, aarch64).
  * Threads split output rows in fixed tiles of SD_TILE rows, so which thread
  * computes an element never changes how it is computed. */
 #include "numerics/matmul.h"
@@ -57,7 +58,7 @@ sd_status sd_matrix_init_opts(sd_matrix *m, uint32_t type, int64_t n_in, int64_t
     if (!sd_mul_u64(n_tiles, (uint64_t)(n_in / wt->block), &bytes) ||
         !sd_mul_u64(bytes, (uint64_t)wt->packed_bytes, &bytes) || bytes > SIZE_MAX)
         return sd_err_set(err, SD_ERR_NOMEM, "matmul: repacked weights too large");
-    if (!sd_cpu_avx2()) return SD_OK; /* scalar runs read the GGUF layout */
+    if (!sd_cpu_avx2()) return SD_OK; /* scalar and NEON runs read the GGUF layout */
     m->packed = aligned_alloc(32, ((size_t)bytes + 31) & ~(size_t)31);
     if (!m->packed) return sd_err_set(err, SD_ERR_NOMEM, "matmul: out of memory repacking %llu bytes",
                                       (unsigned long long)bytes);
@@ -83,10 +84,14 @@ void sd_matrix_get_row(const sd_matrix *m, int64_t r, float *out) {
 }
 
 int sd_matmul_pass_rows(const sd_matrix *m) {
-    return sd_cpu_avx2() ? sd_matmul_avx2_pass_rows(m->type) : 8;
+#if SD_X86
+    if (sd_cpu_avx2()) return sd_matmul_avx2_pass_rows(m->type);
+#endif
+    (void)m;
+    return 8;
 }
 
-const char *sd_matmul_backend(void) { return sd_cpu_avx2() ? "avx2" : "scalar"; }
+const char *sd_matmul_backend(void) { return sd_isa_name(sd_cpu_isa()); }
 
 static void fill_nan(float *y, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] = NAN;
@@ -97,16 +102,46 @@ static void fill_nan(float *y, size_t n) {
 
 /* Tile t of matrix m: rows [8t, 8t+8) of y for all S rows. */
 static void run_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, const float *x, int S, float *y,
-                     int64_t t, bool avx2) {
+                     int64_t t, sd_isa isa) {
     int64_t o0 = t * SD_TILE, o1 = o0 + SD_TILE < m->n_out ? o0 + SD_TILE : m->n_out;
-    if (wt->block == 1) {
-        if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
-        else sd_matmul_ref_float(m, x, S, y, o0, o1);
-    } else if (avx2 && m->packed) {
-        sd_matmul_avx2_tile(m, wt, a, y, t);
-    } else {
-        sd_matmul_ref_quant(m, a, y, o0, o1);
+#if SD_X86
+    if (isa == SD_ISA_AVX2 && wt->block == 1) {
+        sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
+        return;
     }
+    if (isa == SD_ISA_AVX2 && m->packed) {
+        sd_matmul_avx2_tile(m, wt, a, y, t);
+        return;
+    }
+#endif
+#if SD_ARM64
+    if (isa == SD_ISA_NEON) {
+        if (wt->block == 1) sd_matmul_neon_float(m, x, S, y, o0, o1);
+        else sd_matmul_neon_quant(m, a, y, o0, o1);
+        return;
+    }
+#endif
+    (void)isa;
+    if (wt->block == 1) sd_matmul_ref_float(m, x, S, y, o0, o1);
+    else sd_matmul_ref_quant(m, a, y, o0, o1);
+}
+
+/* Row s of the activations, quantized by the build in use (all agree bitwise). */
+static void quantize_row(sd_act *a, int s, const float *x, sd_isa isa) {
+#if SD_X86
+    if (isa == SD_ISA_AVX2) {
+        sd_act_quantize_row_avx2(a, s, x);
+        return;
+    }
+#endif
+#if SD_ARM64
+    if (isa == SD_ISA_NEON) {
+        sd_act_quantize_row_neon(a, s, x);
+        return;
+    }
+#endif
+    (void)isa;
+    sd_act_quantize_row(a, s, x);
 }
 
 void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, float *const *ys, int n_threads) {
@@ -117,7 +152,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
         return;
     }
     const int nt = n_threads > 0 ? n_threads : 1;
-    const bool avx2 = sd_cpu_avx2();
+    const sd_isa isa = sd_cpu_isa();
     /* One quantized copy of x per activation block size in use: [0] 32, [1] 256. */
     sd_act act[2];
     bool need[2] = {false, false}, ok = true;
@@ -150,8 +185,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
             if (!need[k]) continue;
 #pragma omp for schedule(static)
             for (int s = 0; s < S; s++) {
-                if (avx2) sd_act_quantize_row_avx2(&act[k], s, x + (size_t)s * ms[0]->n_in);
-                else sd_act_quantize_row(&act[k], s, x + (size_t)s * ms[0]->n_in);
+                quantize_row(&act[k], s, x + (size_t)s * ms[0]->n_in, isa);
             }
         }
 #pragma omp for schedule(static)
@@ -159,7 +193,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
             int i = 0;
             while (g >= first[i + 1]) i++;
             const sd_wtype *wt = wts[i];
-            run_tile(ms[i], wt, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], avx2);
+            run_tile(ms[i], wt, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], isa);
         }
     }
     for (int k = 0; k < 2; k++)
