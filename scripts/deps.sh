@@ -24,6 +24,11 @@ if $test_deps; then
   # Node.js and npm from Debian, unless a node (with its npm) is already there.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  # The aarch64 cross build run under qemu-user (scripts/test_aarch64.sh), with
+  # the arm64 builds of the libraries from Debian's multiarch archive.
+  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+  pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+         libpcre2-dev:arm64 libjansson-dev:arm64 libcmocka-dev:arm64 libmicrohttpd-dev:arm64)
 fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+#if SD_X86
 #include <cpuid.h>
-#define SD_X86 1
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
 #endif
 
 /* -1 = not chosen yet. Choosing twice is harmless (same answer), so relaxed
@@ -33,7 +35,7 @@ bool sd_isa_parse(const char *name, sd_isa *out) {
     return false;
 }
 
-#ifdef SD_X86
+#if SD_X86
 /* XCR0: the register state the OS saves on a context switch. Without the
  * OSXSAVE bit (CPUID.1:ECX bit 27) xgetbv itself would fault. */
 static unsigned long long xcr0(void) {
@@ -48,7 +50,7 @@ static unsigned long long xcr0(void) {
 bool sd_cpu_isa_available(sd_isa isa) {
     switch (isa) {
     case SD_ISA_SCALAR: return true;
-#ifdef SD_X86
+#if SD_X86
     case SD_ISA_AVX2:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
@@ -127,6 +129,26 @@ bool sd_cpu_avx2(void) {
 
 bool sd_cpu_avx512(void) { return sd_cpu_isa() == SD_ISA_AVX512; }
 
+bool sd_cpu_neon(void) { return sd_cpu_isa() == SD_ISA_NEON; }
+
+#if defined(__aarch64__)
+bool sd_cpu_neon_dotprod(void) {
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+    static atomic_int dp = -1;
+    int v = atomic_load_explicit(&dp, memory_order_relaxed);
+    if (v < 0) {
+        v = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+        atomic_store_explicit(&dp, v, memory_order_relaxed);
+    }
+    return v == 1;
+#else
+    return false; /* no portable probe here: the plain NEON path */
+#endif
+}
+#else
+bool sd_cpu_neon_dotprod(void) { return false; }
+#endif
+
 void sd_cpu_force_scalar(bool on) {
     atomic_store_explicit(&g_isa, on ? (int)SD_ISA_SCALAR : (int)default_isa(), memory_order_relaxed);
 }
@@ -135,7 +157,7 @@ void sd_cpu_features(char *buf, size_t n) {
     if (n == 0) return;
     buf[0] = 0;
     size_t len = 0;
-#ifdef SD_X86
+#if SD_X86
     __builtin_cpu_init();
     static const char *const names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni",
                                         "avx512bf16"};
@@ -150,7 +172,7 @@ void sd_cpu_features(char *buf, size_t n) {
     if (len < n && (x & 0x6) == 0x6) len += (size_t)snprintf(buf + len, n - len, " os-ymm");
     if (len < n && (x & 0xE6) == 0xE6) snprintf(buf + len, n - len, " os-zmm");
 #elif defined(__aarch64__)
-    snprintf(buf, n, "neon");
+    snprintf(buf, n, sd_cpu_neon_dotprod() ? "neon dotprod" : "neon");
     (void)len;
 #else
     (void)len;

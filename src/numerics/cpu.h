@@ -11,6 +11,20 @@
 
 #include "core/status.h"
 
+/* Which SIMD sources this build compiles (CMakeLists.txt): the AVX2 and
+ * AVX-512 kernels exist only on x86, the NEON ones only on aarch64, so every
+ * call of one is inside #if SD_X86 / #if SD_ARM64. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SD_X86 1
+#else
+#define SD_X86 0
+#endif
+#if defined(__aarch64__)
+#define SD_ARM64 1
+#else
+#define SD_ARM64 0
+#endif
+
 /* The kernel families. AVX512 includes AVX2: kernels without an AVX-512
  * version run their AVX2 build on that path. */
 typedef enum { SD_ISA_SCALAR, SD_ISA_AVX2, SD_ISA_AVX512, SD_ISA_NEON } sd_isa;
@@ -56,6 +70,14 @@ bool sd_cpu_avx2(void);
 
 /* True when the AVX-512 VNNI kernels may run (the path is AVX512). */
 bool sd_cpu_avx512(void);
+
+/* sd_cpu_isa() == SD_ISA_NEON. */
+bool sd_cpu_neon(void);
+
+/* True when the NEON kernels may use the Armv8.2 dot-product instructions
+ * (SDOT; HWCAP_ASIMDDP on Linux). Without them they use the plain NEON
+ * widening multiplies; both give the same exact integer sums. */
+bool sd_cpu_neon_dotprod(void);
 
 /* Forces (on = true) the scalar path, or releases it (back to the path
  * chosen at first use), for tests that compare builds in one process. Same

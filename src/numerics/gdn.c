@@ -19,8 +19,13 @@ void sd_conv_step_scalar(float *y, float *win, const float *w, const float *x, i
 }
 
 void sd_conv_step(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n) {
-    if (sd_cpu_avx2()) sd_conv_step_avx2(y, win, w, x, K, ld, n);
-    else sd_conv_step_scalar(y, win, w, x, K, ld, 0, n);
+#if SD_X86
+    if (sd_cpu_avx2()) {
+        sd_conv_step_avx2(y, win, w, x, K, ld, n);
+        return;
+    }
+#endif
+    sd_conv_step_scalar(y, win, w, x, K, ld, 0, n);
 }
 
 static void gdn_step_scalar(float *st, const float *q, const float *k, const float *v, float decay, float beta,
@@ -50,10 +55,12 @@ static void gdn_step_scalar(float *st, const float *q, const float *k, const flo
 
 void sd_gdn_tokens(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
                    const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo) {
+#if SD_X86
     if (sd_cpu_avx2() && S % 8 == 0) {
         sd_gdn_tokens_avx2(st, S, T, q, k, v, ld, decay, beta, ls, scale, o, ldo);
         return;
     }
+#endif
     for (int t = 0; t < T; t++)
         gdn_step_scalar(st, q + t * ld, k + t * ld, v + t * ld, decay[t * ls], beta[t * ls], scale, o + t * ldo, S);
 }

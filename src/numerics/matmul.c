@@ -1,6 +1,7 @@
 /* Batched matmul: type checks, the repacked copy, threads and dispatch
  * between the scalar reference (matmul_ref.c), AVX2 (matmul_avx2.c) and
- * AVX-512 VNNI (matmul_avx512.c). Threads split output rows in fixed tiles
+ * AVX-512 VNNI (matmul_avx512.c) on x86, NEON (matmul_neon.c, on the GGUF
+ * layout) on aarch64. Threads split output rows in fixed tiles
  * (8 rows, 16 in the AVX-512 layout), so which thread computes an element
  * never changes how it is computed. */
 #include "numerics/matmul.h"
@@ -14,7 +15,7 @@
 #include "numerics/matmul_impl.h"
 #include "numerics/quant.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if SD_X86
 #define SD_HAVE_AVX512 1 /* matmul_avx512.c is built (x86 only) */
 #endif
 
@@ -133,7 +134,11 @@ int sd_matmul_pass_rows(const sd_matrix *m) {
 #ifdef SD_HAVE_AVX512
     if (m->packed && m->packed_isa == SD_ISA_AVX512 && sd_cpu_avx512()) return sd_matmul_avx512_pass_rows(m->type);
 #endif
-    return sd_cpu_avx2() ? sd_matmul_avx2_pass_rows(m->type) : 8;
+#if SD_X86
+    if (sd_cpu_avx2()) return sd_matmul_avx2_pass_rows(m->type);
+#endif
+    (void)m;
+    return 8;
 }
 
 const char *sd_matmul_backend(void) { return sd_isa_name(sd_cpu_isa()); }
@@ -149,21 +154,52 @@ static void fill_nan(float *y, size_t n) {
  * A matrix packed for another path than the one in use (a test switched the
  * ISA after loading) runs the reference, which reads the GGUF bytes. */
 static void run_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, const float *x, int S, float *y,
-                     int64_t t, bool avx2) {
+                     int64_t t, sd_isa isa) {
     int rows = tile_rows(m);
     int64_t o0 = t * rows, o1 = o0 + rows < m->n_out ? o0 + rows : m->n_out;
-    if (wt->block == 1) {
-        if (avx2) sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
-        else sd_matmul_ref_float(m, x, S, y, o0, o1);
-#ifdef SD_HAVE_AVX512
-    } else if (m->packed && m->packed_isa == SD_ISA_AVX512 && sd_cpu_avx512()) {
-        sd_matmul_avx512_tile(m, a, y, t);
-#endif
-    } else if (avx2 && m->packed && m->packed_isa == SD_ISA_AVX2) {
-        sd_matmul_avx2_tile(m, wt, a, y, t);
-    } else {
-        sd_matmul_ref_quant(m, a, y, o0, o1);
+    const bool avx2 = isa == SD_ISA_AVX2 || isa == SD_ISA_AVX512;
+#if SD_X86
+    if (wt->block == 1 && avx2) {
+        sd_matmul_avx2_float_rows(m, x, S, y, o0, o1);
+        return;
     }
+    if (wt->block != 1 && m->packed && m->packed_isa == SD_ISA_AVX512 && isa == SD_ISA_AVX512) {
+        sd_matmul_avx512_tile(m, a, y, t);
+        return;
+    }
+    if (wt->block != 1 && avx2 && m->packed && m->packed_isa == SD_ISA_AVX2) {
+        sd_matmul_avx2_tile(m, wt, a, y, t);
+        return;
+    }
+#endif
+#if SD_ARM64
+    if (isa == SD_ISA_NEON) {
+        if (wt->block == 1) sd_matmul_neon_float(m, x, S, y, o0, o1);
+        else sd_matmul_neon_quant(m, a, y, o0, o1);
+        return;
+    }
+#endif
+    (void)avx2;
+    if (wt->block == 1) sd_matmul_ref_float(m, x, S, y, o0, o1);
+    else sd_matmul_ref_quant(m, a, y, o0, o1);
+}
+
+/* Row s of the activations, quantized by the build in use (all agree bitwise). */
+static void quantize_row(sd_act *a, int s, const float *x, sd_isa isa) {
+#if SD_X86
+    if (isa == SD_ISA_AVX2 || isa == SD_ISA_AVX512) {
+        sd_act_quantize_row_avx2(a, s, x);
+        return;
+    }
+#endif
+#if SD_ARM64
+    if (isa == SD_ISA_NEON) {
+        sd_act_quantize_row_neon(a, s, x);
+        return;
+    }
+#endif
+    (void)isa;
+    sd_act_quantize_row(a, s, x);
 }
 
 void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, float *const *ys, int n_threads) {
@@ -174,7 +210,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
         return;
     }
     const int nt = n_threads > 0 ? n_threads : 1;
-    const bool avx2 = sd_cpu_avx2();
+    const sd_isa isa = sd_cpu_isa();
     /* One quantized copy of x per activation block size in use: [0] 32, [1] 256. */
     sd_act act[2];
     bool need[2] = {false, false}, ok = true;
@@ -207,8 +243,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
             if (!need[k]) continue;
 #pragma omp for schedule(static)
             for (int s = 0; s < S; s++) {
-                if (avx2) sd_act_quantize_row_avx2(&act[k], s, x + (size_t)s * ms[0]->n_in);
-                else sd_act_quantize_row(&act[k], s, x + (size_t)s * ms[0]->n_in);
+                quantize_row(&act[k], s, x + (size_t)s * ms[0]->n_in, isa);
             }
         }
 #pragma omp for schedule(static)
@@ -216,7 +251,7 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
             int i = 0;
             while (g >= first[i + 1]) i++;
             const sd_wtype *wt = wts[i];
-            run_tile(ms[i], wt, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], avx2);
+            run_tile(ms[i], wt, wt->block == 1 ? NULL : &act[wt->act256], x, S, ys[i], g - first[i], isa);
         }
     }
     for (int k = 0; k < 2; k++)

@@ -88,6 +88,13 @@ void sd_avx512_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
 void sd_matmul_avx512_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t);
 int sd_matmul_avx512_pass_rows(uint32_t type);
 
+/* NEON (matmul_neon.c, aarch64 only): the same arithmetic on the GGUF layout
+ * (no repack), blocks decoded with vector ops, integer dots by SDOT where the
+ * CPU has it (sd_cpu_neon_dotprod) else by widening multiplies. */
+void sd_act_quantize_row_neon(sd_act *a, int s, const float *x);
+void sd_matmul_neon_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1);
+void sd_matmul_neon_float(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
+
 /* Decoded weight block: unsigned (or, for Q8_0, signed) integer values plus
  * the scales, exactly as the GGUF block defines them (llama.cpp
  * ggml-quants.c dequantize_row_*): w[i] = d * sc[i/sub] * (q[i] - off) - dmin * mn[i/sub]

@@ -34,51 +34,90 @@ static inline float dot_scalar_kv(const float *a, const void *b, int64_t n, int 
 static float dot_scalar(const float *a, const float *b, int64_t n) { return dot_scalar_kv(a, b, n, 0); }
 
 float sd_dot_f32(const float *a, const float *b, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) return sd_dot_f32_avx2(a, b, n);
+#elif SD_ARM64
+    if (sd_cpu_neon()) return sd_dot_f32_neon(a, b, n);
+#endif
     return dot_scalar(a, b, n);
 }
 
 void sd_axpy_f32(float *y, float a, const float *x, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_axpy_f32_avx2(y, a, x, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_axpy_f32_neon(y, a, x, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);
 }
 
 void sd_dot_f32_rows(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_dot_f32_rows_avx2(out, a, b, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_dot_f32_rows_neon(out, a, b, ld, rows, n);
+        return;
+    }
+#endif
     for (int64_t r = 0; r < rows; r++) out[r] = dot_scalar(a, b + r * ld, n);
 }
 
 void sd_axpy_f32_rows(float *y, const float *w, const float *x, int64_t ld, int64_t rows, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_axpy_f32_rows_avx2(y, w, x, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_axpy_f32_rows_neon(y, w, x, ld, rows, n);
+        return;
+    }
+#endif
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < n; i++) y[i] = fmaf(w[r], x[r * ld + i], y[i]);
 }
 
 void sd_dot_f32_rows_mq(float *const *out, const float *const *q, int nq, const float *b, int64_t ld, int64_t rows,
                         int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_dot_f32_rows_mq_avx2(out, q, nq, b, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_dot_f32_rows_mq_neon(out, q, nq, b, ld, rows, n);
+        return;
+    }
+#endif
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar(q[j], b + r * ld, n);
 }
 
 void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const float *x, int64_t ld, int64_t rows,
                          int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_axpy_f32_rows_mq_avx2(y, w, nq, x, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_axpy_f32_rows_mq_neon(y, w, nq, x, ld, rows, n);
+        return;
+    }
+#endif
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], x[r * ld + i], y[j][i]);
@@ -86,46 +125,71 @@ void sd_axpy_f32_rows_mq(float *const *y, const float *const *w, int nq, const f
 
 void sd_dot_f16_rows_mq(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
                         int64_t rows, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_dot_f16_rows_mq_avx2(out, q, nq, b, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_dot_f16_rows_mq_neon(out, q, nq, b, ld, rows, n);
+        return;
+    }
+#endif
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++) out[j][r] = dot_scalar_kv(q[j], b + r * ld, n, 1);
 }
 
 void sd_axpy_f16_rows_mq(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
                          int64_t rows, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_axpy_f16_rows_mq_avx2(y, w, nq, x, ld, rows, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_axpy_f16_rows_mq_neon(y, w, nq, x, ld, rows, n);
+        return;
+    }
+#endif
     for (int j = 0; j < nq; j++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t i = 0; i < n; i++) y[j][i] = fmaf(w[j][r], kv_at(x, r * ld + i, 1), y[j][i]);
 }
 
 void sd_fp32_to_fp16_row(uint16_t *out, const float *x, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_fp32_to_fp16_row_avx2(out, x, n);
         return;
     }
+#endif
     for (int64_t i = 0; i < n; i++) out[i] = sd_fp32_to_fp16(x[i]);
 }
 
 void sd_fp16_to_fp32_row(float *out, const uint16_t *h, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_fp16_to_fp32_row_avx2(out, h, n);
         return;
     }
+#endif
     for (int64_t i = 0; i < n; i++) out[i] = sd_fp16_to_fp32(h[i]);
 }
 
 void sd_add(float *x, const float *y, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_add_avx2(x, y, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_add_neon(x, y, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
@@ -134,10 +198,17 @@ void sd_add(float *x, const float *y, int64_t n) {
 void sd_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
     float ss = sd_dot_f32(x, x, n);
     float scale = 1.0f / sqrtf(ss / (float)n + eps);
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_scale_mul_avx2(out, x, scale, w, n);
         return;
     }
+#elif SD_ARM64
+    if (sd_cpu_neon()) {
+        sd_scale_mul_neon(out, x, scale, w, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++) {
         float v = x[i] * scale;
         out[i] = w ? v * w[i] : v;
@@ -196,18 +267,22 @@ static void softmax_scalar(float *x, int64_t n) {
 }
 
 void sd_softmax(float *x, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) { /* scale 1 changes no value */
         sd_softmax_mq_avx2(&x, &n, 1, 1.0f);
         return;
     }
+#endif
     softmax_scalar(x, n);
 }
 
 void sd_softmax_mq(float *const *x, const int64_t *n, int nq, float scale) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_softmax_mq_avx2(x, n, nq, scale);
         return;
     }
+#endif
     for (int j = 0; j < nq; j++) {
         for (int64_t t = 0; t < n[j]; t++) x[j][t] *= scale;
         softmax_scalar(x[j], n[j]);
@@ -216,10 +291,12 @@ void sd_softmax_mq(float *const *x, const int64_t *n, int nq, float scale) {
 
 /* silu(g) = g / (1 + exp(-g)) (llama.cpp ggml_silu_f32). */
 void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_swiglu_avx2(out, gate, up, n);
         return;
     }
+#endif
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];
         out[i] = g / (1.0f + sd_expf(-g)) * up[i];
@@ -227,10 +304,12 @@ void sd_swiglu(float *out, const float *gate, const float *up, int64_t n) {
 }
 
 void sd_silu(float *out, const float *x, int64_t n) {
+#if SD_X86
     if (sd_cpu_avx2()) {
         sd_silu_avx2(out, x, n);
         return;
     }
+#endif
     for (int64_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + sd_expf(-x[i]));
 }
 

@@ -1,5 +1,6 @@
-/* Internal: AVX2 builds of the ops in ops.h (ops_avx2.c). Same results bit for
- * bit as the scalar code in ops.c; only called when sd_cpu_avx2() is true. */
+/* Internal: AVX2 builds of the ops in ops.h (ops_avx2.c, x86) and NEON builds
+ * of some (ops_neon.c, aarch64). Same results bit for bit as the scalar code in
+ * ops.c; only called when sd_cpu_avx2() / sd_cpu_neon() is true. */
 #ifndef SD_NUMERICS_OPS_KERNELS_H
 #define SD_NUMERICS_OPS_KERNELS_H
 
@@ -41,5 +42,20 @@ void sd_silu_avx2(float *out, const float *x, int64_t n);
 void sd_add_avx2(float *x, const float *y, int64_t n);
 /* out[i] = (x[i] * scale) * w[i] (w may be NULL: out[i] = x[i] * scale). */
 void sd_scale_mul_avx2(float *out, const float *x, float scale, const float *w, int64_t n);
+
+float sd_dot_f32_neon(const float *a, const float *b, int64_t n);
+void sd_axpy_f32_neon(float *y, float a, const float *x, int64_t n);
+void sd_dot_f32_rows_neon(float *out, const float *a, const float *b, int64_t ld, int64_t rows, int64_t n);
+void sd_axpy_f32_rows_neon(float *y, const float *w, const float *x, int64_t ld, int64_t rows, int64_t n);
+void sd_dot_f32_rows_mq_neon(float *const *out, const float *const *q, int nq, const float *b, int64_t ld,
+                             int64_t rows, int64_t n);
+void sd_axpy_f32_rows_mq_neon(float *const *y, const float *const *w, int nq, const float *x, int64_t ld,
+                              int64_t rows, int64_t n);
+void sd_dot_f16_rows_mq_neon(float *const *out, const float *const *q, int nq, const uint16_t *b, int64_t ld,
+                             int64_t rows, int64_t n);
+void sd_axpy_f16_rows_mq_neon(float *const *y, const float *const *w, int nq, const uint16_t *x, int64_t ld,
+                              int64_t rows, int64_t n);
+void sd_add_neon(float *x, const float *y, int64_t n);
+void sd_scale_mul_neon(float *out, const float *x, float scale, const float *w, int64_t n);
 
 #endif

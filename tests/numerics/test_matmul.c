@@ -317,6 +317,23 @@ static void test_force_isa(void **state) {
     sd_cpu_force_scalar(false);
 }
 
+/* On aarch64 the NEON kernels run unless SPECDEC_ISA says otherwise, so the
+ * scalar-vs-SIMD comparisons above compare NEON with the reference. */
+static void test_neon_present(void **state) {
+    (void)state;
+#if SD_ARM64
+    const char *env = getenv("SPECDEC_ISA");
+    assert_true(sd_cpu_isa_available(SD_ISA_NEON));
+    if (env && strcmp(env, "neon") != 0) skip(); /* a forced other path: scalar-only run */
+    assert_string_equal(sd_matmul_backend(), "neon");
+    sd_cpu_force_scalar(true);
+    assert_string_equal(sd_matmul_backend(), "scalar");
+    sd_cpu_force_scalar(false);
+#else
+    assert_false(sd_cpu_isa_available(SD_ISA_NEON));
+#endif
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     sd_matrix m;
@@ -344,6 +361,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avx2_present),
         cmocka_unit_test(test_force_isa),
+        cmocka_unit_test(test_neon_present),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_all_types),
         cmocka_unit_test(test_multi_matches_single),
