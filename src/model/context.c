@@ -5,6 +5,7 @@
 
 #include "core/checked.h"
 #include "model/context.h"
+#include "model/moe.h"
 #include "numerics/pool.h"
 
 /* a * b * c elements of elem bytes, every product checked; clears *ok on failure. */
@@ -58,7 +59,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->hb = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     c->hb2 = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     c->att = alloc_f32((size_t)n_threads, (size_t)n_ctx, SD_ATT_QUERIES, &ok);
-    if (hp->arch == SD_ARCH_QWEN35 || hp->arch == SD_ARCH_QWEN35_MTP) {
+    if (hp->arch == SD_ARCH_QWEN35 || hp->arch == SD_ARCH_QWEN35MOE || hp->arch == SD_ARCH_QWEN35_MTP) {
         const size_t vd = (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_state, hv = (size_t)hp->ssm_n_v_heads;
         c->qg = alloc_f32(nb, 2 * q_dim, 1, &ok);
         c->gate = alloc_f32(nb, q_dim, 1, &ok);
@@ -70,6 +71,7 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
         c->alpha = alloc_f32(nb, hv, 1, &ok);
     }
     if (ok && sd_recurrent_init(&c->rec, hp, NULL) != SD_OK) ok = false;
+    if (ok && sd_moe_scratch_init(m, n_batch, &c->moe) != SD_OK) ok = false; /* MoE scratch (moe.h) */
     c->cap_from = INT32_MAX;
     if (!ok) {
         sd_context_free(c);
@@ -91,6 +93,7 @@ void sd_context_free(sd_context *c) {
                      c->qg, c->gate, c->mix, c->conv, c->z, c->gdn_o, c->beta, c->alpha};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     sd_recurrent_free(&c->rec);
+    sd_moe_scratch_free(c->moe);
     free(c);
 }
 

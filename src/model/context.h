@@ -39,6 +39,9 @@ struct sd_context {
     float *z;       /* [n_batch][H_v * S] GDN output gate */
     float *beta, *alpha; /* [n_batch][H_v] */
     float *gdn_o;   /* [n_batch][H_v * S] GDN output before ssm_out */
+    /* ---- mixture of experts (qwen3moe, qwen35moe): scratch and counters of
+     * layer_moe.c, built and freed by moe.h; NULL for dense models ---- */
+    struct sd_moe_scratch *moe;
     /* The last forward when it was one batch (S <= n_batch): x still holds its
      * S final residual rows, so sd_forward_more can run the output head on rows
      * it skipped. head_S = 0 when there is nothing to resume (any other
