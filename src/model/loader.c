@@ -382,7 +382,7 @@ static uint64_t matrix_bytes(const sd_matrix *w) {
     return row * (uint64_t)w->n_out;
 }
 
-static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
+static uint64_t layer_matrix_sum(const sd_model *m, bool bytes, bool active) {
     uint64_t sum = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sd_layer *l = &m->layers[il];
@@ -390,7 +390,7 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
                                    &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
             if (mats[i]->data) sum += bytes ? matrix_bytes(mats[i]) : (uint64_t)(mats[i]->n_in * mats[i]->n_out);
-        sum += sd_moe_sum(l->moe, m->hp.n_expert_used, bytes, bytes); /* bytes: what one token reads */
+        sum += sd_moe_sum(l->moe, m->hp.n_expert_used, bytes, active);
     }
     return sum;
 }
@@ -398,12 +398,16 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
 /* One decode step reads every layer matrix and the lm head once; of
  * token_embd it reads one row per token (negligible), unless it IS the lm head. */
 uint64_t sd_model_weight_bytes(const sd_model *m) {
-    return layer_matrix_sum(m, true) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
+    return layer_matrix_sum(m, true, true) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
+}
+
+uint64_t sd_model_matrix_bytes(const sd_model *m) {
+    return layer_matrix_sum(m, true, false) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
 }
 
 uint64_t sd_model_n_params(const sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    uint64_t n = layer_matrix_sum(m, false) + (uint64_t)(m->tok_embd.n_in * m->tok_embd.n_out);
+    uint64_t n = layer_matrix_sum(m, false, false) + (uint64_t)(m->tok_embd.n_in * m->tok_embd.n_out);
     if (!hp->tied_output) n += (uint64_t)(m->output.n_in * m->output.n_out);
     n += (uint64_t)(m->fc.n_in * m->fc.n_out);
     uint64_t per_layer = 2 * (uint64_t)hp->n_embd;  /* attn_norm, ffn_norm */

@@ -164,10 +164,14 @@ typedef struct sd_model {
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err);
 void sd_model_free(sd_model *m);
 
-/* Bytes of weights read by one forward step: every layer matrix and the lm
+/* Bytes of weights read by one forward step: every layer matrix (of an MoE
+ * layer the router, k of the E experts and the shared expert) and the lm
  * head once, as stored in the file (token_embd only if it is the tied lm
  * head: a step reads one embedding row). For the roofline figure. */
 uint64_t sd_model_weight_bytes(const sd_model *m);
+/* Bytes of every layer matrix and the lm head as stored: sd_model_weight_bytes
+ * with all the experts of an MoE layer instead of the k one token reads. */
+uint64_t sd_model_matrix_bytes(const sd_model *m);
 /* Number of parameters: all matrices (a tied lm head counted once), norms,
  * biases. */
 uint64_t sd_model_n_params(const sd_model *m);
