@@ -86,6 +86,12 @@ static const shape SHAPES[] = {
      .hybrid = true, .n_rot = 64, .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_state = 128, .conv_kernel = 4,   \
      .interval = 4, .n_mtp = 1, .sections = {11, 11, 10, 0}, .n_vocab_pad = 248320, .n_expert = 256,          \
      .n_expert_used = 8, .n_ff_exp = 512, .n_ff_shexp = 512, .untied = true}
+    {.name = "qwen3moe-tiny", .n_layer = 2, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .untied = true},
+    {.name = "qwen35moe-tiny", .n_layer = 4, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+     .hybrid = true, .n_rot = 8, .ssm_k_heads = 2, .ssm_v_heads = 4, .ssm_state = 16, .conv_kernel = 4, .interval = 4,
+     .n_mtp = 1, .sections = {2, 1, 1, 0}, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 32,
+     .untied = true},
     QWEN3MOE("qwen3-30b-a3b", 48),
     QWEN3MOE("qwen3-30b-a3b-L4", 4),
     QWEN35MOE("qwen35-35b-a3b", 40),
@@ -507,7 +513,8 @@ static void usage(FILE *f) {
             "  random-weight qwen3 / qwen35 model with a real tokenizer, for speed measurements\n"
             "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny            (qwen3)\n"
             "            qwen35-0.8b | qwen35-2b | qwen35-draft | qwen35-tiny (qwen35)\n"
-            "            qwen3-30b-a3b[-L4] (qwen3moe) | qwen35-35b-a3b[-L4] (qwen35moe): MoE,\n"
+            "            qwen3-30b-a3b[-L4] | qwen3moe-tiny (qwen3moe),\n"
+            "            qwen35-35b-a3b[-L4] | qwen35moe-tiny (qwen35moe): MoE,\n"
             "            -L4 = the same layers, 4 of them\n"
             "  --type    q8_0 | q4_k | f16 | f32 (norm weights are always f32)\n"
             "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied (default\n"
