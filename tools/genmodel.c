@@ -353,16 +353,11 @@ static sd_status add_qwen35_hparams(gguf_writer *w, const shape *s) {
     if (n_all > 64) return SD_ERR_ARG;
     for (int i = 0; i < n_all; i++) rec[i] = is_recurrent(s, i);
     sd_status st = SD_OK;
-    st = st ? st : gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)n_all);
+    /* block_count (trunk + MTP), sizes and eps: the keys qwen3 has too */
+    const tool_qwen3_shape common = {n_all, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->head_dim, 1e-6f, arch};
+    st = st ? st : tool_write_qwen3_shape(w, &common);
     st = st ? st : gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)s->n_mtp);
     st = st ? st : gguf_writer_set_u32(w, KEY("context_length"), 262144);
-    st = st ? st : gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)s->n_embd);
-    st = st ? st : gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)s->n_ff);
-    st = st ? st : gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)s->n_head);
-    st = st ? st : gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)s->n_head_kv);
-    st = st ? st : gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-6f);
     st = st ? st : gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000000.0f);
     st = st ? st : gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)s->n_rot);
     st = st ? st : gguf_writer_set_arr_data(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, s->sections, 4);
