@@ -39,7 +39,7 @@ static inline sd_model *tiny_load_small(const char *arch, char *path, size_t cap
 
 /* Writes sp and checks that loading it fails with code and a one-line message
  * containing msg and naming the file (what: the case, for the failure message). */
-static inline void expect_load_error(const tiny_model_spec *sp, const char *what, sd_status code, const char *msg) {
+static inline void expect_refused(const tiny_model_spec *sp, const char *what, sd_status code, const char *msg) {
     char path[256];
     sd_err err = {0};
     tiny_model_temp_path(path, sizeof path, "bad");
