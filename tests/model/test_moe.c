@@ -8,6 +8,7 @@
  *   routes to experts 0..k-1: u(S) = k);
  * - the fused gate_up tensor layout loads and runs the same way;
  * - the routing arithmetic against a direct evaluation of one token;
+ * - qwen35moe's MTP block (MoE FFN) through its view, batch-invariant;
  * - hostile files: expert_count 0, k > E, a missing expert tensor, an expert
  *   tensor of the wrong shape, each refused with one line naming the file. */
 #define _POSIX_C_SOURCE 200809L
@@ -237,6 +238,41 @@ static void test_formula(void **state) {
     remove(path);
 }
 
+/* qwen35moe's MTP block has the MoE FFN too: its view runs it, batch-invariant
+ * like the trunk (S pairs at once == one pair at a time, bitwise). */
+static void test_mtp_block(void **state) {
+    (void)state;
+    tiny_model_spec sp = tiny_model_default("qwen35moe", GGML_TYPE_Q8_0);
+    sp.n_layer = 5, sp.n_nextn = 1;
+    char path[256];
+    sd_model *m = load_moe(&sp, path, sizeof path), *view = NULL;
+    sd_err err = {0};
+    assert_true(m->nextn.present);
+    assert_non_null(m->nextn.layer.moe);
+    assert_int_equal(sd_mtp_view_init(m, &view, &err), SD_OK);
+    enum { S = 6 };
+    const int64_t D = m->hp.n_embd, V = m->hp.n_vocab;
+    int32_t tokens[S];
+    test_tokens(tokens, S, (int32_t)V, 9);
+    float *h = malloc((size_t)(S * D) * sizeof *h), *a = malloc((size_t)(S * V) * sizeof *a);
+    float *b = malloc((size_t)(S * V) * sizeof *b);
+    for (int64_t i = 0; i < S * D; i++) h[i] = cosf(0.11f * (float)i);
+    sd_context *ca = NULL, *cb = NULL;
+    assert_int_equal(sd_context_init(view, 32, 8, 2, &ca, &err), SD_OK);
+    assert_int_equal(sd_context_init(view, 32, 8, 2, &cb, &err), SD_OK);
+    assert_int_equal(sd_mtp_forward(ca, tokens, h, S, NULL, S, a, &err), SD_OK);
+    assert_true(sd_context_moe_distinct(ca, 0) >= m->hp.n_expert_used);
+    for (int s = 0; s < S; s++)
+        assert_int_equal(sd_mtp_forward(cb, tokens + s, h + s * D, 1, NULL, 1, b + s * V, &err), SD_OK);
+    assert_memory_equal(a, b, (size_t)(S * V) * sizeof *a);
+    sd_context_free(ca);
+    sd_context_free(cb);
+    free(h), free(a), free(b);
+    sd_mtp_view_free(view);
+    sd_model_free(m);
+    remove(path);
+}
+
 /* ---- hostile files ---- */
 
 typedef struct bad_case {
@@ -279,7 +315,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_load),          cmocka_unit_test(test_invariance_qwen3moe),
         cmocka_unit_test(test_invariance_qwen35moe), cmocka_unit_test(test_zero_router),
         cmocka_unit_test(test_fused_gate_up), cmocka_unit_test(test_formula),
-        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_mtp_block),     cmocka_unit_test(test_bad_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
