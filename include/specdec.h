@@ -118,8 +118,9 @@ SPECDEC_API specdec_model_params specdec_model_default_params(void);
 
 /* Loads a GGUF model (architectures: dense llama, qwen2, qwen3; hybrid
  * qwen35; mixture of experts qwen3moe, qwen35moe (docs/MOE.md); an eagle3
- * head, usable only as a context's draft) and its tokenizer. params NULL = defaults. On success *out owns the model (free
- * with specdec_model_free); on error *out is NULL. Errors (the message
+ * head, usable only as a context's draft) and its tokenizer. params NULL =
+ * defaults. On success *out owns the model (free with specdec_model_free);
+ * on error *out is NULL. Errors (the message
  * starts with the path): SPECDEC_ERR_IO (cannot open or map),
  * SPECDEC_ERR_FORMAT (malformed GGUF, missing key or tensor, wrong shape),
  * SPECDEC_ERR_UNSUPPORTED (unknown architecture, tensor type, tokenizer),
