@@ -151,9 +151,10 @@ typedef struct specdec_model_params {
 SPECDEC_API specdec_model_params specdec_model_default_params(void);
 
 /* Loads a GGUF model (architectures: dense llama, qwen2, qwen3; hybrid
- * qwen35; an eagle3 head, usable only as a context's draft) and its
- * tokenizer. params NULL = defaults. On success *out owns the model (free
- * with specdec_model_free); on error *out is NULL. Errors (the message
+ * qwen35; mixture of experts qwen3moe, qwen35moe (docs/MOE.md); an eagle3
+ * head, usable only as a context's draft) and its tokenizer. params NULL =
+ * defaults. On success *out owns the model (free with specdec_model_free);
+ * on error *out is NULL. Errors (the message
  * starts with the path): SPECDEC_ERR_IO (cannot open or map),
  * SPECDEC_ERR_FORMAT (malformed GGUF, missing key or tensor, wrong shape),
  * SPECDEC_ERR_UNSUPPORTED (unknown architecture, tensor type, tokenizer),
@@ -168,7 +169,7 @@ SPECDEC_API const char *specdec_model_path(const specdec_model *model);
 /* GGUF `general.name`, or the file name without directory and ".gguf" when
  * the key is absent. Never NULL. */
 SPECDEC_API const char *specdec_model_name(const specdec_model *model);
-/* GGUF `general.architecture`: "llama", "qwen2", "qwen3", "qwen35", "eagle3". */
+/* GGUF `general.architecture`: "llama", "qwen2", "qwen3", "qwen35", "qwen3moe", "qwen35moe", "eagle3". */
 SPECDEC_API const char *specdec_model_arch(const specdec_model *model);
 /* Number of tokens in the vocabulary (logit rows are this long). */
 SPECDEC_API int32_t specdec_model_n_vocab(const specdec_model *model);

@@ -57,6 +57,9 @@ typedef struct shape {
     int n_rot, ssm_k_heads, ssm_v_heads, ssm_state, conv_kernel, interval, n_mtp;
     int sections[4];
     int64_t n_vocab_pad; /* embedding rows; the vocabulary is padded to it (0: as the vocab) */
+    /* mixture of experts (qwen3moe / qwen35moe, docs/MOE.md); n_expert 0: dense */
+    int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool untied;         /* writes output.weight (the MoE releases do not tie) */
 } shape;
 
 static const shape SHAPES[] = {
@@ -75,8 +78,28 @@ static const shape SHAPES[] = {
     QWEN35("qwen35-2b", 24, 2048, 6144, 8, 2, 256, 64, 16, 16, 128, 4, 4, 1, 11, 11, 10, 248320),
     QWEN35("qwen35-draft", 8, 256, 1024, 4, 1, 128, 32, 4, 8, 64, 4, 4, 0, 6, 5, 5, 248320),
     QWEN35("qwen35-tiny", 4, 64, 128, 4, 2, 32, 8, 2, 4, 16, 4, 4, 1, 2, 1, 1, 0),
+    /* MoE (docs/MOE.md "Published shapes"); -L4: the same layers, 4 of them, for quick runs */
+#define QWEN3MOE(nm, l) {.name = nm, .n_layer = l, .n_embd = 2048, .n_ff = 6144, .n_head = 32, .n_head_kv = 4, \
+                         .head_dim = 128, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768, .untied = true}
+#define QWEN35MOE(nm, l)                                                                                        \
+    {.name = nm, .n_layer = l, .n_embd = 2048, .n_ff = 512, .n_head = 16, .n_head_kv = 2, .head_dim = 256,      \
+     .hybrid = true, .n_rot = 64, .ssm_k_heads = 16, .ssm_v_heads = 32, .ssm_state = 128, .conv_kernel = 4,   \
+     .interval = 4, .n_mtp = 1, .sections = {11, 11, 10, 0}, .n_vocab_pad = 248320, .n_expert = 256,          \
+     .n_expert_used = 8, .n_ff_exp = 512, .n_ff_shexp = 512, .untied = true}
+    {.name = "qwen3moe-tiny", .n_layer = 2, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2, .head_dim = 16,
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .untied = true},
+    {.name = "qwen35moe-tiny", .n_layer = 4, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2, .head_dim = 32,
+     .hybrid = true, .n_rot = 8, .ssm_k_heads = 2, .ssm_v_heads = 4, .ssm_state = 16, .conv_kernel = 4, .interval = 4,
+     .n_mtp = 1, .sections = {2, 1, 1, 0}, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 32,
+     .untied = true},
+    QWEN3MOE("qwen3-30b-a3b", 48),
+    QWEN3MOE("qwen3-30b-a3b-L4", 4),
+    QWEN35MOE("qwen35-35b-a3b", 40),
+    QWEN35MOE("qwen35-35b-a3b-L4", 4),
 #undef QWEN3
 #undef QWEN35
+#undef QWEN3MOE
+#undef QWEN35MOE
 };
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -127,8 +150,11 @@ static void *keep(gen *g, size_t bytes) {
     return p;
 }
 
-/* A matrix of n_out rows by n_in columns (GGUF ne = {n_in, n_out}), random. */
-static sd_status add_matrix(gen *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+/* n_exp matrices of n_out rows by n_in columns, random: GGUF ne = {n_in, n_out}
+ * (n_exp = 1), or the 3-D expert tensor {n_in, n_out, n_exp}, its rows expert by expert. */
+static sd_status add_experts(gen *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, sd_err *err) {
+    const int64_t n_out_per = n_out;
+    n_out *= n_exp;
     uint64_t row_bytes, bytes;
     if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) || !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
         return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
@@ -154,10 +180,14 @@ static sd_status add_matrix(gen *g, const char *name, int64_t n_in, int64_t n_ou
         free(row);
     }
     if (oom) return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate a row", name);
-    int64_t ne[2] = {n_in, n_out};
+    int64_t ne[3] = {n_in, n_out_per, n_exp};
     g->total_bytes += bytes;
-    sd_status st = gguf_writer_add_tensor(g->w, name, g->type, 2, ne, dst, bytes);
+    sd_status st = gguf_writer_add_tensor(g->w, name, g->type, n_exp > 1 ? 3 : 2, ne, dst, bytes);
     return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
+}
+
+static sd_status add_matrix(gen *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+    return add_experts(g, name, n_in, n_out, 1, err);
 }
 
 /* An f32 vector v[i] = a + b * i / max(n - 1, 1) (norms: a = 1, b = 0). */
@@ -189,6 +219,33 @@ static sd_status add_f32_matrix(gen *g, const char *name, int64_t n_in, int64_t 
     g->total_bytes += n * sizeof *v;
     sd_status st = gguf_writer_add_tensor(g->w, name, GGML_TYPE_F32, 2, ne, v, n * sizeof *v);
     return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
+}
+
+/* The FFN of block il (after its pre-FFN norm): dense, or the routed experts
+ * (router f32, as llama.cpp's quantizer keeps it) plus the shared expert. */
+static sd_status add_ffn(gen *g, const shape *s, int il, sd_err *err) {
+    char name[96];
+    sd_status st;
+    const uint32_t type = g->type;
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, il), name)
+    if (!s->n_expert) {
+        if ((st = add_matrix(g, NAME("ffn_gate.weight"), s->n_embd, s->n_ff, err))) return st;
+        if ((st = add_matrix(g, NAME("ffn_up.weight"), s->n_embd, s->n_ff, err))) return st;
+        return add_matrix(g, NAME("ffn_down.weight"), s->n_ff, s->n_embd, err);
+    }
+    g->type = GGML_TYPE_F32;
+    st = add_matrix(g, NAME("ffn_gate_inp.weight"), s->n_embd, s->n_expert, err);
+    g->type = type;
+    if (st) return st;
+    if ((st = add_experts(g, NAME("ffn_gate_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err))) return st;
+    if ((st = add_experts(g, NAME("ffn_up_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err))) return st;
+    if ((st = add_experts(g, NAME("ffn_down_exps.weight"), s->n_ff_exp, s->n_embd, s->n_expert, err))) return st;
+    if (!s->n_ff_shexp) return SD_OK;
+    if ((st = add_ramp(g, NAME("ffn_gate_inp_shexp.weight"), s->n_embd, -0.02f, 0.04f, err))) return st;
+    if ((st = add_matrix(g, NAME("ffn_gate_shexp.weight"), s->n_embd, s->n_ff_shexp, err))) return st;
+    if ((st = add_matrix(g, NAME("ffn_up_shexp.weight"), s->n_embd, s->n_ff_shexp, err))) return st;
+    return add_matrix(g, NAME("ffn_down_shexp.weight"), s->n_ff_shexp, s->n_embd, err);
+#undef NAME
 }
 
 /* qwen35 layer kinds (qwen35.cpp load_arch_hparams): GDN unless (il+1) % interval == 0;
@@ -242,9 +299,7 @@ static sd_status add_layer_qwen35(gen *g, const shape *s, int il, sd_err *err) {
     st = is_recurrent(s, il) ? add_gdn(g, s, il, err) : add_gated_attention(g, s, il, err);
     if (st) return st;
     if ((st = add_norm(g, NAME("post_attention_norm.weight"), s->n_embd, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_gate.weight"), s->n_embd, s->n_ff, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_up.weight"), s->n_embd, s->n_ff, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_down.weight"), s->n_ff, s->n_embd, err))) return st;
+    if ((st = add_ffn(g, s, il, err))) return st;
     if (il >= s->n_layer) { /* MTP (nextn) block, qwen35.cpp load_block_mtp; shares the embedding */
         if ((st = add_matrix(g, NAME("nextn.eh_proj.weight"), 2 * (int64_t)s->n_embd, s->n_embd, err))) return st;
         if ((st = add_norm(g, NAME("nextn.enorm.weight"), s->n_embd, err))) return st;
@@ -268,42 +323,54 @@ static sd_status add_layer(gen *g, const shape *s, int il, sd_err *err) {
     if ((st = add_norm(g, NAME("attn_q_norm.weight"), s->head_dim, err))) return st;
     if ((st = add_norm(g, NAME("attn_k_norm.weight"), s->head_dim, err))) return st;
     if ((st = add_norm(g, NAME("ffn_norm.weight"), s->n_embd, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_gate.weight"), s->n_embd, s->n_ff, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_up.weight"), s->n_embd, s->n_ff, err))) return st;
-    if ((st = add_matrix(g, NAME("ffn_down.weight"), s->n_ff, s->n_embd, err))) return st;
+    if ((st = add_ffn(g, s, il, err))) return st;
 #undef NAME
     return SD_OK;
 }
 
 /* qwen35 hparams (qwen35.cpp load_arch_hparams; conversion/qwen.py writes the
  * same keys, recurrent_layers included, MTP entries false). */
+/* The expert keys (llama.cpp gguf-py constants.py Keys.LLM.EXPERT_*), none for a dense shape. */
+static sd_status add_moe_hparams(gguf_writer *w, const char *arch, const shape *s) {
+    char k[96];
+    sd_status st = SD_OK;
+    if (!s->n_expert) return SD_OK;
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, arch), k)
+    st = st ? st : gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)s->n_expert);
+    st = st ? st : gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)s->n_expert_used);
+    st = st ? st : gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)s->n_ff_exp);
+    if (s->n_ff_shexp) st = st ? st : gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)s->n_ff_shexp);
+#undef KEY
+    return st;
+}
+
 static sd_status add_qwen35_hparams(gguf_writer *w, const shape *s) {
+    const char *arch = s->n_expert ? "qwen35moe" : "qwen35";
+    char k[96];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, arch), k)
     int n_all = s->n_layer + s->n_mtp;
     bool rec[64];
     if (n_all > 64) return SD_ERR_ARG;
     for (int i = 0; i < n_all; i++) rec[i] = is_recurrent(s, i);
     sd_status st = SD_OK;
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.block_count", (uint32_t)n_all);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.nextn_predict_layers", (uint32_t)s->n_mtp);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.context_length", 262144);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.embedding_length", (uint32_t)s->n_embd);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.feed_forward_length", (uint32_t)s->n_ff);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.head_count", (uint32_t)s->n_head);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.head_count_kv", (uint32_t)s->n_head_kv);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.key_length", (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.attention.value_length", (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_f32(w, "qwen35.attention.layer_norm_rms_epsilon", 1e-6f);
-    st = st ? st : gguf_writer_set_f32(w, "qwen35.rope.freq_base", 10000000.0f);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)s->n_rot);
-    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.rope.dimension_sections", GGUF_TYPE_INT32, s->sections, 4);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.conv_kernel", (uint32_t)s->conv_kernel);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)s->ssm_state);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.inner_size", (uint32_t)(s->ssm_state * s->ssm_v_heads));
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)s->ssm_v_heads);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)s->ssm_k_heads);
-    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.attention.recurrent_layers", GGUF_TYPE_BOOL, rec,
+    /* block_count (trunk + MTP), sizes and eps: the keys qwen3 has too */
+    const tool_qwen3_shape common = {n_all, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->head_dim, 1e-6f, arch};
+    st = st ? st : tool_write_qwen3_shape(w, &common);
+    st = st ? st : gguf_writer_set_u32(w, KEY("nextn_predict_layers"), (uint32_t)s->n_mtp);
+    st = st ? st : gguf_writer_set_u32(w, KEY("context_length"), 262144);
+    st = st ? st : gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000000.0f);
+    st = st ? st : gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)s->n_rot);
+    st = st ? st : gguf_writer_set_arr_data(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, s->sections, 4);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.conv_kernel"), (uint32_t)s->conv_kernel);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)s->ssm_state);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(s->ssm_state * s->ssm_v_heads));
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)s->ssm_v_heads);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)s->ssm_k_heads);
+    st = st ? st : gguf_writer_set_arr_data(w, KEY("attention.recurrent_layers"), GGUF_TYPE_BOOL, rec,
                                             (uint64_t)n_all);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.full_attention_interval", (uint32_t)s->interval);
+    st = st ? st : gguf_writer_set_u32(w, KEY("full_attention_interval"), (uint32_t)s->interval);
+    st = st ? st : add_moe_hparams(w, arch, s);
+#undef KEY
     return st;
 }
 
@@ -347,7 +414,8 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     snprintf(gname, sizeof gname, "random %s %s", s->name, ggml_type_get(g->type)->name);
     sd_status st = SD_OK;
     if (s->hybrid) {
-        st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen35", 6);
+        const char *arch = s->n_expert ? "qwen35moe" : "qwen35";
+        st = st ? st : gguf_writer_set_str(w, "general.architecture", arch, strlen(arch));
         st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
         st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
         st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
@@ -367,14 +435,19 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
             return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
         return SD_OK;
     }
-    st = st ? st : gguf_writer_set_str(w, "general.architecture", "qwen3", 5);
+    const char *arch = s->n_expert ? "qwen3moe" : "qwen3";
+    char k[96];
+    st = st ? st : gguf_writer_set_str(w, "general.architecture", arch, strlen(arch));
     st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
     st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
     st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.context_length", 40960);
-    st = st ? st : gguf_writer_set_f32(w, "qwen3.rope.freq_base", 1000000.0f);
-    const tool_qwen3_shape q3 = {s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->head_dim, 1e-6f};
+    snprintf(k, sizeof k, "%s.context_length", arch);
+    st = st ? st : gguf_writer_set_u32(w, k, 40960);
+    snprintf(k, sizeof k, "%s.rope.freq_base", arch);
+    st = st ? st : gguf_writer_set_f32(w, k, 1000000.0f);
+    const tool_qwen3_shape q3 = {s->n_layer, s->n_embd, s->n_ff, s->n_head, s->n_head_kv, s->head_dim, 1e-6f, arch};
     st = st ? st : tool_write_qwen3_shape(w, &q3);
+    st = st ? st : add_moe_hparams(w, arch, s);
     if (st) return sd_err_set(err, st, "cannot set metadata");
     bool has_add_bos = false;
     for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
@@ -413,6 +486,7 @@ static sd_status generate(const shape *s, uint32_t type, const char *vocab_path,
     if (!st) st = add_metadata(&g, s, vocab, (int64_t)n_vocab, err);
     /* Tied output (Qwen3-0.6B/1.7B and Qwen3.5-0.8B/2B tie_word_embeddings): no output.weight. */
     if (!st) st = add_matrix(&g, "token_embd.weight", s->n_embd, (int64_t)n_vocab, err);
+    if (!st && s->untied) st = add_matrix(&g, "output.weight", s->n_embd, (int64_t)n_vocab, err);
     int n_all = s->n_layer + (s->hybrid ? s->n_mtp : 0);
     for (int il = 0; !st && il < n_all; il++) {
         st = s->hybrid ? add_layer_qwen35(&g, s, il, err) : add_layer(&g, s, il, err);
@@ -434,6 +508,9 @@ static void usage(FILE *f) {
             "  random-weight qwen3 / qwen35 model with a real tokenizer, for speed measurements\n"
             "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny            (qwen3)\n"
             "            qwen35-0.8b | qwen35-2b | qwen35-draft | qwen35-tiny (qwen35)\n"
+            "            qwen3-30b-a3b[-L4] | qwen3moe-tiny (qwen3moe),\n"
+            "            qwen35-35b-a3b[-L4] | qwen35moe-tiny (qwen35moe): MoE,\n"
+            "            -L4 = the same layers, 4 of them\n"
             "  --type    q8_0 | q4_k | f16 | f32 (norm weights are always f32)\n"
             "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied (default\n"
             "            tests/data/tokenizer/ggml-vocab-qwen2.gguf, ggml-vocab-qwen35.gguf for qwen35)\n"

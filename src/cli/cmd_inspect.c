@@ -76,7 +76,25 @@ static void shape_str(const gguf_tensor_info *t, char *buf, size_t cap) {
 /* A hybrid file (qwen35): the loaded model's layer pattern and recurrent
  * state are reported too. */
 static bool is_hybrid(const summary *s) {
-    return s->arch && s->arch_len == 6 && memcmp(s->arch, "qwen35", 6) == 0;
+    return s->arch && ((s->arch_len == 6 && memcmp(s->arch, "qwen35", 6) == 0) ||
+                       (s->arch_len == 9 && memcmp(s->arch, "qwen35moe", 9) == 0));
+}
+
+/* Mixture of experts (docs/MOE.md): E, k, the expert widths, and the weight
+ * bytes one token reads (k of the E experts) against all of them. */
+static void print_moe(const sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    printf("experts: %d routed per layer, %d per token, expert FFN %d", hp->n_expert, hp->n_expert_used, hp->n_ff_exp);
+    if (hp->n_ff_shexp) printf(", shared expert %d (sigmoid-gated)", hp->n_ff_shexp);
+    printf("; one token reads %.1f MiB of weights (of %.1f MiB of layer and head matrices)\n",
+           (double)sd_model_weight_bytes(m) / (1024.0 * 1024.0), (double)sd_model_matrix_bytes(m) / (1024.0 * 1024.0));
+}
+
+static json_t *jmoe(const sd_model *m) {
+    const sd_hparams *hp = &m->hp;
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:I}", "n_expert", hp->n_expert, "n_expert_used", hp->n_expert_used,
+                     "n_ff_exp", hp->n_ff_exp, "n_ff_shexp", hp->n_ff_shexp, "active_weight_bytes",
+                     (json_int_t)sd_model_weight_bytes(m), "matrix_bytes", (json_int_t)sd_model_matrix_bytes(m));
 }
 
 /* "GGGA..." one letter per trunk layer: G Gated DeltaNet, A full attention. */
@@ -317,6 +335,7 @@ static int print_json(const char *path, const gguf_ctx *ctx, const summary *s, c
     json_object_set_new(root, "total", total);
     if (hybrid) json_object_set_new(root, "hybrid", jhybrid(hybrid));
     if (l) json_object_set_new(root, "loaded", jloaded(l));
+    if (l && l->ok && l->m->hp.n_expert > 0) json_object_set_new(root, "moe", jmoe(l->m));
     int rc = json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     putchar('\n');
     json_decref(root);
@@ -381,6 +400,7 @@ int cmd_inspect(int argc, char **argv) {
     else {
         print_text(path, ctx, &s, hybrid, herr);
         if (load) print_loaded(&l);
+        if (l.ok && l.m->hp.n_expert > 0) print_moe(l.m);
     }
     sd_model_free(l.m);
     gguf_close(ctx);

@@ -35,9 +35,12 @@ typedef struct sd_arch_def {
     sd_status (*load_tensors)(sd_loader *L, sd_model *m);
     /* rope.dimension_count may be less than the head size (qwen35: 64 of 256). */
     bool partial_rope;
+    /* Mixture of experts: feed_forward_length may be absent (the expert sizes are the keys). */
+    bool moe;
 } sd_arch_def;
 
 extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3, sd_arch_qwen35, sd_arch_eagle3;
+extern const sd_arch_def sd_arch_qwen3moe, sd_arch_qwen35moe;
 
 /* The architecture named name, or NULL. */
 const sd_arch_def *sd_arch_find(const char *name);
@@ -64,5 +67,13 @@ sd_status sd_bind_f32_2d(sd_loader *L, const float **out, int64_t ne0, int64_t n
  * ffn_gate/up/down. Biases and Q/K norms are bound by the arch files. */
 sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m);
 sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il);
+/* The attention half of sd_bind_dense_layer plus ffn_norm (a MoE layer binds its own FFN). */
+sd_status sd_bind_attn_block(sd_loader *L, sd_layer *layer, int il);
+
+/* qwen35 and qwen35moe share everything but the FFN (arch_qwen35.c): keys
+ * under hp->arch_name, each trunk (and MTP) block's FFN dense, or the
+ * experts of moe.h when hp->n_expert > 0. */
+sd_status sd_qwen35_hparams(sd_loader *L, sd_hparams *hp);
+sd_status sd_qwen35_tensors(sd_loader *L, sd_model *m);
 
 #endif

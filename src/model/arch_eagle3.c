@@ -129,4 +129,4 @@ static sd_status eagle3_tensors(sd_loader *L, sd_model *m) {
     return st;
 }
 
-const sd_arch_def sd_arch_eagle3 = {"eagle3", SD_ARCH_EAGLE3, eagle3_hparams, eagle3_tensors, false};
+const sd_arch_def sd_arch_eagle3 = {"eagle3", SD_ARCH_EAGLE3, eagle3_hparams, eagle3_tensors, false, false};

@@ -35,4 +35,4 @@ static sd_status llama_tensors(sd_loader *L, sd_model *m) {
     return st;
 }
 
-const sd_arch_def sd_arch_llama = {"llama", SD_ARCH_LLAMA, llama_hparams, llama_tensors, false};
+const sd_arch_def sd_arch_llama = {"llama", SD_ARCH_LLAMA, llama_hparams, llama_tensors, false, false};

@@ -27,4 +27,4 @@ static sd_status qwen2_tensors(sd_loader *L, sd_model *m) {
     return st;
 }
 
-const sd_arch_def sd_arch_qwen2 = {"qwen2", SD_ARCH_QWEN2, qwen2_hparams, qwen2_tensors, false};
+const sd_arch_def sd_arch_qwen2 = {"qwen2", SD_ARCH_QWEN2, qwen2_hparams, qwen2_tensors, false, false};

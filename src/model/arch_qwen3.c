@@ -28,4 +28,4 @@ static sd_status qwen3_tensors(sd_loader *L, sd_model *m) {
     return st;
 }
 
-const sd_arch_def sd_arch_qwen3 = {"qwen3", SD_ARCH_QWEN3, qwen3_hparams, qwen3_tensors, false};
+const sd_arch_def sd_arch_qwen3 = {"qwen3", SD_ARCH_QWEN3, qwen3_hparams, qwen3_tensors, false, false};

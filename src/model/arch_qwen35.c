@@ -16,12 +16,13 @@
 #include <stdio.h>
 
 #include "model/arch.h"
+#include "model/moe.h"
 #include "numerics/gdn.h"
 
 /* Reads {arch}.key as a positive int32 in [1, max] into *out (dflt when absent and not required). */
 static sd_status get_int(sd_loader *L, const char *suffix, bool required, int32_t dflt, int32_t max, int32_t *out) {
     char key[128];
-    snprintf(key, sizeof key, "qwen35.%s", suffix);
+    snprintf(key, sizeof key, "%s.%s", L->m->hp.arch_name, suffix); /* qwen35 or qwen35moe */
     int64_t v = dflt;
     if (!gguf_get_i64(L->gguf, key, &v)) {
         if (gguf_find_key(L->gguf, key) >= 0)
@@ -59,7 +60,8 @@ static sd_status ssm_hparams(sd_loader *L, sd_hparams *hp) {
  * sections, else the 4th stream's (0 for text: no rotation). The 4th case is
  * refused rather than run as NEOX. */
 static sd_status check_rope_sections(sd_loader *L, const sd_hparams *hp) {
-    const char *key = "qwen35.rope.dimension_sections";
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", hp->arch_name);
     int64_t ki = gguf_find_key(L->gguf, key);
     if (ki < 0) return SD_OK;
     gguf_type elem;
@@ -91,7 +93,8 @@ static sd_status check_rope_sections(sd_loader *L, const sd_hparams *hp) {
 /* is_gdn[il] for the trunk layers, from attention.recurrent_layers or full_attention_interval. */
 static sd_status layer_pattern(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    const char *key = "qwen35.attention.recurrent_layers";
+    char key[96];
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", hp->arch_name);
     int64_t ki = gguf_find_key(L->gguf, key);
     if (ki >= 0) {
         gguf_type elem;
@@ -118,15 +121,15 @@ static sd_status layer_pattern(sd_loader *L, sd_model *m) {
     return st;
 }
 
-static sd_status qwen35_hparams(sd_loader *L, sd_hparams *hp) {
+sd_status sd_qwen35_hparams(sd_loader *L, sd_hparams *hp) {
     hp->rope_neox = true;
     hp->qkv_bias = false;
     hp->qk_norm = true;
     int64_t nextn = 0;
-    if (gguf_find_key(L->gguf, "qwen35.nextn_predict_layers") >= 0 &&
-        (!gguf_get_i64(L->gguf, "qwen35.nextn_predict_layers", &nextn) || nextn < 0 || nextn >= hp->n_layer_all))
-        return sd_err_set(L->err, SD_ERR_FORMAT, "key qwen35.nextn_predict_layers out of range [0, block_count %d)",
-                          hp->n_layer_all);
+    char key[96];
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", hp->arch_name);
+    if (gguf_find_key(L->gguf, key) >= 0 && (!gguf_get_i64(L->gguf, key, &nextn) || nextn < 0 || nextn >= hp->n_layer_all))
+        return sd_err_set(L->err, SD_ERR_FORMAT, "key %s out of range [0, block_count %d)", key, hp->n_layer_all);
     hp->n_nextn = (int32_t)nextn;
     hp->n_layer = hp->n_layer_all - hp->n_nextn;
     sd_status st = ssm_hparams(L, hp);
@@ -163,13 +166,24 @@ static sd_status bind_gdn(sd_loader *L, sd_layer *l, int il) {
     return st;
 }
 
+/* The FFN of block il after its post_attention_norm: dense SwiGLU, or (qwen35moe) the experts. */
+static sd_status bind_ffn(sd_loader *L, sd_layer *l, int il, int32_t counter) {
+    const sd_hparams *hp = &L->m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    if (hp->n_expert > 0) return sd_bind_moe_ffn(L, &l->moe, il, counter);
+    sd_status st = sd_bind_matrix(L, &l->w_gate, n_embd, n_ff, "blk.%d.ffn_gate.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
+    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
+    return st;
+}
+
 /* The MTP block blk.<n_layer> (qwen35.cpp load_arch_tensors: the tensors of
  * a full-attention layer plus nextn.*), when there is exactly one (llama.cpp
  * runs only n_layer_nextn == 1). Optional embed_tokens / shared_head_head /
  * shared_head_norm fall back to the trunk's token_embd / output / output_norm. */
 static sd_status bind_nextn(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    const int64_t n_embd = hp->n_embd;
     const int il = hp->n_layer;
     sd_nextn *x = &m->nextn;
     sd_layer *l = &x->layer;
@@ -178,9 +192,7 @@ static sd_status bind_nextn(sd_loader *L, sd_model *m) {
     sd_status st = sd_bind_vector(L, &l->attn_norm, n_embd, true, "blk.%d.attn_norm.weight", il);
     if (st == SD_OK) st = bind_attention(L, l, il);
     if (st == SD_OK) st = sd_bind_vector(L, &l->ffn_norm, n_embd, true, "blk.%d.post_attention_norm.weight", il);
-    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_gate, n_embd, n_ff, "blk.%d.ffn_gate.weight", il);
-    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
-    if (st == SD_OK) st = sd_bind_matrix(L, &l->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
+    if (st == SD_OK) st = bind_ffn(L, l, il, 0); /* counter 0: the MTP view's one layer */
     if (st == SD_OK) st = sd_bind_matrix(L, &x->eh_proj, 2 * n_embd, n_embd, "blk.%d.nextn.eh_proj.weight", il);
     if (st == SD_OK) st = sd_bind_vector(L, &x->enorm, n_embd, true, "blk.%d.nextn.enorm.weight", il);
     if (st == SD_OK) st = sd_bind_vector(L, &x->hnorm, n_embd, true, "blk.%d.nextn.hnorm.weight", il);
@@ -209,9 +221,9 @@ static sd_status detect_mtp_only(sd_loader *L, sd_model *m) {
     return SD_OK;
 }
 
-static sd_status qwen35_tensors(sd_loader *L, sd_model *m) {
+sd_status sd_qwen35_tensors(sd_loader *L, sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    const int64_t n_embd = hp->n_embd;
     sd_status st = layer_pattern(L, m);
     if (st == SD_OK) st = detect_mtp_only(L, m);
     if (st == SD_OK) st = sd_bind_embeddings_and_output(L, m);
@@ -220,12 +232,10 @@ static sd_status qwen35_tensors(sd_loader *L, sd_model *m) {
         st = sd_bind_vector(L, &l->attn_norm, n_embd, true, "blk.%d.attn_norm.weight", il);
         if (st == SD_OK) st = l->kind == SD_LAYER_GDN ? bind_gdn(L, l, il) : bind_attention(L, l, il);
         if (st == SD_OK) st = sd_bind_vector(L, &l->ffn_norm, n_embd, true, "blk.%d.post_attention_norm.weight", il);
-        if (st == SD_OK) st = sd_bind_matrix(L, &l->w_gate, n_embd, n_ff, "blk.%d.ffn_gate.weight", il);
-        if (st == SD_OK) st = sd_bind_matrix(L, &l->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
-        if (st == SD_OK) st = sd_bind_matrix(L, &l->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
+        if (st == SD_OK) st = bind_ffn(L, l, il, il);
     }
     if (st == SD_OK && hp->n_nextn == 1) st = bind_nextn(L, m);
     return st;
 }
 
-const sd_arch_def sd_arch_qwen35 = {"qwen35", SD_ARCH_QWEN35, qwen35_hparams, qwen35_tensors, true};
+const sd_arch_def sd_arch_qwen35 = {"qwen35", SD_ARCH_QWEN35, sd_qwen35_hparams, sd_qwen35_tensors, true, false};

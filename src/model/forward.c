@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "model/layers.h"
+#include "model/moe.h"
 #include "numerics/ops.h"
 
 static void add_bias(float *x, const float *b, int S, int64_t n) {
@@ -180,6 +181,10 @@ void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
 }
 
 void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
+    if (L->moe) { /* routed experts (layer_moe.c) */
+        sd_layer_moe(c, L, S);
+        return;
+    }
     const sd_hparams *hp = &c->m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
     rmsnorm_rows(c->sc.xb, c->sc.x, L->ffn_norm, S, n_embd, hp->rms_eps);

@@ -17,7 +17,7 @@
 #include "numerics/ops.h"
 
 sd_status sd_mtp_check(const sd_model *mtp, const sd_model *target, sd_err *err) {
-    if (mtp->hp.arch != SD_ARCH_QWEN35 || !mtp->nextn.present)
+    if ((mtp->hp.arch != SD_ARCH_QWEN35 && mtp->hp.arch != SD_ARCH_QWEN35MOE) || !mtp->nextn.present)
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "no MTP block (architecture '%s', nextn_predict_layers %d)",
                           mtp->hp.arch_name, mtp->hp.n_nextn);
     if (mtp->hp.n_embd != target->hp.n_embd)
@@ -28,7 +28,7 @@ sd_status sd_mtp_check(const sd_model *mtp, const sd_model *target, sd_err *err)
 
 sd_status sd_mtp_view_init(const sd_model *t, sd_model **out, sd_err *err) {
     *out = NULL;
-    if (t->hp.arch != SD_ARCH_QWEN35 || !t->nextn.present)
+    if ((t->hp.arch != SD_ARCH_QWEN35 && t->hp.arch != SD_ARCH_QWEN35MOE) || !t->nextn.present)
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "the model has no MTP block (architecture '%s', nextn_predict_layers %d)",
                           t->hp.arch_name, t->hp.n_nextn);
     sd_model *v = calloc(1, sizeof *v);

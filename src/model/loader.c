@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "model/arch.h"
+#include "model/moe.h"
 #include "numerics/quant.h"
 
 /* Upper bound on any single dimension: far above every real model, low
@@ -78,14 +79,21 @@ static sd_status load_rope_scaling(sd_loader *L, const char *arch, sd_hparams *h
     return SD_OK;
 }
 
-static sd_status load_hparams(sd_loader *L, const char *arch, bool partial_rope, sd_hparams *hp) {
+static bool feed_forward_key(sd_loader *L, const char *arch) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+    return gguf_find_key(L->gguf, key) >= 0;
+}
+
+static sd_status load_hparams(sd_loader *L, const char *arch, bool partial_rope, bool moe, sd_hparams *hp) {
     sd_status st = SD_OK;
     if (st == SD_OK) st = get_dim(L, arch, "embedding_length", true, 0, &hp->n_embd);
     if (st == SD_OK) st = get_dim(L, arch, "block_count", true, 0, &hp->n_layer);
     hp->n_layer_all = hp->n_layer; /* an architecture with MTP blocks subtracts them */
     if (st == SD_OK) st = get_dim(L, arch, "attention.head_count", true, 0, &hp->n_head);
     if (st == SD_OK) st = get_dim(L, arch, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv);
-    if (st == SD_OK) st = get_dim(L, arch, "feed_forward_length", true, 0, &hp->n_ff);
+    if (st == SD_OK && !(moe && !feed_forward_key(L, arch))) /* MoE: the expert sizes may stand alone */
+        st = get_dim(L, arch, "feed_forward_length", true, 0, &hp->n_ff);
     if (st == SD_OK) st = get_dim(L, arch, "context_length", false, 4096, &hp->n_ctx_train);
     if (st != SD_OK) return st;
     if (hp->n_layer > 4096 || hp->n_head > 4096)
@@ -250,9 +258,9 @@ sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m) {
     return SD_OK;
 }
 
-sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il) {
+sd_status sd_bind_attn_block(sd_loader *L, sd_layer *layer, int il) {
     const sd_hparams *hp = &L->m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    const int64_t n_embd = hp->n_embd;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
     const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     sd_status st = sd_bind_vector(L, &layer->attn_norm, n_embd, true, "blk.%d.attn_norm.weight", il);
@@ -261,6 +269,13 @@ sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il) {
     if (st == SD_OK) st = sd_bind_matrix(L, &layer->wv, n_embd, kv_dim, "blk.%d.attn_v.weight", il);
     if (st == SD_OK) st = sd_bind_matrix(L, &layer->wo, q_dim, n_embd, "blk.%d.attn_output.weight", il);
     if (st == SD_OK) st = sd_bind_vector(L, &layer->ffn_norm, n_embd, true, "blk.%d.ffn_norm.weight", il);
+    return st;
+}
+
+sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il) {
+    const sd_hparams *hp = &L->m->hp;
+    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
+    sd_status st = sd_bind_attn_block(L, layer, il);
     if (st == SD_OK) st = sd_bind_matrix(L, &layer->w_gate, n_embd, n_ff, "blk.%d.ffn_gate.weight", il);
     if (st == SD_OK) st = sd_bind_matrix(L, &layer->w_up, n_embd, n_ff, "blk.%d.ffn_up.weight", il);
     if (st == SD_OK) st = sd_bind_matrix(L, &layer->w_down, n_ff, n_embd, "blk.%d.ffn_down.weight", il);
@@ -288,7 +303,7 @@ static sd_status read_arch(sd_loader *L, const sd_arch_def **def, sd_hparams *hp
 static sd_status load_model(sd_loader *L, sd_model *m) {
     const sd_arch_def *def = NULL;
     sd_status st = read_arch(L, &def, &m->hp);
-    if (st == SD_OK) st = load_hparams(L, m->hp.arch_name, def->partial_rope, &m->hp);
+    if (st == SD_OK) st = load_hparams(L, m->hp.arch_name, def->partial_rope, def->moe, &m->hp);
     if (st == SD_OK) st = def->load_hparams(L, &m->hp);
     if (st == SD_OK) st = sd_tokenizer_init(m->gguf, &m->tok, L->err);
     if (st != SD_OK) return st;
@@ -335,6 +350,7 @@ static void free_layer(sd_layer *l) {
     sd_matrix *mats[] = {&l->wq,     &l->wk,      &l->wv,    &l->wo,       &l->w_gate,    &l->w_up,
                          &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
     for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) sd_matrix_free(mats[i]);
+    sd_moe_free(l->moe);
 }
 
 void sd_model_free(sd_model *m) {
@@ -366,7 +382,7 @@ static uint64_t matrix_bytes(const sd_matrix *w) {
     return row * (uint64_t)w->n_out;
 }
 
-static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
+static uint64_t layer_matrix_sum(const sd_model *m, bool bytes, bool active) {
     uint64_t sum = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const sd_layer *l = &m->layers[il];
@@ -374,6 +390,7 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
                                    &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
             if (mats[i]->data) sum += bytes ? matrix_bytes(mats[i]) : (uint64_t)(mats[i]->n_in * mats[i]->n_out);
+        sum += sd_moe_sum(l->moe, m->hp.n_expert_used, bytes, active);
     }
     return sum;
 }
@@ -381,12 +398,16 @@ static uint64_t layer_matrix_sum(const sd_model *m, bool bytes) {
 /* One decode step reads every layer matrix and the lm head once; of
  * token_embd it reads one row per token (negligible), unless it IS the lm head. */
 uint64_t sd_model_weight_bytes(const sd_model *m) {
-    return layer_matrix_sum(m, true) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
+    return layer_matrix_sum(m, true, true) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
+}
+
+uint64_t sd_model_matrix_bytes(const sd_model *m) {
+    return layer_matrix_sum(m, true, false) + matrix_bytes(&m->output) + matrix_bytes(&m->fc);
 }
 
 uint64_t sd_model_n_params(const sd_model *m) {
     const sd_hparams *hp = &m->hp;
-    uint64_t n = layer_matrix_sum(m, false) + (uint64_t)(m->tok_embd.n_in * m->tok_embd.n_out);
+    uint64_t n = layer_matrix_sum(m, false, false) + (uint64_t)(m->tok_embd.n_in * m->tok_embd.n_out);
     if (!hp->tied_output) n += (uint64_t)(m->output.n_in * m->output.n_out);
     n += (uint64_t)(m->fc.n_in * m->fc.n_out);
     uint64_t per_layer = 2 * (uint64_t)hp->n_embd;  /* attn_norm, ffn_norm */
@@ -427,6 +448,7 @@ void sd_model_memory_get(const sd_model *m, sd_model_memory *out) {
         const sd_matrix *mats[] = {&l->wq,     &l->wk,      &l->wv,    &l->wo,       &l->w_gate,    &l->w_up,
                                    &l->w_down, &l->ssm_qkv, &l->ssm_z, &l->ssm_beta, &l->ssm_alpha, &l->ssm_out};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) packed += mats[i]->packed_bytes;
+        packed += sd_moe_packed_bytes(l->moe);
     }
     out->packed = packed;
     out->f32 = m->owned_f32_bytes;

@@ -26,6 +26,8 @@ typedef enum sd_arch {
     SD_ARCH_QWEN35,
     SD_ARCH_EAGLE3,
     SD_ARCH_QWEN35_MTP,
+    SD_ARCH_QWEN3MOE,  /* qwen3 layers with a routed-expert FFN (arch_qwen3moe.c) */
+    SD_ARCH_QWEN35MOE, /* qwen35 layers with routed experts + a gated shared expert (arch_qwen35moe.c) */
 } sd_arch;
 
 /* What a layer's mixer is (the FFN half is the same SwiGLU for all). */
@@ -68,6 +70,11 @@ typedef struct sd_hparams {
     int32_t ssm_n_k_heads;   /* H_k: {arch}.ssm.group_count; V head h reads Q/K head h mod H_k */
     int32_t ssm_conv_dim;    /* channels convolved: 2 * H_k * S + H_v * S */
     int32_t n_layer_gdn;     /* trunk layers that are Gated DeltaNet (the rest are full attention) */
+    /* Mixture of experts (qwen3moe, qwen35moe; docs/MOE.md); all 0 for dense models. */
+    int32_t n_expert;        /* E: {arch}.expert_count */
+    int32_t n_expert_used;   /* k: {arch}.expert_used_count, experts each token runs */
+    int32_t n_ff_exp;        /* {arch}.expert_feed_forward_length (default n_ff / k) */
+    int32_t n_ff_shexp;      /* {arch}.expert_shared_feed_forward_length (qwen35moe; default n_ff), 0: none */
     /* eagle3 draft heads only (llama.cpp src/models/eagle3.cpp, keys eagle3.*) */
     int32_t target_layers[3];  /* target_layers: target layer INPUT ids (== target n_layer: final normed hidden) */
     int32_t n_embd_tgt;        /* target_hidden_size */
@@ -95,6 +102,9 @@ typedef struct sd_layer {
     const float *dt_bias;          /* ssm_dt.bias [H_v] */
     const float *ssm_a;            /* ssm_a [H_v] = -exp(A_log) as stored */
     const float *ssm_norm;         /* ssm_norm.weight [S], shared by every V head */
+    /* Mixture of experts: when set, the FFN half is the routed experts of
+     * model/moe.h (layer_moe.c) and w_gate / w_up / w_down are unbound. */
+    struct sd_moe *moe;
 } sd_layer;
 
 /* A qwen35 file's MTP ("nextn") block, blk.<n_layer>.* (llama.cpp
@@ -154,10 +164,14 @@ typedef struct sd_model {
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err);
 void sd_model_free(sd_model *m);
 
-/* Bytes of weights read by one forward step: every layer matrix and the lm
+/* Bytes of weights read by one forward step: every layer matrix (of an MoE
+ * layer the router, k of the E experts and the shared expert) and the lm
  * head once, as stored in the file (token_embd only if it is the tied lm
  * head: a step reads one embedding row). For the roofline figure. */
 uint64_t sd_model_weight_bytes(const sd_model *m);
+/* Bytes of every layer matrix and the lm head as stored: sd_model_weight_bytes
+ * with all the experts of an MoE layer instead of the k one token reads. */
+uint64_t sd_model_matrix_bytes(const sd_model *m);
 /* Number of parameters: all matrices (a tied lm head counted once), norms,
  * biases. */
 uint64_t sd_model_n_params(const sd_model *m);
@@ -208,6 +222,12 @@ int32_t sd_context_len(const sd_context *c);
  * SD_ERR_UNSUPPORTED with nothing changed (roll back with
  * sd_context_state_restore instead). Otherwise SD_OK. */
 sd_status sd_context_truncate(sd_context *c, int32_t n);
+
+/* Distinct experts the last forward batch ran in MoE layer il (u(S) of
+ * DESIGN.md §2: 1 token runs k, a batch of S at most min(E, S * k)); 0 before
+ * any forward, -1 when il is not an MoE layer of c's model. A forward longer
+ * than n_batch is split: the count is its last piece's. For benchmarks. */
+int32_t sd_context_moe_distinct(const sd_context *c, int32_t il);
 
 /* ---- recurrent state (qwen35 Gated DeltaNet layers) ----
  * Per GDN layer and sequence, f32: the conv window, the last K - 1 raw conv

@@ -4,7 +4,7 @@
  *   j = 0..S by each discipline leaves exactly the recurrent state (conv
  *   windows and delta-rule states, compared byte for byte) and the next
  *   logits that a plain forward of the kept tokens gives, on a tiny qwen35
- *   model and on the committed fixture;
+ *   model, a tiny qwen35moe (mixture-of-experts FFNs) and on the committed fixture;
  * - LOSSLESS on models/fixture-q35-target.gguf (+ fixture-q35-draft.gguf, a
  *   hybrid draft rolled back through the same code): every discipline x
  *   drafter (n-gram, draft, auto) x context, the three prompts in rotation so
@@ -107,8 +107,7 @@ static void check_bitwise(sd_model *m) {
 }
 
 static void test_bitwise_tiny(void **state) {
-    (void)state;
-    tiny_model_spec sp = tiny_model_default("qwen35", GGML_TYPE_Q8_0);
+    tiny_model_spec sp = tiny_model_default(*state ? (const char *)*state : "qwen35", GGML_TYPE_Q8_0);
     char path[256];
     sd_err err = {0};
     tiny_model_temp_path(path, sizeof path, "q35rb");
@@ -459,6 +458,7 @@ static void test_fixture_sampling_law(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bitwise_tiny),
+        cmocka_unit_test_prestate(test_bitwise_tiny, (void *)"qwen35moe"), /* experts in every FFN */
         cmocka_unit_test(test_bitwise_fixture),
         cmocka_unit_test(test_fixture_matrix),
         cmocka_unit_test(test_fixture_always_wrong_long),

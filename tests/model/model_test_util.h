@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "model/model.h"
@@ -34,6 +35,23 @@ static inline sd_model *tiny_load_small(const char *arch, char *path, size_t cap
     sp.n_ff = 256;
     sp.n_vocab = 300;
     return tiny_load(&sp, path, cap, arch);
+}
+
+/* Writes sp and checks that loading it fails with code and a one-line message
+ * containing msg and naming the file (what: the case, for the failure message). */
+static inline void expect_refused(const tiny_model_spec *sp, const char *what, sd_status code, const char *msg) {
+    char path[256];
+    sd_err err = {0};
+    tiny_model_temp_path(path, sizeof path, "bad");
+    if (tiny_model_write(sp, path, &err) != SD_OK) fail_msg("%s: write: %s", what, err.msg);
+    sd_model *m = NULL;
+    sd_status st = sd_model_load(path, &m, &err);
+    remove(path);
+    assert_null(m);
+    if (st != code || !strstr(err.msg, msg))
+        fail_msg("%s: got %s '%s', want %s containing '%s'", what, sd_status_name(st), err.msg, sd_status_name(code), msg);
+    assert_non_null(strstr(err.msg, path));
+    assert_null(strchr(err.msg, '\n'));
 }
 
 /* Deterministic token ids in [0, n_vocab). */

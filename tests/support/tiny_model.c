@@ -56,14 +56,17 @@ static void check(builder *b, sd_status st, const char *what) {
     if (st != SD_OK && b->st == SD_OK) b->st = sd_err_set(b->err, st, "tiny_model: writer failed at %s", what);
 }
 
-/* Adds tensor name with ne0 x ne1 values: mean + scale * uniform, stored as type. */
-static void add_tensor(builder *b, const char *name, uint32_t type, int64_t ne0, int64_t ne1, float mean,
-                       float scale) {
+/* Adds tensor name with ne0 x ne1 x ne2 values (ne2 > 1: a 3-D tensor of
+ * experts): mean + scale * uniform, stored as type. */
+static void add_tensor3(builder *b, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2,
+                        float mean, float scale) {
     const tiny_model_spec *sp = b->sp;
     if (b->st != SD_OK || (sp->omit && strcmp(sp->omit, name) == 0)) return;
     bool alter = sp->alter && strcmp(sp->alter, name) == 0;
     if (alter && sp->alter_type >= 0) type = (uint32_t)sp->alter_type;
-    if (alter) *(ne1 > 1 ? &ne1 : &ne0) += sp->alter_extra_rows;
+    if (alter) *(ne1 > 1 || ne2 > 1 ? &ne1 : &ne0) += sp->alter_extra_rows;
+    const int64_t n_dims = ne2 > 1 ? 3 : ne1 > 1 ? 2 : 1;
+    ne1 *= ne2; /* the rows of all experts, one after the other */
     uint64_t row_bytes = 0;
     if (!ggml_row_bytes(type, (uint64_t)ne0, &row_bytes)) {
         b->st = sd_err_set(b->err, SD_ERR_ARG, "tiny_model: %s: %lld elements are not whole %s blocks", name,
@@ -83,8 +86,13 @@ static void add_tensor(builder *b, const char *name, uint32_t type, int64_t ne0,
         for (int64_t i = 0; i < ne0; i++) row[i] = mean + scale * uniform(&s);
         sd_quantize_row(type, row, dst, ne0);
     }
-    int64_t ne[2] = {ne0, ne1};
-    check(b, gguf_writer_add_tensor(b->w, name, type, ne1 > 1 ? 2 : 1, ne, data, row_bytes * (uint64_t)ne1), name);
+    int64_t ne[3] = {ne0, ne1 / ne2, ne2};
+    check(b, gguf_writer_add_tensor(b->w, name, type, (uint32_t)n_dims, ne, data, row_bytes * (uint64_t)ne1), name);
+}
+
+static void add_tensor(builder *b, const char *name, uint32_t type, int64_t ne0, int64_t ne1, float mean,
+                       float scale) {
+    add_tensor3(b, name, type, ne0, ne1, 1, mean, scale);
 }
 
 /* ---- vocabularies ---- */
@@ -199,13 +207,18 @@ static void add_bpe_vocab(builder *b, int32_t n_vocab) {
 
 tiny_model_spec tiny_model_default(const char *arch, uint32_t type) {
     bool qwen = strncmp(arch, "qwen", 4) == 0, qwen3 = strcmp(arch, "qwen3") == 0;
-    bool qwen35 = strcmp(arch, "qwen35") == 0;
+    bool qwen35 = strncmp(arch, "qwen35", 6) == 0, moe = strstr(arch, "moe") != NULL;
+    qwen3 = qwen3 || strcmp(arch, "qwen3moe") == 0;
     tiny_model_spec sp = {
         .arch = arch, .type = type, .n_vocab = 320, .n_embd = 256, .n_layer = qwen35 ? 4 : 2,
         .n_head = qwen3 ? 8 : 4, .n_head_kv = 2, .head_dim = 64, .n_ff = 512, .n_ctx_train = 256,
         .rope_base = qwen ? 1000000.0f : 10000.0f, .rope_scale = 0.0f, .rms_eps = qwen ? 1e-6f : 1e-5f,
-        .tied = false, .seed = 1, .alter_type = -1,
+        .tied = false, .seed = 1, .alter_type = -1, .expert_count_key = -1,
     };
+    if (moe) {
+        sp.n_expert = 16, sp.n_expert_used = 4, sp.n_ff_exp = 64;
+        sp.n_ff_shexp = qwen35 ? 64 : 0;
+    }
     if (qwen35) {
         sp.n_rot = 16;
         sp.ssm_state = 64, sp.ssm_n_v_heads = 4, sp.ssm_n_k_heads = 2, sp.ssm_conv_kernel = 4;
@@ -214,7 +227,53 @@ tiny_model_spec tiny_model_default(const char *arch, uint32_t type) {
     return sp;
 }
 
-static bool is_qwen35(const tiny_model_spec *sp) { return strcmp(sp->arch, "qwen35") == 0; }
+static bool is_qwen35(const tiny_model_spec *sp) { return strncmp(sp->arch, "qwen35", 6) == 0; }
+static bool is_moe(const tiny_model_spec *sp) { return strstr(sp->arch, "moe") != NULL; }
+
+/* The experts' keys (llama.cpp gguf-py constants.py Keys.LLM.EXPERT_*). */
+static void add_moe_hparams(builder *b) {
+    const tiny_model_spec *sp = b->sp;
+    char key[128];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, sp->arch), key)
+    uint32_t count = (uint32_t)(sp->expert_count_key >= 0 ? sp->expert_count_key : sp->n_expert);
+    check(b, gguf_writer_set_u32(b->w, KEY("expert_count"), count), key);
+    check(b, gguf_writer_set_u32(b->w, KEY("expert_used_count"), (uint32_t)sp->n_expert_used), key);
+    check(b, gguf_writer_set_u32(b->w, KEY("expert_feed_forward_length"), (uint32_t)sp->n_ff_exp), key);
+    if (sp->n_ff_shexp > 0)
+        check(b, gguf_writer_set_u32(b->w, KEY("expert_shared_feed_forward_length"), (uint32_t)sp->n_ff_shexp), key);
+#undef KEY
+}
+
+/* The FFN of block il: routed experts [n_in, n_out, E] (+ the shared expert), or dense. */
+static void add_ffn(builder *b, int il) {
+    const tiny_model_spec *sp = b->sp;
+    const int64_t D = sp->n_embd, F = sp->n_ff_exp, E = sp->n_expert, Fs = sp->n_ff_shexp;
+    const float s_embd = 1.0f / sqrtf((float)D);
+    char name[96];
+#define T3(suffix, type, ne0, ne1, ne2, mean, scale) \
+    (snprintf(name, sizeof name, "blk.%d." suffix, il), add_tensor3(b, name, type, ne0, ne1, ne2, mean, scale))
+    if (!is_moe(sp)) {
+        T3("ffn_gate.weight", sp->type, D, sp->n_ff, 1, 0.0f, 2.0f * s_embd);
+        T3("ffn_up.weight", sp->type, D, sp->n_ff, 1, 0.0f, 2.0f * s_embd);
+        T3("ffn_down.weight", sp->type, sp->n_ff, D, 1, 0.0f, 1.5f / sqrtf((float)sp->n_ff));
+        return;
+    }
+    T3("ffn_gate_inp.weight", GGML_TYPE_F32, D, E, 1, 0.0f, sp->router_zero ? 0.0f : 4.0f * s_embd);
+    if (sp->fused_gate_up) {
+        T3("ffn_gate_up_exps.weight", sp->type, D, 2 * F, E, 0.0f, 2.0f * s_embd);
+    } else {
+        T3("ffn_gate_exps.weight", sp->type, D, F, E, 0.0f, 2.0f * s_embd);
+        T3("ffn_up_exps.weight", sp->type, D, F, E, 0.0f, 2.0f * s_embd);
+    }
+    T3("ffn_down_exps.weight", sp->type, F, D, E, 0.0f, 1.5f / sqrtf((float)F));
+    if (Fs > 0) {
+        T3("ffn_gate_inp_shexp.weight", GGML_TYPE_F32, D, 1, 1, 0.0f, 2.0f * s_embd);
+        T3("ffn_gate_shexp.weight", sp->type, D, Fs, 1, 0.0f, 2.0f * s_embd);
+        T3("ffn_up_shexp.weight", sp->type, D, Fs, 1, 0.0f, 2.0f * s_embd);
+        T3("ffn_down_shexp.weight", sp->type, Fs, D, 1, 0.0f, 1.5f / sqrtf((float)Fs));
+    }
+#undef T3
+}
 
 /* Trunk layer il of a qwen35 spec is Gated DeltaNet (the loader's rule). */
 static bool q35_is_gdn(const tiny_model_spec *sp, int il) {
@@ -226,38 +285,41 @@ static bool q35_is_gdn(const tiny_model_spec *sp, int il) {
 static void add_qwen35_hparams(builder *b) {
     const tiny_model_spec *sp = b->sp;
     gguf_writer *w = b->w;
+    char key[128];
+#define K35(suffix) (snprintf(key, sizeof key, "%s." suffix, sp->arch), key)
     const int32_t pairs = (sp->n_rot ? sp->n_rot : sp->head_dim) / 2, n_trunk = sp->n_layer - sp->n_nextn;
     const int32_t sections[4] = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}; /* [11, 11, 10, 0] for 32 */
-    check(b, gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)(pairs * 2)), "n_rot");
-    check(b, gguf_writer_set_arr_data(w, "qwen35.rope.dimension_sections", GGUF_TYPE_INT32, sections, 4), "sections");
-    if (sp->n_nextn) check(b, gguf_writer_set_u32(w, "qwen35.nextn_predict_layers", (uint32_t)sp->n_nextn), "nextn");
-    check(b, gguf_writer_set_u32(w, "qwen35.ssm.conv_kernel", (uint32_t)sp->ssm_conv_kernel), "conv_kernel");
-    check(b, gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)sp->ssm_state), "state_size");
-    check(b, gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)sp->ssm_n_v_heads), "time_step_rank");
-    check(b, gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)sp->ssm_n_k_heads), "group_count");
-    check(b, gguf_writer_set_u32(w, "qwen35.ssm.inner_size",
+    check(b, gguf_writer_set_u32(w, K35("rope.dimension_count"), (uint32_t)(pairs * 2)), "n_rot");
+    check(b, gguf_writer_set_arr_data(w, K35("rope.dimension_sections"), GGUF_TYPE_INT32, sections, 4), "sections");
+    if (sp->n_nextn) check(b, gguf_writer_set_u32(w, K35("nextn_predict_layers"), (uint32_t)sp->n_nextn), "nextn");
+    check(b, gguf_writer_set_u32(w, K35("ssm.conv_kernel"), (uint32_t)sp->ssm_conv_kernel), "conv_kernel");
+    check(b, gguf_writer_set_u32(w, K35("ssm.state_size"), (uint32_t)sp->ssm_state), "state_size");
+    check(b, gguf_writer_set_u32(w, K35("ssm.time_step_rank"), (uint32_t)sp->ssm_n_v_heads), "time_step_rank");
+    check(b, gguf_writer_set_u32(w, K35("ssm.group_count"), (uint32_t)sp->ssm_n_k_heads), "group_count");
+    check(b, gguf_writer_set_u32(w, K35("ssm.inner_size"),
                                  (uint32_t)(sp->ssm_state * sp->ssm_n_v_heads + sp->ssm_inner_delta)), "inner_size");
     if (sp->pattern) {
         int n = sp->n_layer + sp->pattern_extra;
         bool *flags = keep(b, (size_t)(n > 0 ? n : 1) * sizeof *flags);
         if (!flags) return;
         for (int i = 0; i < n; i++) flags[i] = i < n_trunk && q35_is_gdn(sp, i);
-        check(b, gguf_writer_set_arr_data(w, "qwen35.attention.recurrent_layers", GGUF_TYPE_BOOL, flags, (uint64_t)n),
+        check(b, gguf_writer_set_arr_data(w, K35("attention.recurrent_layers"), GGUF_TYPE_BOOL, flags, (uint64_t)n),
               "recurrent_layers");
     } else if (sp->attn_interval > 0) {
-        check(b, gguf_writer_set_u32(w, "qwen35.full_attention_interval", (uint32_t)sp->attn_interval), "interval");
+        check(b, gguf_writer_set_u32(w, K35("full_attention_interval"), (uint32_t)sp->attn_interval), "interval");
     }
+#undef K35
 }
 
 /* The tensors of qwen35 block il: trunk GDN or attention layer, or an MTP block. */
 static void add_qwen35_block(builder *b, int il) {
     const tiny_model_spec *sp = b->sp;
-    const int64_t n_embd = sp->n_embd, n_ff = sp->n_ff, hd = sp->head_dim;
+    const int64_t n_embd = sp->n_embd, hd = sp->head_dim;
     const int64_t q_dim = sp->n_head * hd, kv_dim = sp->n_head_kv * hd;
     const int64_t S = sp->ssm_state, hv = sp->ssm_n_v_heads, vd = hv * S;
     const int64_t conv_dim = (2 * sp->ssm_n_k_heads + hv) * S, K = sp->ssm_conv_kernel;
     const float s_embd = 1.0f / sqrtf((float)n_embd), s_q = 1.0f / sqrtf((float)q_dim);
-    const float s_ff = 1.0f / sqrtf((float)n_ff), s_v = 1.0f / sqrtf((float)vd);
+    const float s_v = 1.0f / sqrtf((float)vd);
     const bool mtp = il >= sp->n_layer - sp->n_nextn;
     char name[96];
 #define T(suffix, type, ne0, ne1, mean, scale) \
@@ -288,10 +350,8 @@ static void add_qwen35_block(builder *b, int il) {
         T("nextn.hnorm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
         T("nextn.shared_head_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
     }
-    T("ffn_gate.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
-    T("ffn_up.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
-    T("ffn_down.weight", sp->type, n_ff, n_embd, 0.0f, 1.5f * s_ff);
 #undef T
+    add_ffn(b, il);
 }
 
 static void add_hparams(builder *b) {
@@ -321,11 +381,10 @@ static void add_hparams(builder *b) {
 
 static void add_tensors(builder *b) {
     const tiny_model_spec *sp = b->sp;
-    const int64_t n_embd = sp->n_embd, n_ff = sp->n_ff, hd = sp->head_dim;
+    const int64_t n_embd = sp->n_embd, hd = sp->head_dim;
     const int64_t q_dim = sp->n_head * hd, kv_dim = sp->n_head_kv * hd;
-    const bool qwen2 = strcmp(sp->arch, "qwen2") == 0, qwen3 = strcmp(sp->arch, "qwen3") == 0;
+    const bool qwen2 = strcmp(sp->arch, "qwen2") == 0, qwen3 = strncmp(sp->arch, "qwen3", 5) == 0;
     const float s_embd = 1.0f / sqrtf((float)n_embd), s_q = 1.0f / sqrtf((float)q_dim);
-    const float s_ff = 1.0f / sqrtf((float)n_ff);
     char name[96];
     add_tensor(b, "token_embd.weight", sp->type, n_embd, sp->n_vocab, 0.0f, 1.0f);
     add_tensor(b, "output_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
@@ -350,10 +409,8 @@ static void add_tensors(builder *b) {
         }
         T("attn_output.weight", sp->type, q_dim, n_embd, 0.0f, 1.5f * s_q);
         T("ffn_norm.weight", GGML_TYPE_F32, n_embd, 1, 1.0f, 0.2f);
-        T("ffn_gate.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
-        T("ffn_up.weight", sp->type, n_embd, n_ff, 0.0f, 2.0f * s_embd);
-        T("ffn_down.weight", sp->type, n_ff, n_embd, 0.0f, 1.5f * s_ff);
 #undef T
+        add_ffn(b, il);
     }
 }
 
@@ -365,6 +422,7 @@ sd_status tiny_model_write(const tiny_model_spec *sp, const char *path, sd_err *
     if (!b.w) return sd_err_set(err, SD_ERR_NOMEM, "tiny_model: out of memory");
     add_hparams(&b);
     if (is_qwen35(sp)) add_qwen35_hparams(&b);
+    if (is_moe(sp)) add_moe_hparams(&b);
     if (strcmp(sp->arch, "llama") == 0) add_spm_vocab(&b, sp->n_vocab);
     else add_bpe_vocab(&b, sp->n_vocab);
     add_tensors(&b);

@@ -52,10 +52,17 @@ typedef struct tiny_model_spec {
     int32_t attn_interval;     /* > 0: writes full_attention_interval (layer i is attention iff (i+1) % it == 0) */
     const char *pattern;       /* non-NULL: writes attention.recurrent_layers from it, one char per trunk
                                   layer, 'G' Gated DeltaNet, 'A' attention (overrides attn_interval) */
+    /* qwen3moe / qwen35moe only (tiny_model_default fills them): every FFN is
+     * E routed experts (3-D tensors), k per token, plus (qwen35moe) a shared
+     * expert of n_ff_shexp behind a sigmoid gate. */
+    int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool router_zero;          /* router weights all 0: every token ties, so all pick experts 0..k-1 */
+    bool fused_gate_up;        /* one ffn_gate_up_exps tensor instead of ffn_gate_exps + ffn_up_exps */
     /* Hostile variants, for loader error tests (NULL/0 = off): */
+    int32_t expert_count_key;  /* >= 0: written as expert_count instead of n_expert (tensors keep n_expert) */
     const char *omit;          /* tensor name left out of the file */
     const char *alter;         /* tensor written with the changes below */
-    int alter_extra_rows;      /* ... this many extra rows (ne[1], or ne[0] for a 1-D tensor) */
+    int alter_extra_rows;      /* ... this many extra rows (ne[1], or ne[0] for a 1-D tensor; 3-D: ne[1]) */
     int alter_type;            /* ... stored as this ggml type (random bytes if not quantizable); -1 = unchanged */
     int32_t ssm_inner_delta;   /* qwen35: added to ssm.inner_size */
     int32_t pattern_extra;     /* qwen35: entries added to (negative: removed from) recurrent_layers */
@@ -71,6 +78,9 @@ tiny_model_spec tiny_model_default(const char *arch, uint32_t type);
  * full_attention_interval 4 (GDN, GDN, GDN, attention), 4 heads (2 KV) of 64
  * with n_rot 16 (partial RoPE), GDN heads of S = 64 with H_v = 4 V heads over
  * H_k = 2 Q/K heads (tiled), conv kernel 4, n_ff 512, no MTP block. */
+
+/* qwen3moe: the qwen3 defaults with E = 16 experts, k = 4, n_ff_exp = 64;
+ * qwen35moe: the qwen35 defaults with the same experts and a shared expert of 64. */
 
 /* Writes the model to path. Errors: SD_ERR_ARG (spec not realizable: sizes
  * not whole blocks, n_vocab too small), SD_ERR_NOMEM, SD_ERR_IO. */

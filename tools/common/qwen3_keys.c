@@ -1,6 +1,8 @@
 /* qwen3 GGUF metadata for sd-genmodel (see qwen3_keys.h). */
 #include "common/qwen3_keys.h"
 
+#include <stdio.h>
+
 #include "format/ggml_type.h"
 
 uint32_t tool_file_type(uint32_t t) {
@@ -14,13 +16,16 @@ uint32_t tool_file_type(uint32_t t) {
 
 sd_status tool_write_qwen3_shape(gguf_writer *w, const tool_qwen3_shape *s) {
     sd_status st = SD_OK;
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.block_count", (uint32_t)s->n_layer);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.embedding_length", (uint32_t)s->n_embd);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.feed_forward_length", (uint32_t)s->n_ff);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count", (uint32_t)s->n_head);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.head_count_kv", (uint32_t)s->n_head_kv);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.key_length", (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_u32(w, "qwen3.attention.value_length", (uint32_t)s->head_dim);
-    st = st ? st : gguf_writer_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", s->eps);
+    char k[96];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s." suffix, s->arch ? s->arch : "qwen3"), k)
+    st = st ? st : gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)s->n_layer);
+    st = st ? st : gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)s->n_embd);
+    st = st ? st : gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)s->n_ff);
+    st = st ? st : gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)s->n_head);
+    st = st ? st : gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)s->n_head_kv);
+    st = st ? st : gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)s->head_dim);
+    st = st ? st : gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)s->head_dim);
+    st = st ? st : gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), s->eps);
+#undef KEY
     return st;
 }

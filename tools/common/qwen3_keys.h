@@ -18,9 +18,10 @@ uint32_t tool_file_type(uint32_t t);
 typedef struct tool_qwen3_shape {
     int n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim;
     float eps; /* attention.layer_norm_rms_epsilon */
+    const char *arch; /* key prefix: NULL = "qwen3" (qwen3moe has the same keys) */
 } tool_qwen3_shape;
 
-/* Writes qwen3.block_count, embedding_length, feed_forward_length,
+/* Writes <arch>.block_count, embedding_length, feed_forward_length,
  * attention.head_count, head_count_kv, key_length and value_length (both
  * head_dim) and attention.layer_norm_rms_epsilon, in that order. The caller
  * writes the rest (context_length, rope.freq_base, general.*). Returns the

@@ -431,7 +431,7 @@ static sd_status grow_metadata(grower *g, const grow_plan *p, sd_err *err) {
     st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
     st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
     const tool_qwen3_shape q3 = {p->n_layer, t->n_embd, t->n_ff, t->n_head, t->n_head_kv, t->head_dim,
-                                 (float)(p->s.eps / p->rho)};
+                                 (float)(p->s.eps / p->rho), NULL};
     st = st ? st : tool_write_qwen3_shape(w, &q3);
     return st ? sd_err_set(err, st, "cannot write metadata") : SD_OK;
 }

@@ -101,6 +101,8 @@ typedef struct bench_cv {
     bool present;
     double ms[BENCH_MAX_S + 1];  /* [S], S = 1..17 */
     double cv[BENCH_MAX_S + 1];
+    double u[BENCH_MAX_S + 1];   /* MoE target: distinct experts the S-token forward ran, mean over its MoE
+                                    layers (u(S), DESIGN.md §2); NAN for a dense target */
     double draft_ms1;            /* draft model S=1 forward (0 without -md) */
     double r;                    /* draft_ms1 / ms[1] */
     double head_ms1;             /* head step (bench_head_name): EAGLE-3: fc of one row + the decoder layer + its lm head;

@@ -65,6 +65,12 @@ static void md_cv(const bench_env *e, const bench_results *r) {
     for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %.2f |", cv->ms[S]);
     printf("\n| c_v |");
     for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %.2f |", cv->cv[S]);
+    if (e->tm->hp.n_expert > 0) { /* the union of the window's experts, what its weight reads scale with */
+        printf("\n| u(S) |");
+        for (int S = 1; S <= BENCH_MAX_S; S++) printf(" %.1f |", cv->u[S]);
+        printf("\n\nu(S): distinct experts the S-token forward ran per MoE layer (mean over layers), of %d; "
+               "one token runs %d.", e->tm->hp.n_expert, e->tm->hp.n_expert_used);
+    }
     printf("\n\n");
     printf("prefill: %.1f tok/s (median over prompts)\n\n", cv->prefill_tok_s);
     if (e->dm) printf("draft step: %.2f ms, r = draft step / target step = %.3f\n\n", cv->draft_ms1, cv->r);
@@ -267,7 +273,8 @@ static json_t *json_cv(const bench_results *r) {
     const bench_cv *cv = &r->cv;
     json_t *curve = json_array();
     for (int S = 1; S <= BENCH_MAX_S; S++)
-        json_array_append_new(curve, json_pack("{s:i,s:o,s:o}", "S", S, "ms", num(cv->ms[S]), "c_v", num(cv->cv[S])));
+        json_array_append_new(curve, json_pack("{s:i,s:o,s:o,s:o}", "S", S, "ms", num(cv->ms[S]), "c_v", num(cv->cv[S]),
+                                               "u", num(cv->u[S])));
     return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:{s:I,s:o,s:o,s:o,s:o,s:o,s:i}}", "curve", curve,
                      "prefill_tok_s", num(cv->prefill_tok_s), "draft_step_ms", num(cv->draft_ms1),
                      "head_step_ms", num(cv->head_ms1), "r_head", num(cv->r_head), "r", num(cv->r), "roofline", "weight_bytes", (json_int_t)cv->weight_bytes,

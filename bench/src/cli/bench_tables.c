@@ -176,6 +176,17 @@ static sd_status head_step_ms(bench_env *e, int reps, double *ms, sd_err *err) {
     return st;
 }
 
+/* The distinct experts of c's last forward, mean over the MoE layers of m; NAN without any. */
+static double moe_distinct_mean(const sd_context *c, const sd_model *m) {
+    double sum = 0;
+    int n = 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const int32_t u = sd_context_moe_distinct(c, il);
+        if (u >= 0) sum += u, n++;
+    }
+    return n ? sum / n : NAN;
+}
+
 sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
     bench_cv *cv = &r->cv;
     int reps = e->o->reps < 5 ? 5 : e->o->reps;
@@ -184,6 +195,7 @@ sd_status bench_cv_measure(bench_env *e, bench_results *r, sd_err *err) {
     for (int S = 1; !st && S <= BENCH_MAX_S; S++) {
         bench_progress("c_v(S): S=%d/%d", S, BENCH_MAX_S);
         st = bench_forward_ms(e, e->tc, S, reps, &cv->ms[S], err);
+        cv->u[S] = moe_distinct_mean(e->tc, e->tm);
     }
     if (!st && e->dc) {
         bench_progress("draft model step");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/memory/memory.h"
+#include "model/moe.h"
 
 static float *alloc_f32(size_t a, size_t b, size_t c, bool *ok) {
     return sd_memory_alloc(a, b, c, sizeof(float), ok);
@@ -27,7 +28,7 @@ sd_status sd_scratch_build(sd_scratch *sc, const sd_hparams *hp, int32_t n_batch
     sc->hb = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     sc->hb2 = alloc_f32(nb, (size_t)hp->n_ff, 1, &ok);
     sc->att = alloc_f32((size_t)n_threads, (size_t)n_ctx, SD_ATT_QUERIES, &ok);
-    if (hp->arch == SD_ARCH_QWEN35 || hp->arch == SD_ARCH_QWEN35_MTP) {
+    if (hp->arch == SD_ARCH_QWEN35 || hp->arch == SD_ARCH_QWEN35MOE || hp->arch == SD_ARCH_QWEN35_MTP) {
         const size_t vd = (size_t)hp->ssm_n_v_heads * (size_t)hp->ssm_state, hv = (size_t)hp->ssm_n_v_heads;
         sc->qg = alloc_f32(nb, 2 * q_dim, 1, &ok);
         sc->gate = alloc_f32(nb, q_dim, 1, &ok);
@@ -38,6 +39,7 @@ sd_status sd_scratch_build(sd_scratch *sc, const sd_hparams *hp, int32_t n_batch
         sc->beta = alloc_f32(nb, hv, 1, &ok);
         sc->alpha = alloc_f32(nb, hv, 1, &ok);
     }
+    if (ok && sd_moe_scratch_init(hp, n_batch, &sc->moe) != SD_OK) ok = false;
     if (!ok) {
         sd_scratch_free(sc);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory for the activations of a batch of %d", n_batch);
@@ -49,6 +51,7 @@ void sd_scratch_free(sd_scratch *sc) {
     float *bufs[] = {sc->x,   sc->xb,   sc->q,   sc->k,    sc->v, sc->att_out, sc->hb,   sc->hb2,  sc->att,
                      sc->qg,  sc->gate, sc->mix, sc->conv, sc->z, sc->gdn_o,   sc->beta, sc->alpha};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    sd_moe_scratch_free(sc->moe);
     memset(sc, 0, sizeof *sc);
 }
 

@@ -32,10 +32,10 @@ typedef struct sd_scratch {
     float *z;       /* [n_batch][H_v * S] GDN output gate */
     float *beta, *alpha; /* [n_batch][H_v] */
     float *gdn_o;   /* [n_batch][H_v * S] GDN output before ssm_out */
-    /* A Mixture-of-Experts layer kind's routing scratch goes here, sized in
-     * sd_scratch_build when hp has experts and freed with the rest: the
-     * router logits [n_batch][n_expert], the chosen experts and their
-     * weights [n_batch][n_expert_used], and the rows grouped per expert. */
+    /* A Mixture-of-Experts layer kind's routing scratch (model/moe.h: router
+     * probabilities, chosen experts and weights, rows grouped per expert, the
+     * per-layer distinct-expert counters); NULL when hp has no experts. */
+    struct sd_moe_scratch *moe;
 
     /* The last forward when it was one batch (S <= n_batch): x still holds its
      * S final residual rows, so sd_forward_more can run the output head on rows
