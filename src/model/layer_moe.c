@@ -82,13 +82,13 @@ static void route_token(const float *p, int32_t E, int32_t k, int32_t *sel, floa
     for (int32_t j = 0; j < k; j++) w[j] = p[sel[j]] / sum;
 }
 
-/* Routes the S normed rows of c->xb and groups the selections by expert:
+/* Routes the S normed rows of c->sc.xb and groups the selections by expert:
  * order[start[e]..start[e + 1]) are the entries t * k + j with sel[t][j] = e,
  * t ascending. Returns the number of distinct experts. */
 static int32_t route(sd_context *c, const sd_moe *x, int S) {
     sd_moe_scratch *s = c->sc.moe;
     const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
-    sd_matmul(&x->router, c->xb, S, s->logits, c->n_threads);
+    sd_matmul(&x->router, c->sc.xb, S, s->logits, c->n_threads);
     memset(s->count, 0, (size_t)E * sizeof *s->count);
     for (int t = 0; t < S; t++) {
         float *p = s->logits + (int64_t)t * E;
@@ -119,7 +119,7 @@ static void run_expert(sd_context *c, const sd_moe *x, int32_t e) {
     const int32_t *entries = s->order + s->start[e];
     const int n = s->start[e + 1] - s->start[e];
     for (int i = 0; i < n; i++)
-        memcpy(s->xg + i * D, c->xb + (entries[i] / k) * D, (size_t)D * sizeof(float));
+        memcpy(s->xg + i * D, c->sc.xb + (entries[i] / k) * D, (size_t)D * sizeof(float));
     const sd_matrix *gate_up[2] = {&x->gate[e], &x->up[e]};
     float *gu_out[2] = {s->g, s->u};
     sd_matmul_multi(gate_up, 2, s->xg, n, gu_out, c->n_threads);
@@ -145,11 +145,11 @@ static void shared_expert(sd_context *c, const sd_moe *x, int S) {
     const int64_t D = c->m->hp.n_embd, F = c->m->hp.n_ff_shexp;
     const sd_matrix *gate_up[2] = {&x->sh_gate, &x->sh_up};
     float *gu_out[2] = {s->g, s->u};
-    sd_matmul_multi(gate_up, 2, c->xb, S, gu_out, c->n_threads);
+    sd_matmul_multi(gate_up, 2, c->sc.xb, S, gu_out, c->n_threads);
     sd_swiglu(s->g, s->g, s->u, S * F);
     sd_matmul(&x->sh_down, s->g, S, s->d, c->n_threads);
     for (int t = 0; t < S; t++) {
-        const float gate = 1.0f / (1.0f + sd_expf(-sd_dot_f32(x->sh_gate_inp, c->xb + t * D, D)));
+        const float gate = 1.0f / (1.0f + sd_expf(-sd_dot_f32(x->sh_gate_inp, c->sc.xb + t * D, D)));
         for (int64_t i = 0; i < D; i++) s->y[t * D + i] += s->d[t * D + i] * gate;
     }
 }
@@ -159,14 +159,14 @@ void sd_layer_moe(sd_context *c, const sd_layer *L, int S) {
     const sd_moe *x = L->moe;
     sd_moe_scratch *s = c->sc.moe;
     const int64_t D = hp->n_embd;
-    for (int t = 0; t < S; t++) sd_rmsnorm(c->xb + t * D, c->x + t * D, L->ffn_norm, D, hp->rms_eps);
+    for (int t = 0; t < S; t++) sd_rmsnorm(c->sc.xb + t * D, c->sc.x + t * D, L->ffn_norm, D, hp->rms_eps);
     const int32_t distinct = route(c, x, S);
     if (x->counter >= 0 && x->counter < s->n_counters) s->distinct[x->counter] = distinct;
     for (int32_t e = 0; e < hp->n_expert; e++)
         if (s->start[e + 1] > s->start[e]) run_expert(c, x, e);
     combine(s, S, D, hp->n_expert_used);
     if (x->has_shexp) shared_expert(c, x, S);
-    sd_add(c->x, s->y, S * D);
+    sd_add(c->sc.x, s->y, S * D);
 }
 
 int32_t sd_context_moe_distinct(const sd_context *c, int32_t il) {

@@ -168,9 +168,9 @@ static void test_formula(void **state) {
     sd_err err = {0};
     assert_int_equal(sd_context_init(m, 16, 4, 1, &c, &err), SD_OK);
     const sd_layer *L = &m->layers[1];
-    for (int64_t i = 0; i < D; i++) c->x[i] = sinf(0.37f * (float)i);
+    for (int64_t i = 0; i < D; i++) c->sc.x[i] = sinf(0.37f * (float)i);
     float *x0 = malloc((size_t)D * sizeof *x0), *mrow = malloc((size_t)D * sizeof *mrow);
-    memcpy(x0, c->x, (size_t)D * sizeof *x0);
+    memcpy(x0, c->sc.x, (size_t)D * sizeof *x0);
     sd_layer_moe(c, L, 1);
     /* reference */
     double ss = 0;
@@ -226,7 +226,7 @@ static void test_formula(void **state) {
         double d = 0;
         for (int64_t f = 0; f < Fs; f++) d += (double)Dn[i * Fs + f] * h[f];
         const double want = x0[i] + y[i] + sg * d;
-        max_diff = fmax(max_diff, fabs(want - c->x[i]));
+        max_diff = fmax(max_diff, fabs(want - c->sc.x[i]));
         max_y = fmax(max_y, fabs(y[i] + sg * d));
     }
     printf("formula: max |layer - reference| %.3g (output scale %.3g)\n", max_diff, max_y);
