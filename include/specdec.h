@@ -731,6 +731,187 @@ SPECDEC_API void specdec_reasoning_flush(specdec_reasoning *r, const char **reas
                                          const char **content, size_t *n_content);
 SPECDEC_API void specdec_reasoning_free(specdec_reasoning *r);
 
+/* ------------------------------------------------------------------------ */
+/* CPU facts                                                                 */
+
+/* The CPU features the kernels look for, space-separated, into buf (at most
+ * cap bytes with the NUL), e.g. "avx2 fma f16c avx512f avx512bw avx512vl
+ * avx512vnni os-zmm" ("os-ymm" / "os-zmm": the OS saves those registers,
+ * read from XCR0); "" when none (machines other than x86-64 and AArch64).
+ * Read with CPUID / the AArch64 hwcaps. */
+SPECDEC_API void specdec_cpu_features(char *buf, size_t cap);
+/* NULL, or the one-line reason the environment's SPECDEC_ISA cannot be
+ * honoured (unknown name, or a family this machine cannot run); static
+ * storage. specdec_model_load and specdec_context_init fail with it. */
+SPECDEC_API const char *specdec_isa_env_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Model structure (what `specdec inspect` reports of a loaded model)        */
+
+/* Layer counts and sizes read from the GGUF hyperparameters at load time.
+ * Hybrid models (qwen35, qwen35moe) run Gated DeltaNet layers next to full
+ * attention (arXiv 2412.06464); mixture-of-experts models (qwen3moe,
+ * qwen35moe) route each token to n_expert_used of n_expert FFNs
+ * (docs/MOE.md). Fields of features a model lacks are 0. */
+typedef struct specdec_model_layout {
+    int32_t n_layer;         /* trunk layers run */
+    int32_t n_layer_all;     /* `{arch}.block_count`: the trunk plus n_nextn MTP blocks */
+    int32_t n_nextn;         /* MTP blocks in the file, not run by the trunk */
+    int32_t n_layer_gdn;     /* Gated DeltaNet layers among n_layer */
+    int32_t ssm_conv_kernel; /* GDN causal convolution width K (the state keeps K - 1 columns) */
+    int32_t ssm_conv_dim;    /* channels of that convolution */
+    int32_t ssm_n_v_heads;   /* value heads H_v of the delta rule */
+    int32_t ssm_state;       /* head dimension S: each head's state is S x S f32 */
+    uint64_t recurrent_bytes; /* recurrent state of one sequence: sum over GDN layers of
+                                 ((K - 1) * conv_dim + H_v * S * S) * 4 bytes */
+    int32_t n_expert;        /* routed experts per layer */
+    int32_t n_expert_used;   /* experts one token runs */
+    int32_t n_ff_exp;        /* width of one expert's FFN */
+    int32_t n_ff_shexp;      /* width of the sigmoid-gated shared expert (0: none) */
+    uint64_t active_weight_bytes; /* weight bytes one decode step reads as stored: every layer
+                                     matrix (of an MoE layer the router, n_expert_used experts,
+                                     the shared expert) and the lm head once */
+    uint64_t matrix_bytes;   /* the same with all n_expert experts of every MoE layer */
+} specdec_model_layout;
+
+/* Fills *out (the caller's struct). Errors: SPECDEC_ERR_ARG (model or out
+ * NULL; *out unchanged). */
+SPECDEC_API specdec_status specdec_model_layout_get(const specdec_model *model, specdec_model_layout *out,
+                                                    specdec_error *err);
+/* Layer kind i of the trunk (0 <= i < n_layer): 'G' Gated DeltaNet, 'A' full
+ * attention; 0 when i is out of range. */
+SPECDEC_API char specdec_model_layer_kind(const specdec_model *model, int32_t i);
+
+/* ------------------------------------------------------------------------ */
+/* GGUF files: reading keys and tensors                                      */
+
+/* An open GGUF file (format: ggml's docs/gguf.md, versions 2 and 3), read
+ * through a read-only mapping and validated at open: every string, array,
+ * tensor shape and data range is checked against the file size. */
+typedef struct specdec_gguf specdec_gguf;
+
+/* Opens path. On success *out owns the mapping (close with
+ * specdec_gguf_close); on error *out is NULL. Errors (the message starts with
+ * the path and names the key or tensor and byte offset at fault):
+ * SPECDEC_ERR_IO (cannot open or map), SPECDEC_ERR_FORMAT (bad magic or
+ * structure, truncated, data past the end, duplicate names),
+ * SPECDEC_ERR_UNSUPPORTED (GGUF v1, big-endian, unknown tensor type),
+ * SPECDEC_ERR_NOMEM, SPECDEC_ERR_ARG (path or out NULL). */
+SPECDEC_API specdec_status specdec_gguf_open(const char *path, specdec_gguf **out, specdec_error *err);
+SPECDEC_API void specdec_gguf_close(specdec_gguf *g);
+
+/* Header facts: the GGUF version, general.alignment (32 when absent), the
+ * byte offset of the tensor data section from the start of the file, the
+ * number of metadata pairs and of tensors. */
+typedef struct specdec_gguf_header {
+    uint32_t version, alignment;
+    uint64_t data_offset;
+    int64_t n_kv, n_tensors;
+} specdec_gguf_header;
+SPECDEC_API specdec_gguf_header specdec_gguf_header_get(const specdec_gguf *g);
+
+/* Index of key, or -1. */
+SPECDEC_API int64_t specdec_gguf_find_key(const specdec_gguf *g, const char *key);
+/* Key of pair i (0 <= i < n_kv): NUL-terminated, owned by g; NULL out of range. */
+SPECDEC_API const char *specdec_gguf_key(const specdec_gguf *g, int64_t i);
+/* Type name of pair i: "u8" "i8" "u16" "i16" "u32" "i32" "u64" "i64" "f32"
+ * "f64" "bool" "string" "array" (static storage; NULL out of range). For an
+ * array, *elem_type (if not NULL) names the element type and *n (if not
+ * NULL) counts the elements; for a scalar they are the type itself and 1. */
+SPECDEC_API const char *specdec_gguf_kv_type(const specdec_gguf *g, int64_t i, const char **elem_type,
+                                             uint64_t *n);
+
+/* One value: a scalar, or element j of an array. */
+typedef enum specdec_gguf_kind {
+    SPECDEC_GGUF_UINT,   /* u8 u16 u32 u64: .u */
+    SPECDEC_GGUF_INT,    /* i8 i16 i32 i64: .i */
+    SPECDEC_GGUF_FLOAT,  /* f32 f64: .f */
+    SPECDEC_GGUF_BOOL,   /* .b */
+    SPECDEC_GGUF_STRING, /* .s, .len bytes into the mapping, not NUL-terminated, not checked UTF-8 */
+} specdec_gguf_kind;
+typedef struct specdec_gguf_value {
+    specdec_gguf_kind kind;
+    uint64_t u;
+    int64_t i;
+    double f;
+    bool b;
+    const char *s;
+    uint64_t len;
+} specdec_gguf_value;
+/* Element j of pair i (j = 0 for a scalar) into *out. False when i or j is
+ * out of range or the element is itself an array. Strings stay valid until
+ * specdec_gguf_close. */
+SPECDEC_API bool specdec_gguf_kv_value(const specdec_gguf *g, int64_t i, uint64_t j, specdec_gguf_value *out);
+/* Pair i as one line of text into buf (at most cap bytes with the NUL):
+ * scalars as numbers, true/false or a quoted string with control bytes
+ * escaped; arrays as "[TYPE x N] first elements, ...", abbreviated. */
+SPECDEC_API void specdec_gguf_kv_format(const specdec_gguf *g, int64_t i, char *buf, size_t cap);
+
+/* Tensor i of the file's tensor table. */
+typedef struct specdec_gguf_tensor {
+    const char *name;      /* NUL-terminated, at most 63 bytes, owned by g */
+    const char *type_name; /* ggml type name, e.g. "f32", "q4_K" (static storage) */
+    uint32_t type;         /* ggml type id (ggml.h's enum ggml_type) */
+    uint32_t n_dims;       /* 1..4 */
+    int64_t ne[4];         /* elements per dimension, ne[0] innermost (the row); unused = 1 */
+    uint64_t offset;       /* byte offset in the data section */
+    uint64_t nbytes;       /* exact byte size of the data */
+} specdec_gguf_tensor;
+/* Tensor i (0 <= i < n_tensors) into *out; false out of range. */
+SPECDEC_API bool specdec_gguf_tensor_get(const specdec_gguf *g, int64_t i, specdec_gguf_tensor *out);
+
+/* ------------------------------------------------------------------------ */
+/* Quantizing a GGUF file                                                    */
+
+/* The TYPE names specdec_quantize_file takes (case-insensitive):
+ *   f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k: every matrix
+ *     in that type;
+ *   q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs: llama.cpp's mixed file
+ *     types of those names, without an importance matrix (the per-tensor
+ *     rules of llama.cpp src/llama-quant.cpp: output.weight Q6_K, bigger
+ *     types for some attn_v / ffn_down / attn_output matrices).
+ * True when name is one of them; *canonical (if not NULL) gets its lower-case
+ * spelling and *file_type (if not NULL) the LLAMA_FTYPE_* value (llama.cpp
+ * include/llama.h) written to general.file_type. */
+SPECDEC_API bool specdec_quantize_type_find(const char *name, const char **canonical, uint32_t *file_type);
+
+typedef struct specdec_quantize_params {
+    int32_t n_threads; /* conversion threads; <= 0: specdec_default_threads(). The output does not depend on it */
+    bool pure;         /* a mixed type puts every matrix in its base type (llama-quantize --pure) */
+} specdec_quantize_params;
+
+/* Called before tensor i (0-based) of n is converted: its name and its type
+ * names before and after (ggml names, e.g. "f32" -> "q4_K"). */
+typedef void (*specdec_quantize_progress)(void *user, int64_t i, int64_t n, const char *name, const char *from,
+                                          const char *to);
+
+typedef struct specdec_quantize_stats {
+    int64_t n_tensors, n_converted; /* tensors written; those whose type changed */
+    uint64_t bytes_in, bytes_out;   /* tensor data bytes read and written */
+} specdec_quantize_stats;
+
+/* Rewrites the GGUF model in_path as out_path with its weight matrices in
+ * type (a name of specdec_quantize_type_find). Metadata is copied in order,
+ * general.file_type set to type's LLAMA_FTYPE and
+ * general.quantization_version to 2 (added when absent). Matrices are 2-D or
+ * larger tensors named "*weight" other than norms, ssm_conv1d, ffn_gate_inp,
+ * pos_embd and token_types; every other tensor keeps its type, widened to f32
+ * when it is not f32. Rows a 256-block type does not divide fall back as
+ * llama.cpp does (q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k ->
+ * q8_0, iq4_xs -> iq4_nl), then to f16 if 32 does not divide them. Each row
+ * is dequantized to f32 and quantized with the reference row quantizers,
+ * whose bytes equal ggml's. The file is written to out_path.tmp and renamed:
+ * a failure never leaves a partial out_path. params NULL = defaults
+ * (specdec_quantize_params zeroed); progress may be NULL; *stats (if not
+ * NULL) is filled on success.
+ * Errors: SPECDEC_ERR_ARG (a NULL path, an unknown type), SPECDEC_ERR_IO,
+ * SPECDEC_ERR_FORMAT (malformed input), SPECDEC_ERR_UNSUPPORTED (a tensor
+ * type that cannot be read or written), SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char *out_path, const char *type,
+                                                 const specdec_quantize_params *params,
+                                                 specdec_quantize_progress progress, void *user,
+                                                 specdec_quantize_stats *stats, specdec_error *err);
+
 #ifdef __cplusplus
 }
 #endif

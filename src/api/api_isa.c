@@ -32,3 +32,9 @@ specdec_status sd_api_isa_check(specdec_error *err) {
     const char *why = sd_cpu_env_error();
     return why ? sd_api_fail(err, SPECDEC_ERR_UNSUPPORTED, "%s", why) : SPECDEC_OK;
 }
+
+void specdec_cpu_features(char *buf, size_t cap) {
+    if (buf && cap) sd_cpu_features(buf, cap);
+}
+
+const char *specdec_isa_env_error(void) { return sd_cpu_env_error(); }

@@ -202,3 +202,22 @@ int32_t specdec_token_to_piece(const specdec_model *h, specdec_token token, bool
                                size_t cap) {
     return sd_token_to_bytes(h->m->tok, token, show_special, buf, cap);
 }
+
+specdec_status specdec_model_layout_get(const specdec_model *model, specdec_model_layout *out, specdec_error *err) {
+    if (!model || !out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_layout_get: model or out is NULL");
+    const sd_model *m = model->m;
+    const sd_hparams *hp = &m->hp;
+    *out = (specdec_model_layout){
+        .n_layer = hp->n_layer, .n_layer_all = hp->n_layer_all, .n_nextn = hp->n_nextn,
+        .n_layer_gdn = hp->n_layer_gdn, .ssm_conv_kernel = hp->ssm_conv_kernel, .ssm_conv_dim = hp->ssm_conv_dim,
+        .ssm_n_v_heads = hp->ssm_n_v_heads, .ssm_state = hp->ssm_state,
+        .recurrent_bytes = sd_model_recurrent_bytes(m), .n_expert = hp->n_expert,
+        .n_expert_used = hp->n_expert_used, .n_ff_exp = hp->n_ff_exp, .n_ff_shexp = hp->n_ff_shexp,
+        .active_weight_bytes = sd_model_weight_bytes(m), .matrix_bytes = sd_model_matrix_bytes(m)};
+    return SPECDEC_OK;
+}
+
+char specdec_model_layer_kind(const specdec_model *model, int32_t i) {
+    if (!model || i < 0 || i >= model->m->hp.n_layer) return 0;
+    return model->m->layers[i].kind == SD_LAYER_GDN ? 'G' : 'A';
+}

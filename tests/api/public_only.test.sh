@@ -6,22 +6,12 @@
 # use src/core/'s utilities (string buffer, status codes), as
 # tests/core/layering.test.sh allows. The bench is a developer tool on the
 # internal headers (bench/src/cli/bench.h), outside src/cli/.
-#
-# EXEMPT: the files still reaching past specdec.h, each named with what the
-# public API lacks for it; the test prints them, so the debt stays visible.
 set -u
 cd "${SD_SOURCE_DIR:-$(dirname "$0")/../..}"
-declare -A EXEMPT=(
-  [src/cli/cmd_inspect.c]="a GGUF reader in specdec.h (keys, typed values, tensors, hybrid layout)"
-  [src/cli/cmd_quantize.c]="a GGUF writer and the quantizers in specdec.h"
-  [src/cli/quantize_mix.c]="the quantizers' per-tensor type rules in specdec.h"
-  [src/cli/quantize_mix.h]="the quantizers' per-tensor type rules in specdec.h"
-)
 bad=0; checked=0; n_files=0
 files=(src/cli/*.[ch] src/server/*.[ch] examples/*.c)
 for f in "${files[@]}"; do
   [ -f "$f" ] || { echo "public-only: $f is missing"; bad=1; continue; }
-  if [ -n "${EXEMPT[$f]:-}" ]; then echo "public-only: exempt $f (needs ${EXEMPT[$f]})"; continue; fi
   n_files=$((n_files+1))
   dir=$(basename "$(dirname "$f")")
   while read -r inc; do
@@ -35,7 +25,6 @@ for f in "${files[@]}"; do
   # examples must build outside the tree: no quoted includes at all
   case "$f" in examples/*) grep -qE '^#include "' "$f" && { echo "public-only: $f uses a quoted include"; bad=1; } ;; esac
 done
-for f in "${!EXEMPT[@]}"; do [ -f "$f" ] || { echo "public-only: exempt $f no longer exists: drop it from EXEMPT"; bad=1; }; done
-echo "public-only: $checked includes checked in $n_files files (src/cli, src/server, examples), ${#EXEMPT[@]} exempt"
+echo "public-only: $checked includes checked in $n_files files (src/cli, src/server, examples)"
 [ "$checked" -gt 0 ] || { echo "public-only: no includes found"; exit 1; }
 exit $bad

@@ -1,9 +1,9 @@
-/* Which tensor type `specdec quantize` gives each tensor: the TYPE names, and
+/* Which tensor type the quantizer (numerics/quantize_file.c) gives each tensor: the TYPE names, and
  * llama.cpp's per-tensor choices for its mixed file types (src/llama-quant.cpp
  * tensor_allows_quantization, llama_tensor_get_type_impl,
  * tensor_type_fallback), without an importance matrix. */
-#ifndef SD_CLI_QUANTIZE_MIX_H
-#define SD_CLI_QUANTIZE_MIX_H
+#ifndef SD_NUMERICS_QUANTIZE_MIX_H
+#define SD_NUMERICS_QUANTIZE_MIX_H
 
 #include <stdbool.h>
 #include <stdint.h>
