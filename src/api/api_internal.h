@@ -1,7 +1,7 @@
 /* What the public handles of include/specdec.h hold, shared by the files of
  * src/api/: api_model.c (models, tokenizer, errors), api_context.c (contexts),
  * api_stream.c (UTF-8 pieces and stop strings), api_generate.c (generate); api_gguf.c and
- * api_quantize.c (GGUF files, on their own) need none of it. */
+ * api_quantize.c (GGUF files, on their own) use only the error helpers. */
 #ifndef SD_API_INTERNAL_H
 #define SD_API_INTERNAL_H
 
