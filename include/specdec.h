@@ -842,9 +842,11 @@ typedef struct specdec_gguf_value {
  * out of range or the element is itself an array. Strings stay valid until
  * specdec_gguf_close. */
 SPECDEC_API bool specdec_gguf_kv_value(const specdec_gguf *g, int64_t i, uint64_t j, specdec_gguf_value *out);
-/* Pair i as one line of text into buf (at most cap bytes with the NUL):
- * scalars as numbers, true/false or a quoted string with control bytes
- * escaped; arrays as "[TYPE x N] first elements, ...", abbreviated. */
+/* Pair i as one line of text into buf (at most cap bytes with the NUL, cut
+ * there): integers in decimal, floats as %.9g, true/false, strings quoted
+ * with control bytes escaped and cut after 80 bytes; an array as
+ * "[TYPE x N]" then its first 8 elements (", ..." when there are more).
+ * "" when i is out of range. */
 SPECDEC_API void specdec_gguf_kv_format(const specdec_gguf *g, int64_t i, char *buf, size_t cap);
 
 /* Tensor i of the file's tensor table. */
