@@ -9,17 +9,25 @@ set -u
 BIN=$(realpath "${SD_SPECDEC_BIN:-build/specdec}")
 cd "${SD_SOURCE_DIR:-$(dirname "$0")/../..}"
 command -v tmux >/dev/null || { echo "tmux missing: run scripts/deps.sh --test"; exit 1; }
-SOCK=specdec-test-$$
+# one tmux server per chat start: a new session on a socket whose server is still
+# shutting down after kill-server can fail with "server exited unexpectedly"
+SOCK=specdec-test-$$-0
+N_STARTS=0
 TMP=$(mktemp -d)
 trap 'tmux -L "$SOCK" kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; echo "--- screen"; screen | tail -40; exit 1; }
 
 screen() { tmux -L "$SOCK" capture-pane -p -J -S -5000 -t chat; }
 answers() { screen | grep -c '^\[ .* tok/s' || true; }
-# wait_for COMMAND... : until it succeeds (at most ~300 s: the machine may be loaded)
+# wait_for COMMAND... : until it succeeds (at most ~300 s: the machine may be
+# loaded); gives up at once if the tmux server is gone
 wait_for() {
   local i
-  for i in $(seq 1 3000); do "$@" && return 0; sleep 0.1; done
+  for i in $(seq 1 3000); do
+    "$@" && return 0
+    tmux -L "$SOCK" has-session -t chat 2>/dev/null || return 1
+    sleep 0.1
+  done
   return 1
 }
 answers_are() { [ "$(answers)" -ge "$1" ]; }
@@ -28,8 +36,10 @@ on_screen() { screen | grep -q -- "$1"; }
 after_has() { screen | tac | sed "/$1/q" | tac | sed 1d | grep -q -- "$2"; }
 start_chat() {
   tmux -L "$SOCK" kill-server 2>/dev/null
+  N_STARTS=$((N_STARTS + 1)); SOCK=specdec-test-$$-$N_STARTS
   tmux -L "$SOCK" new-session -d -s chat -x 250 -y 50 \
-    "bash -c '\"$BIN\" chat $*; echo EXITED \$?; sleep 600'"
+    "bash -c '\"$BIN\" chat $*; echo EXITED \$?; sleep 600'" ||
+    { echo "FAIL: tmux could not start a session"; exit 1; }
   wait_for on_screen "^specdec chat:" || fail "chat did not start"
 }
 say() { tmux -L "$SOCK" send-keys -t chat -l "$1"; tmux -L "$SOCK" send-keys -t chat Enter; }
