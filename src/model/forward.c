@@ -27,7 +27,7 @@ static void add_bias(float *x, const float *b, int S, int64_t n) {
     for (int s = 0; s < S; s++) sd_add(x + s * n, b, n);
 }
 
-static void rmsnorm_rows(float *out, const float *x, const float *w, int S, int64_t n, float eps) {
+void sd_fwd_rmsnorm_rows(float *out, const float *x, const float *w, int S, int64_t n, float eps) {
     for (int s = 0; s < S; s++) sd_rmsnorm(out + s * n, x + s * n, w, n, eps);
 }
 
@@ -119,7 +119,7 @@ void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q
  * output_head applies) go to the rows of positions pos0..pos0+S-1, in the
  * slot of every requested id equal to il. Copies only: the forward's own
  * arithmetic is untouched. */
-static void hidden_store(sd_context *c, int il, int S, int32_t pos0) {
+void sd_fwd_hidden_store(sd_context *c, int il, int S, int32_t pos0) {
     const sd_model *m = c->m;
     const int64_t n_embd = m->hp.n_embd;
     for (int i = 0; i < c->hid.n; i++) {
@@ -137,11 +137,11 @@ static void hidden_store(sd_context *c, int il, int S, int32_t pos0) {
 /* The output head on rows [r0, r1) of the batch whose final residual rows
  * are in c->sc.x: logits[r1 - r0][n_vocab]. Row-wise norm and matmul, so the
  * bits do not depend on which rows run together. */
-static void output_head(sd_context *c, int r0, int r1, float *logits) {
+void sd_fwd_output_head(sd_context *c, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
     const int64_t n_embd = m->hp.n_embd;
     if (r0 >= r1) return;
-    rmsnorm_rows(c->sc.xb, c->sc.x + r0 * n_embd, m->output_norm, r1 - r0, n_embd, m->hp.rms_eps);
+    sd_fwd_rmsnorm_rows(c->sc.xb, c->sc.x + r0 * n_embd, m->output_norm, r1 - r0, n_embd, m->hp.rms_eps);
     sd_matmul(&m->output, c->sc.xb, r1 - r0, logits, c->n_threads);
 }
 
@@ -156,11 +156,9 @@ void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
     }
 }
 
-void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
-    const sd_model *m = c->m;
-    const sd_hparams *hp = &m->hp;
+void sd_layer_attn_in(sd_context *c, const sd_layer *L, int S) {
+    const sd_hparams *hp = &c->m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
-    const int32_t pos0 = c->kv.len;
     const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {c->sc.q, c->sc.k, c->sc.v};
     sd_matmul_multi(qkv, 3, c->sc.xb, S, qkv_out, c->n_threads); /* one activation quantization, one thread wake-up */
@@ -169,6 +167,12 @@ void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
         add_bias(c->sc.k, L->bk, S, c->kv.kv_dim);
         add_bias(c->sc.v, L->bv, S, c->kv.kv_dim);
     }
+}
+
+void sd_layer_attn_seq(sd_context *c, const sd_layer *L, int S) {
+    const sd_model *m = c->m;
+    const sd_hparams *hp = &m->hp;
+    const int32_t pos0 = c->kv.len;
     const int32_t *depth = c->kv.tree.active ? c->kv.tree.depth : NULL; /* a token tree (forward_tree.c) */
     sd_fwd_norm_rope_heads(m, c->sc.q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0, depth);
     sd_fwd_norm_rope_heads(m, c->sc.k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0, depth);
@@ -177,7 +181,16 @@ void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
         sd_fwd_attention_tree(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
     else
         sd_fwd_attention(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
+}
+
+void sd_layer_attn_out(sd_context *c, const sd_layer *L, int S) {
     sd_matmul(&L->wo, c->sc.att_out, S, c->sc.xb, c->n_threads);
+}
+
+void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
+    sd_layer_attn_in(c, L, S);
+    sd_layer_attn_seq(c, L, S);
+    sd_layer_attn_out(c, L, S);
 }
 
 void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
@@ -187,7 +200,7 @@ void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
     }
     const sd_hparams *hp = &c->m->hp;
     const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
-    rmsnorm_rows(c->sc.xb, c->sc.x, L->ffn_norm, S, n_embd, hp->rms_eps);
+    sd_fwd_rmsnorm_rows(c->sc.xb, c->sc.x, L->ffn_norm, S, n_embd, hp->rms_eps);
     const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {c->sc.hb, c->sc.hb2};
     sd_matmul_multi(gate_up, 2, c->sc.xb, S, gate_up_out, c->n_threads);
@@ -208,10 +221,10 @@ void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, f
 
     for (int il = 0; il < hp->n_layer; il++) {
         const sd_layer *L = &m->layers[il];
-        if (c->hid.rows) hidden_store(c, il, S, pos0);
+        if (c->hid.rows) sd_fwd_hidden_store(c, il, S, pos0);
 
         /* mixer block: attention or Gated DeltaNet, output rows in xb */
-        rmsnorm_rows(c->sc.xb, c->sc.x, L->attn_norm, S, n_embd, hp->rms_eps);
+        sd_fwd_rmsnorm_rows(c->sc.xb, c->sc.x, L->attn_norm, S, n_embd, hp->rms_eps);
         if (L->kind == SD_LAYER_GDN) sd_layer_gdn(c, L, S);
         else if (L->kind == SD_LAYER_ATTN_GATED) sd_layer_attn_gated(c, L, S);
         else sd_layer_attn(c, L, S);
@@ -220,9 +233,9 @@ void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, f
         sd_layer_ffn(c, L, S);
     }
 
-    if (c->hid.rows) hidden_store(c, hp->n_layer, S, pos0);
+    if (c->hid.rows) sd_fwd_hidden_store(c, hp->n_layer, S, pos0);
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
-    output_head(c, r0, r1, logits);
+    sd_fwd_output_head(c, r0, r1, logits);
     sd_recurrent_capture_commit(&c->rec, pos0, S); /* the ring now holds these steps (layer_gdn.c wrote them) */
     c->kv.len += S;
 }
@@ -307,7 +320,7 @@ int32_t sd_model_head_pass_rows(const sd_model *m) { return sd_matmul_pass_rows(
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err) {
     if (c->sc.head_S == 0 || c->sc.head_n >= c->sc.head_S || !logits)
         return sd_err_set(err, SD_ERR_ARG, "forward_more: no logits rows are pending");
-    output_head(c, c->sc.head_n, c->sc.head_S, logits);
+    sd_fwd_output_head(c, c->sc.head_n, c->sc.head_S, logits);
     c->sc.head_n = c->sc.head_S;
     return SD_OK;
 }

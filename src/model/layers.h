@@ -34,6 +34,30 @@ void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, f
 sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t S, int32_t n_rows,
                              const float *logits, sd_err *err);
 
+/* forward.c: the pieces of sd_forward_ragged (forward_ragged.c) shares with
+ * sd_fwd_batch: rmsnorm of every row of x[S][n] into out; the hidden-state
+ * hook's copy of the S rows entering layer il (n_layer: after output_norm)
+ * at positions pos0..; the output head on rows r0..r1-1 of c->sc.x. */
+void sd_fwd_rmsnorm_rows(float *out, const float *x, const float *w, int S, int64_t n, float eps);
+void sd_fwd_hidden_store(sd_context *c, int il, int S, int32_t pos0);
+void sd_fwd_output_head(sd_context *c, int r0, int r1, float *logits);
+
+/* Every mixer is split in three so that a ragged batch of several sequences
+ * (forward_ragged.c) runs the matmuls once over all its rows and only the
+ * per-sequence part per sequence: X_in reads c->sc.xb and runs the input
+ * projections over the S rows (row-wise: any rows may share the call);
+ * X_seq is the part that reads and writes the sequence's memory (RoPE at
+ * its positions, the KV rows and attention; the GDN recurrence) for S rows
+ * of ONE sequence at positions c->kv.len..; X_out is the row-wise rest
+ * (gates, output projection into c->sc.xb). sd_layer_X is the three in a row. */
+void sd_layer_attn_in(sd_context *c, const sd_layer *L, int S);
+void sd_layer_attn_seq(sd_context *c, const sd_layer *L, int S);
+void sd_layer_attn_out(sd_context *c, const sd_layer *L, int S);
+void sd_layer_attn_gated_in(sd_context *c, const sd_layer *L, int S);
+void sd_layer_attn_gated_seq(sd_context *c, const sd_layer *L, int S);
+void sd_layer_attn_gated_out(sd_context *c, const sd_layer *L, int S);
+/* (GDN: sd_gdn_project, sd_gdn_recur, sd_gdn_out below.) */
+
 /* forward.c: the softmax attention of the dense architectures (llama, qwen2,
  * qwen3; the EAGLE-3 head's layer, whose normed input rows are [e ; g],
  * 2 * n_embd wide: the width of wq's input). */
@@ -57,6 +81,7 @@ void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S);
 void sd_layer_gdn(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_project(sd_context *c, const sd_layer *L, int S);
 void sd_gdn_recur(sd_context *c, const sd_layer *L, int S);
+void sd_gdn_out(sd_context *c, const sd_layer *L, int S);
 
 /* forward.c: the frame of a head's forward (forward_eagle3.c,
  * forward_mtp.c) over S pairs (tokens[s], g[s] [n_embd]): the checks (what

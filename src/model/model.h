@@ -481,4 +481,42 @@ void sd_mtp_view_free(sd_model *view);
 sd_status sd_mtp_forward(sd_context *c, const int32_t *tokens, const float *h, int32_t S, float *y, int32_t n_tail,
                          float *logits, sd_err *err);
 
+/* ---- several sequences in one batch (forward_ragged.c, docs/BATCHING.md) ----
+ * A sequence is an sd_context of its own (its KV rows, its recurrent state,
+ * snapshots and capture ring: every single-sequence call above works on it
+ * unchanged); a group holds the activations of one ragged batch over up to
+ * max_rows rows from any of them, so the matmuls of a step run once over the
+ * rows of every sequence while attention and the GDN recurrence run per
+ * sequence over its own memory. */
+typedef struct sd_ctx_group sd_ctx_group;
+
+/* A group for contexts of model m with n_ctx <= n_ctx (positions of the
+ * per-thread attention scores), batches of up to max_rows rows in all,
+ * n_threads as sd_context_init (<= 0: sd_default_threads()). Errors:
+ * SD_ERR_ARG (an EAGLE-3 / MTP head, max_rows < 1), SD_ERR_NOMEM. */
+sd_status sd_ctx_group_init(const sd_model *m, int32_t n_ctx, int32_t max_rows, int n_threads, sd_ctx_group **out,
+                            sd_err *err);
+void sd_ctx_group_free(sd_ctx_group *g);
+int32_t sd_ctx_group_max_rows(const sd_ctx_group *g);
+
+/* One sequence's part of a ragged batch: tokens[S] (S >= 1) appended at
+ * positions len(c)..len(c)+S-1, the logits of its LAST n_tail rows (0..S) to
+ * logits[n_tail][n_vocab] (as sd_forward_tail). */
+typedef struct sd_ragged_seq {
+    sd_context *c;
+    const int32_t *tokens;
+    int32_t S, n_tail;
+    float *logits;
+} sd_ragged_seq;
+
+/* One forward over the rows of n_seq distinct sequences (sum of S <=
+ * max_rows). Batch invariance (DESIGN.md §5): every sequence's logits and
+ * memory are bitwise what sd_forward_tail on it alone gives, whatever else
+ * shares the batch. Pending state (a head resume, a token tree) of every
+ * sequence is cleared. Errors (nothing changed): SD_ERR_ARG (another model,
+ * a context with n_ctx above the group's, a sequence twice, a bad S, n_tail
+ * or token id, a pending token tree), SD_ERR_CONTEXT (a sequence would pass
+ * its n_ctx). */
+sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err);
+
 #endif
