@@ -914,6 +914,94 @@ SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char
                                                  specdec_quantize_progress progress, void *user,
                                                  specdec_quantize_stats *stats, specdec_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Batched serving: several requests over one model, one forward per step    */
+
+/* A batch of n_slots request slots over one model (docs/BATCHING.md). Each
+ * slot is a context of its own (KV cache, recurrent state, prefix reuse of
+ * the slot's previous request, its drafter); specdec_batch_step runs ONE
+ * forward over the rows every active request needs next — a prefill chunk,
+ * a decode token, or a verify window of K + 1 — so the weights are streamed
+ * once per step for all of them (continuous batching: a request added
+ * between steps joins at the next one, a finished or cancelled one leaves).
+ * Each request runs the decode loop of specdec_generate (drafting, the gate,
+ * the lossless verify) unchanged, and the forward is batch invariant per
+ * sequence, so its tokens are bitwise those specdec_generate gives for the
+ * same prompt and params on a context of its own, at temperature 0 and per
+ * seed above 0 (with deterministic drafts: draft_sample off), whatever else
+ * shares the steps. Speculation under load: each request's gate measures its
+ * share of the steps it takes part in (the step's time at its batch size),
+ * so drafting turns itself down when extra rows stop being free.
+ * Not for batched requests: token trees (tree_nodes > 0) and params.abort
+ * (use specdec_batch_cancel). A batch is driven from one thread: add, step,
+ * cancel and free must not be called concurrently; the callbacks run inside
+ * specdec_batch_step (and specdec_batch_free) on that thread. */
+typedef struct specdec_batch specdec_batch;
+
+typedef struct specdec_batch_params {
+    int32_t n_slots;             /* requests served at once, 1..64; <= 0: 4 */
+    specdec_context_params ctx;  /* every slot's context (n_ctx, n_batch, n_threads, draft), as specdec_context_init */
+} specdec_batch_params;
+
+/* n_slots 4, ctx as specdec_context_default_params(). */
+SPECDEC_API specdec_batch_params specdec_batch_default_params(void);
+
+/* The batch over model (borrowed: it must outlive the batch) with
+ * params->n_slots contexts of params->ctx and the activations of a step of up
+ * to n_slots * n_batch rows. params NULL = defaults. Errors: SPECDEC_ERR_ARG
+ * (NULL model or out, n_slots > 64, a draft head / MTP file as the model),
+ * the errors of specdec_context_init, SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_batch_init(const specdec_model *model, const specdec_batch_params *params,
+                                              specdec_batch **out, specdec_error *err);
+
+/* Cancels every request, steps until they have all ended (their callbacks
+ * run), and frees the batch. NULL is a no-op. */
+SPECDEC_API void specdec_batch_free(specdec_batch *b);
+
+SPECDEC_API int32_t specdec_batch_n_slots(const specdec_batch *b);
+/* Slots holding a request (added, not yet reported done). */
+SPECDEC_API int32_t specdec_batch_n_active(const specdec_batch *b);
+
+/* How a request ended, for its done callback: the slot, the status and error
+ * specdec_generate would have returned, its stats, and the generated tokens
+ * (tokens[n_tokens]). Everything is borrowed for the duration of the call. */
+typedef struct specdec_batch_result {
+    int32_t slot;
+    specdec_status status;
+    const specdec_error *err;
+    const specdec_stats *stats;
+    const specdec_token *tokens;
+    size_t n_tokens;
+} specdec_batch_result;
+typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *user);
+
+/* Adds a request in a free slot (*slot, may be NULL): prompt[n_prompt] (>= 1
+ * tokens, copied) with params (NULL = defaults; copied with its stop
+ * strings). on_piece (may be NULL) receives its text as specdec_generate's
+ * callback does — returning false cancels it — and on_done (may be NULL) its
+ * end, exactly once; both with user, inside specdec_batch_step. The request
+ * starts at once (its prefill joins the next step). Errors (nothing added):
+ * SPECDEC_ERR_ARG (NULL batch or prompt, an empty prompt, no free slot,
+ * params refused as specdec_generate_params_check refuses them, tree_nodes
+ * > 0, params->abort set), SPECDEC_ERR_CONTEXT (the prompt does not fit
+ * n_ctx), SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, size_t n_prompt,
+                                             const specdec_generate_params *params, specdec_piece_cb on_piece,
+                                             specdec_batch_done_cb on_done, void *user, int32_t *slot,
+                                             specdec_error *err);
+
+/* One step: waits until every active request has asked for its next
+ * forward (or ended), delivers the pieces and ends so far, runs one forward
+ * over all the asked rows, and delivers what the requests produced from it.
+ * A call with no active request returns at once. Errors: a failed forward
+ * (SPECDEC_ERR_NOMEM, ...) is returned here and ends the requests in it with
+ * that error; the batch stays usable. */
+SPECDEC_API specdec_status specdec_batch_step(specdec_batch *b, specdec_error *err);
+
+/* Asks the request in slot to stop (stop_reason SPECDEC_STOP_CANCELLED); it
+ * ends within a step or two. A free slot or an id out of range is ignored. */
+SPECDEC_API void specdec_batch_cancel(specdec_batch *b, int32_t slot);
+
 #ifdef __cplusplus
 }
 #endif

@@ -321,6 +321,12 @@ static void final_stats(run *r, specdec_stats *stats) {
     if (stats) *stats = r->pub;
 }
 
+/* A batched request's gate learns its share of each step (api_batch.c). */
+static double slot_cost(void *user, int32_t S, double seconds) {
+    run *r = user;
+    return sd_api_slot_cost(r->c->slot, S, seconds);
+}
+
 /* The decode loop's parameters for this call; n_predict is cut to what the
  * context can still take (a0 of the last position included), which changes
  * nothing but the size of the buffers. */
@@ -341,6 +347,7 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.n_past = n_past;
     p.commit_cb = on_commit;
     p.abort = g->abort ? on_abort : NULL;
+    p.forward_cost = r->c->slot ? slot_cost : NULL;
     return p;
 }
 

@@ -45,7 +45,16 @@ struct specdec_context {
      * been forwarded, nor have any after a stop in a verify round). */
     specdec_token *hist;
     int32_t n_hist, n_kv;
+    /* The slot of a specdec_batch this context serves (api_batch.c), NULL
+     * for a context of its own. */
+    struct sd_api_slot *slot;
 };
+
+/* api_batch.c: the cost the gate learns for a target forward of S rows of a
+ * batched request that took `seconds` of wall clock: the time the slot spent
+ * on its own work, plus its share of the steps it took part in
+ * (docs/BATCHING.md "Speculation under load"). */
+double sd_api_slot_cost(struct sd_api_slot *s, int32_t S, double seconds);
 
 /* The public error from an internal one (err may be NULL); returns the code. */
 specdec_status sd_api_error(specdec_error *err, const sd_err *e);

@@ -38,7 +38,7 @@ static sd_status rec_forward_tail(void *self, const int32_t *tokens, int32_t S, 
 static sd_status ctx_forward_first(void *self, const int32_t *tokens, int32_t S, float *logits, int32_t *n_first,
                                    sd_err *err) {
     int32_t n = sd_model_head_pass_rows(sd_context_model(self));
-    if (n > S || S > sd_context_n_batch(self)) n = S;
+    if (n > S || S > sd_context_n_batch(self) || sd_context_forward_hooked(self)) n = S; /* a batched sequence: one pass */
     *n_first = n;
     return n < S ? sd_forward_head(self, tokens, S, n, logits, err) : sd_forward(self, tokens, S, logits, err);
 }

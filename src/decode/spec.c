@@ -125,6 +125,7 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
 
 /* Both gates learn c_v(S) from every target forward. */
 static void time_forward(decoder *d, int32_t S, double seconds) {
+    if (d->p->forward_cost) seconds = d->p->forward_cost(d->user, S, seconds);
     sd_gate_time_forward(&d->gate, S, seconds);
     if (d->has_free) sd_gate_time_forward(&d->gate_free, S, seconds);
 }

@@ -63,6 +63,10 @@ typedef struct sd_spec_params {
      * true stops the generation there (no error; a prefill cut short leaves
      * the lm holding a prefix of the prompt and generates nothing). */
     bool (*abort)(void *user);
+    /* If not NULL, the cost the gate learns for a target forward of S rows
+     * that took `seconds` of wall clock (a request served in a batch: its
+     * share of the batched step, docs/BATCHING.md); NULL: the wall clock. */
+    double (*forward_cost)(void *user, int32_t S, double seconds);
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,

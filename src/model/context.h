@@ -23,6 +23,8 @@ struct sd_context {
     sd_recurrent rec;       /* GDN layers' conv windows and delta-rule states, the capture ring (empty for dense) */
     sd_scratch sc;          /* one batch's activations, a pending head resume */
     sd_hidden_hook hid;     /* hidden-state rows for draft heads (off until requested) */
+    sd_forward_hook fwd_hook; /* NULL, or where sd_forward / _tail send their batches (model.h) */
+    void *fwd_hook_user;
 };
 
 /* Clears what every component holds pending (a resumable head pass, a token

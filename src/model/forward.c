@@ -267,6 +267,7 @@ sd_status sd_forward_tail(sd_context *c, const int32_t *tokens, int32_t S, int32
     const int32_t n_vocab = c->m->hp.n_vocab;
     sd_status st = sd_fwd_check_batch(c, tokens, S, n_tail, logits, err);
     if (st != SD_OK) return st;
+    if (c->fwd_hook) return S > 0 ? c->fwd_hook(c->fwd_hook_user, c, tokens, S, n_tail, logits, err) : SD_OK;
     const int32_t first = S - n_tail; /* first row with logits */
     for (int32_t done = 0; done < S;) {
         int32_t n = S - done < c->n_batch ? S - done : c->n_batch;
@@ -308,6 +309,7 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
         return sd_err_set(err, SD_ERR_ARG, "forward_head: S = %d is not in 1..n_batch (%d)", S, c->n_batch);
     sd_status st = sd_fwd_check_batch(c, tokens, S, n_head, logits, err);
     if (st != SD_OK) return st;
+    if (c->fwd_hook) return sd_err_set(err, SD_ERR_UNSUPPORTED, "forward_head: a batched sequence has no two-pass head");
     sd_context_reset_pending(c);
     sd_fwd_batch(c, tokens, S, 0, n_head, logits);
     c->sc.head_S = S; /* pending until the next forward, truncate or restore */

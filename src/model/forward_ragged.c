@@ -21,7 +21,8 @@
 
 struct sd_ctx_group {
     sd_context lead;  /* scratch of max_rows rows; its kv/rec hold no rows (shapes only) */
-    float *logits;    /* [max_rows][n_vocab]: the output head over every row asked for */
+    float *logits;    /* [cap_logits][n_vocab]: the output head over every row asked for (grown on demand) */
+    int32_t cap_logits;
     int32_t *row_of;  /* [max_rows]: scratch row of each logits row */
 };
 
@@ -45,10 +46,8 @@ sd_status sd_ctx_group_init(const sd_model *m, int32_t n_ctx, int32_t max_rows, 
     c->kv.kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     sd_status st = sd_scratch_build(&c->sc, hp, max_rows, n_ctx, n_threads, err);
     if (st == SD_OK) {
-        g->logits = sd_malloc_array((size_t)max_rows, (size_t)hp->n_vocab * sizeof *g->logits);
         g->row_of = sd_malloc_array((size_t)max_rows, sizeof *g->row_of);
-        if (!g->logits || !g->row_of)
-            st = sd_err_set(err, SD_ERR_NOMEM, "out of memory for the logits of %d rows", max_rows);
+        if (!g->row_of) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory for a batch group");
     }
     if (st != SD_OK) {
         sd_ctx_group_free(g);
@@ -90,6 +89,19 @@ static sd_status check(const sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t
     if (rows > lead->n_batch)
         return sd_err_set(err, SD_ERR_ARG, "ragged forward: %lld rows > the group's %d", (long long)rows,
                           lead->n_batch);
+    return SD_OK;
+}
+
+/* Room for n rows of logits (the rows asked for grow with the verify
+ * windows; a step of prefill chunks asks for few). Errors: SD_ERR_NOMEM. */
+static sd_status logits_room(sd_ctx_group *g, int32_t n, sd_err *err) {
+    if (n <= g->cap_logits) return SD_OK;
+    size_t bytes = 0;
+    float *l = sd_mul_size((size_t)n, (size_t)g->lead.m->hp.n_vocab * sizeof *l, &bytes) ? realloc(g->logits, bytes)
+                                                                                          : NULL;
+    if (!l) return sd_err_set(err, SD_ERR_NOMEM, "out of memory for the logits of %d rows", n);
+    g->logits = l;
+    g->cap_logits = n;
     return SD_OK;
 }
 
@@ -166,6 +178,9 @@ static void heads(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, con
 sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err) {
     sd_status st = check(g, seqs, n_seq, err);
     if (st != SD_OK) return st;
+    int32_t n_logits = 0;
+    for (int32_t i = 0; i < n_seq; i++) n_logits += seqs[i].n_tail;
+    if ((st = logits_room(g, n_logits, err)) != SD_OK) return st;
     if (n_seq > RAGGED_MAX_SEQ) return sd_err_set(err, SD_ERR_ARG, "ragged forward: more than %d sequences", RAGGED_MAX_SEQ);
     if (n_seq == 0) return SD_OK;
     sd_context *lead = &g->lead, views[RAGGED_MAX_SEQ];
@@ -200,3 +215,10 @@ sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t 
     }
     return SD_OK;
 }
+
+void sd_context_set_forward_hook(sd_context *c, sd_forward_hook fn, void *user) {
+    c->fwd_hook = fn;
+    c->fwd_hook_user = fn ? user : NULL;
+}
+
+bool sd_context_forward_hooked(const sd_context *c) { return c->fwd_hook != NULL; }

@@ -84,6 +84,8 @@ sd_status sd_forward_tree(sd_context *c, const int32_t *tokens, const int32_t *p
                           sd_err *err) {
     sd_status st = check_tree(c, parent, S, err);
     if (st == SD_OK) st = sd_fwd_check_batch(c, tokens, S, S, logits, err);
+    if (st == SD_OK && c->fwd_hook)
+        st = sd_err_set(err, SD_ERR_UNSUPPORTED, "token trees are not supported on a batched sequence");
     if (st != SD_OK) return st;
     const int32_t base = c->kv.len;
     sd_context_reset_pending(c);

@@ -519,4 +519,17 @@ typedef struct sd_ragged_seq {
  * its n_ctx). */
 sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err);
 
+/* Where a sequence's forwards go when it is one of several served together:
+ * with a hook set, sd_forward and sd_forward_tail check their arguments as
+ * always (errors as there, nothing changed) and then hand the batch to
+ * fn(user, c, tokens, S, n_tail, logits, err) instead of running it, which
+ * must append it as sd_forward_tail would (typically by taking part in an
+ * sd_forward_ragged step). The two-pass head and token trees are refused on a
+ * hooked context (SD_ERR_UNSUPPORTED): they are single-sequence paths. fn
+ * NULL removes the hook. */
+typedef sd_status (*sd_forward_hook)(void *user, sd_context *c, const int32_t *tokens, int32_t S, int32_t n_tail,
+                                     float *logits, sd_err *err);
+void sd_context_set_forward_hook(sd_context *c, sd_forward_hook fn, void *user);
+bool sd_context_forward_hooked(const sd_context *c);
+
 #endif
