@@ -35,12 +35,22 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "  --port N                 port, [0, 65535] (default 8080; 0 = any free port, printed on stderr)\n"
                    "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
                    "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
+                   "  --parallel N             requests served at once, batched into one forward per step, [1, 64]\n"
+                   "                           (default from the machine: online cores / 4, at least 1; here %d).\n"
+                   "                           Each slot holds its own context (-c positions); answers are the same\n"
+                   "                           as served one at a time\n"
                    "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
-                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n");
+                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n",
+                front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
                "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n",
             serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens unless -n says otherwise");
+}
+
+int front_default_parallel(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
 /* A number of the HTTP flags in [lo, hi]; the message names the range. */
@@ -68,6 +78,7 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     else if (!strcmp(a, "--alias")) o->alias = v;
     else if (!strcmp(a, "--port")) { if (!num(a, v, 0, 65535, &x)) return 2; o->port = (int)x; }
     else if (!strcmp(a, "--queue")) { if (!num(a, v, 1, 4096, &x)) return 2; o->queue_max = (int)x; }
+    else if (!strcmp(a, "--parallel")) { if (!num(a, v, 1, 64, &x)) return 2; o->parallel = (int)x; }
     else if (!strcmp(a, "--max-body")) { if (!num(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
     else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
     else return 1;
@@ -75,7 +86,8 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
 }
 
 static bool is_own_flag(bool serve, const char *a) {
-    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping"};
+    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping",
+                                       "--parallel"};
     if (!strcmp(a, "--chat-template")) return true;
     for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
         if (!strcmp(a, http[i])) return true;
@@ -117,6 +129,7 @@ int front_parse(int argc, char **argv, bool serve, server_opts *o) {
     }
     if (specdec_options_check(&so, &err) != SPECDEC_OK) { fprintf(stderr, "specdec: %s\n", err.message); return 2; }
     take_options(o, &so);
+    if (o->parallel <= 0) o->parallel = serve ? front_default_parallel() : 1; /* chat: one conversation */
     if (!model_given && !o->draft_path && access(FRONT_DEFAULT_DRAFT, R_OK) == 0) o->draft_path = FRONT_DEFAULT_DRAFT;
     if (o->gen.spec == SPECDEC_SPEC_DRAFT && !o->draft_path) {
         fprintf(stderr, "specdec: --spec draft needs -md DRAFT.gguf\n");
@@ -153,6 +166,15 @@ bool front_load(server *s) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
+    if (s->opts.parallel > 1) { /* the slots of the batched worker: contexts like s->ctx */
+        specdec_batch_params bp = specdec_batch_default_params();
+        bp.n_slots = s->opts.parallel;
+        bp.ctx = cp;
+        if (specdec_batch_init(s->model, &bp, &s->batch, &err)) {
+            fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
+            return false;
+        }
+    }
     if (specdec_chat_template_resolve(s->model, s->opts.chat_template, &s->template_family, &err)) {
         if (s->opts.chat_template) { /* an explicit bad name is a usage error */
             fprintf(stderr, "specdec: %s\n", err.message);
@@ -168,6 +190,8 @@ bool front_load(server *s) {
 }
 
 void front_unload(server *s) {
+    specdec_batch_free(s->batch);
+    s->batch = NULL;
     specdec_context_free(s->ctx);
     specdec_model_free(s->draft);
     specdec_model_free(s->model);

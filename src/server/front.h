@@ -17,6 +17,8 @@
  * (exit 0), 2 on a usage error (message printed). serve: whether the HTTP
  * flags are accepted. */
 int front_parse(int argc, char **argv, bool serve, server_opts *o);
+/* serve's --parallel default: online cores / 4, in [1, 64]. */
+int front_default_parallel(void);
 
 /* Loads the model (and the draft), makes the context, resolves the chat
  * template (s->template_family, or s->template_error when none fits). Prints

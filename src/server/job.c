@@ -56,7 +56,7 @@ void server_queue_state(server *s, int *waiting, bool *busy) {
 
 /* The decode loop's streaming callback: append the piece, wake the
  * connection thread, and go on unless the client has gone. */
-static bool on_piece(const specdec_piece *p, void *user) {
+bool job_on_piece(const specdec_piece *p, void *user) {
     job *j = user;
     pthread_mutex_lock(&j->mu);
     if (j->n_pieces == j->cap_pieces) {
@@ -99,12 +99,16 @@ static void run_job(server *s, job *j) {
         pthread_mutex_unlock(&j->mu);
         specdec_generate_params gp = j->gp;
         gp.abort = job_cancelled;
-        rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, on_piece, j, &st, &err);
+        rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, job_on_piece, j, &st, &err);
     }
+    job_finish(s, j, rc, &err, &st);
+}
+
+void job_finish(server *s, job *j, specdec_status rc, const specdec_error *err, const specdec_stats *st) {
     pthread_mutex_lock(&j->mu);
     j->status = rc;
-    j->err = err;
-    j->stats = st;
+    j->err = *err;
+    j->stats = *st;
     j->done = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -137,7 +141,7 @@ int server_worker_start(server *s) {
     if (!s->queue) return -1;
     pthread_mutex_init(&s->qmu, NULL);
     pthread_cond_init(&s->qcv, NULL);
-    return pthread_create(&s->worker, NULL, worker_main, s);
+    return pthread_create(&s->worker, NULL, s->batch ? batch_worker_main : worker_main, s);
 }
 
 void server_worker_stop(server *s) {

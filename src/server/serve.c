@@ -39,10 +39,10 @@ int cmd_serve(int argc, char **argv) {
         front_unload(&s);
         return 1;
     }
-    fprintf(stderr, "specdec serve: listening on http://%s:%d (model %s, chat template %s, spec %s%s%s)\n",
+    fprintf(stderr, "specdec serve: listening on http://%s:%d (model %s, chat template %s, spec %s%s%s, parallel %d)\n",
             s.opts.host, port, s.model_id, s.template_family ? s.template_family : "none",
             specdec_spec_mode_name(s.opts.gen.spec), s.draft ? ", draft " : "",
-            s.draft ? specdec_model_path(s.draft) : "");
+            s.draft ? specdec_model_path(s.draft) : "", s.opts.parallel);
     fflush(stderr);
     int sig = 0;
     sigwait(&set, &sig);

@@ -25,6 +25,7 @@ typedef struct server_opts {
     const char *model_path, *draft_path, *host, *chat_template, *alias;
     int port;                       /* 0: any free port (printed on stderr) */
     int n_ctx, n_threads, queue_max, max_body;
+    int parallel;                   /* requests served at once (--parallel; 1: one at a time, the classic loop) */
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
@@ -86,6 +87,11 @@ typedef struct server {
     job *current; /* the running job, under qmu */
     pthread_t worker;
     metrics m;
+    /* --parallel N > 1 (batch_worker.c): the engine serving N requests per
+     * step, and the job of each of its slots (NULL: free), under qmu. */
+    specdec_batch *batch;
+    struct bw_slot *slots;
+    int n_active;
 } server;
 
 /* Jobs (job.c). */
@@ -97,6 +103,13 @@ bool server_submit(server *s, job *j);
 void server_queue_state(server *s, int *waiting, bool *busy);
 int server_worker_start(server *s);
 void server_worker_stop(server *s);
+/* job.c, for the batched worker too: the piece callback (user = the job) and
+ * the end of a job (its outcome stored, its waiters woken, metrics). */
+bool job_on_piece(const specdec_piece *p, void *user);
+void job_finish(server *s, job *j, specdec_status rc, const specdec_error *err, const specdec_stats *st);
+/* The batched inference thread (batch_worker.c), --parallel N > 1: continuous
+ * batching of up to N jobs with specdec_batch (docs/BATCHING.md). */
+void *batch_worker_main(void *arg);
 
 /* The HTTP front (http.c): starts the daemon; returns the bound port or -1. */
 struct MHD_Daemon;
