@@ -7,7 +7,9 @@
  * under its lock, the connection thread turns them into JSON / SSE and sets
  * `cancel` when the client goes away, which the piece callback and the abort
  * hook (polled between prefill chunks) return to the decode loop. Requests
- * never share a job, so outputs never mix. */
+ * never share a job, so outputs never mix. With --parallel N > 1 the
+ * inference thread runs up to N jobs at once instead (batch_worker.c:
+ * continuous batching with specdec_batch), each job still its own channel. */
 #ifndef SD_SERVER_SERVER_H
 #define SD_SERVER_SERVER_H
 
