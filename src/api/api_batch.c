@@ -100,8 +100,11 @@ int32_t specdec_batch_n_slots(const specdec_batch *b) { return b ? b->n_slots : 
 
 int32_t specdec_batch_n_active(const specdec_batch *b) {
     if (!b) return 0;
+    specdec_batch *m = (specdec_batch *)b; /* the lock only: request threads write the states */
     int32_t n = 0;
+    pthread_mutex_lock(&m->mu);
     for (int32_t i = 0; i < b->n_slots; i++) n += b->slots[i].state != SLOT_FREE;
+    pthread_mutex_unlock(&m->mu);
     return n;
 }
 
@@ -371,8 +374,10 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     if (gp.tree_nodes > 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "token trees are not supported in a batch");
     if (gp.abort) return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
     sd_api_slot *s = NULL;
+    pthread_mutex_lock(&b->mu); /* only this thread frees a slot, but request threads write the states */
     for (int32_t i = 0; i < b->n_slots && !s; i++)
         if (b->slots[i].state == SLOT_FREE) s = &b->slots[i];
+    pthread_mutex_unlock(&b->mu);
     if (!s) return sd_api_fail(err, SPECDEC_ERR_ARG, "no free slot (all %d hold a request)", b->n_slots);
     if (n_prompt > (size_t)specdec_context_n_ctx(s->ctx))
         return sd_api_fail(err, SPECDEC_ERR_CONTEXT, "the prompt has %zu tokens, more than the context size %d",
@@ -386,9 +391,13 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     s->cancel = false;
     s->ev_oom = false;
     s->n_recent = 0;
+    pthread_mutex_lock(&b->mu);
     s->state = SLOT_BUSY; /* before the thread runs: the next step waits for its first forward */
+    pthread_mutex_unlock(&b->mu);
     if (pthread_create(&s->thread, NULL, slot_main, s) != 0) {
+        pthread_mutex_lock(&b->mu);
         s->state = SLOT_FREE;
+        pthread_mutex_unlock(&b->mu);
         request_free(s);
         return sd_api_fail(err, SPECDEC_ERR_NOMEM, "cannot start a request thread");
     }
