@@ -372,7 +372,8 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     if (n_prompt == 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "the prompt is empty");
     const specdec_generate_params gp = params ? *params : specdec_generate_default_params();
     if (gp.tree_nodes > 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "token trees are not supported in a batch");
-    if (gp.abort) return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
+    if (gp.abort)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
     sd_api_slot *s = NULL;
     pthread_mutex_lock(&b->mu); /* only this thread frees a slot, but request threads write the states */
     for (int32_t i = 0; i < b->n_slots && !s; i++)

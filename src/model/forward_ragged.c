@@ -176,12 +176,13 @@ static void heads(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, con
 #define RAGGED_MAX_SEQ 64
 
 sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err) {
+    if (n_seq > RAGGED_MAX_SEQ)
+        return sd_err_set(err, SD_ERR_ARG, "ragged forward: more than %d sequences", RAGGED_MAX_SEQ);
     sd_status st = check(g, seqs, n_seq, err);
     if (st != SD_OK) return st;
     int32_t n_logits = 0;
     for (int32_t i = 0; i < n_seq; i++) n_logits += seqs[i].n_tail;
     if ((st = logits_room(g, n_logits, err)) != SD_OK) return st;
-    if (n_seq > RAGGED_MAX_SEQ) return sd_err_set(err, SD_ERR_ARG, "ragged forward: more than %d sequences", RAGGED_MAX_SEQ);
     if (n_seq == 0) return SD_OK;
     sd_context *lead = &g->lead, views[RAGGED_MAX_SEQ];
     const sd_model *m = lead->m;
@@ -192,7 +193,8 @@ sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t 
     for (int32_t i = 0; i < n_seq; i++) {
         sd_context_reset_pending(seqs[i].c);
         row0[i] = R;
-        for (int32_t t = 0; t < seqs[i].S; t++) sd_matrix_get_row(&m->tok_embd, seqs[i].tokens[t], lead->sc.x + (R + t) * E);
+        for (int32_t t = 0; t < seqs[i].S; t++)
+            sd_matrix_get_row(&m->tok_embd, seqs[i].tokens[t], lead->sc.x + (R + t) * E);
         seq_view(&views[i], seqs[i].c, lead, R);
         R += seqs[i].S;
     }

@@ -105,7 +105,9 @@ static void run_alone(const specdec_model *m, const specdec_model *draft, int i,
     o->stop = st.stop_reason;
     o->drafted = st.n_drafted;
     o->accepted = st.n_accepted;
-    if (getenv("SD_TEST_VERBOSE")) fprintf(stderr, "alone %d: %zu tokens, drafted %lld accepted %lld\n", i, o->n_tokens, (long long)o->drafted, (long long)o->accepted);
+    if (getenv("SD_TEST_VERBOSE"))
+        fprintf(stderr, "alone %d: %zu tokens, drafted %lld accepted %lld\n", i, o->n_tokens, (long long)o->drafted,
+                (long long)o->accepted);
     specdec_free(t);
     specdec_context_free(c);
 }
@@ -160,7 +162,9 @@ static void check_config(const char *target, const char *draft_path, specdec_spe
         forwards += got[i].forwards;
         accepted += got[i].accepted;
         drafted += got[i].drafted;
-        if (getenv("SD_TEST_VERBOSE")) fprintf(stderr, "batch %d: %zu tokens, drafted %lld accepted %lld\n", i, got[i].n_tokens, (long long)got[i].drafted, (long long)got[i].accepted);
+        if (getenv("SD_TEST_VERBOSE"))
+            fprintf(stderr, "batch %d: %zu tokens, drafted %lld accepted %lld\n", i, got[i].n_tokens,
+                    (long long)got[i].drafted, (long long)got[i].accepted);
         if (i == CANCELLED) { /* a prefix of the lone run, cut short */
             assert_int_equal(got[i].stop, SPECDEC_STOP_CANCELLED);
             assert_true(got[i].n_tokens < alone[i].n_tokens);
