@@ -36,7 +36,7 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
                    "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
                    "  --parallel N             requests served at once, batched into one forward per step, [1, 64]\n"
-                   "                           (default from the machine: online cores / 4, at least 1; here %d).\n"
+                   "                           (default from the machine: online cores / 4 in [1, 4]; here %d).\n"
                    "                           Each slot holds its own context (-c positions); answers are the same\n"
                    "                           as served one at a time\n"
                    "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
@@ -48,9 +48,11 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
             serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens unless -n says otherwise");
 }
 
+/* A slot costs a context (n_ctx positions of KV cache), so the default stays
+ * at 4 however many cores there are; --parallel asks for more. */
 int front_default_parallel(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+    return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
 /* A number of the HTTP flags in [lo, hi]; the message names the range. */

@@ -17,7 +17,7 @@
  * (exit 0), 2 on a usage error (message printed). serve: whether the HTTP
  * flags are accepted. */
 int front_parse(int argc, char **argv, bool serve, server_opts *o);
-/* serve's --parallel default: online cores / 4, in [1, 64]. */
+/* serve's --parallel default: online cores / 4, in [1, 4]. */
 int front_default_parallel(void);
 
 /* Loads the model (and the draft), makes the context, resolves the chat
