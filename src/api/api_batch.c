@@ -22,10 +22,10 @@
 #include "api/api_internal.h"
 #include "core/checked.h"
 #include "core/clock.h"
+#include "decode/step_share.h"
 
 #define MAX_SLOTS 64
 #define N_RECENT 8       /* a slot's last forwards kept for its gate's cost */
-#define STEP_KEEP 0.7    /* smoothing of the step times by rows */
 
 typedef enum slot_state {
     SLOT_FREE = 0,
@@ -264,37 +264,11 @@ static void deliver(specdec_batch *b) {
     }
 }
 
-/* Smoothed step time of R rows, read where measured, else interpolated
- * between the nearest measured row counts (flat beyond them); fallback when
- * nothing is known. */
-static double step_time(const specdec_batch *b, int32_t R, double fallback) {
-    if (b->t_rows[R] > 0) return b->t_rows[R];
-    int32_t lo = R - 1, hi = R + 1;
-    while (lo >= 1 && b->t_rows[lo] <= 0) lo--;
-    while (hi <= b->max_rows && b->t_rows[hi] <= 0) hi++;
-    const bool has_lo = lo >= 1, has_hi = hi <= b->max_rows;
-    if (has_lo && has_hi) return b->t_rows[lo] + (b->t_rows[hi] - b->t_rows[lo]) * (R - lo) / (double)(hi - lo);
-    if (has_lo) return b->t_rows[lo];
-    if (has_hi) return b->t_rows[hi];
-    return fallback;
-}
-
-/* Learns a step of R rows over n sequences that took T seconds, and each
- * sequence's share of it: the step it would have been with this sequence as
- * a single row, divided among the n, plus what its extra rows added. With n
- * = 1 that is the step's time; when extra rows are free it is T / n
- * whatever the window; when they cost, each row a request adds is charged
- * to it in full: so a request's gate sees speculation get dearer under load. */
+/* Learns a step of R rows over n requests that took T seconds, and each
+ * request's share of it (decode/step_share.h). */
 static void learn_step(specdec_batch *b, int32_t n, int32_t R, double T, double *share) {
-    double *t = &b->t_rows[R];
-    *t = *t > 0 ? STEP_KEEP * *t + (1 - STEP_KEEP) * T : T;
-    const double tR = step_time(b, R, T);
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t base = R - b->rs[i].S + 1;
-        const double tb = step_time(b, base, T);
-        const double extra = tR - tb;
-        share[i] = tb / n + (extra > 0 ? extra : 0);
-    }
+    sd_step_learn(b->t_rows, b->max_rows, R, T);
+    for (int32_t i = 0; i < n; i++) share[i] = sd_step_share(b->t_rows, b->max_rows, R, b->rs[i].S, n, T);
 }
 
 specdec_status specdec_batch_step(specdec_batch *b, specdec_error *err) {
