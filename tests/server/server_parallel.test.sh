@@ -4,7 +4,8 @@
 # steps, and each answer is byte for byte the one a --parallel 1 server (the
 # one-at-a-time loop) gives the same request alone; on the dense fixture with
 # its draft model and on the qwen35 hybrid (n-gram + its MTP block). Then 8
-# requests on 4 slots: the later ones join as slots free up.
+# requests on 4 slots: the later ones join as slots free up, while a ninth
+# client leaves mid-stream (its request is cancelled; nothing else changes).
 source "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
 
@@ -20,7 +21,16 @@ prompts = ["Once upon a time there was a little", "The cat sat on the mat. The c
            "Tom and Lily went to the park. Tom and Lily", "A B C D E F G",
            "She said hello. He said hello. They said", "Lily liked to play. Lily liked to"]
 errors = []
+def leave():  # a long stream whose client goes away after a few pieces
+    body = {"prompt": prompts[0], "max_tokens": 200, "stream": True, "temperature": 0}
+    req = urllib.request.Request(base + "/v1/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    r = urllib.request.urlopen(req, timeout=300)
+    for k, line in enumerate(r):
+        if k >= 4: break
+    r.close()
 def one(i):
+    if i == 8: return leave()
     try:
         body = {"prompt": prompts[i], "max_tokens": 24 + 4 * (i % 3), "stream": i % 2 == 1}
         body.update(temperature=0.8, seed=100 + i) if i % 4 >= 2 else body.update(temperature=0)
@@ -48,13 +58,13 @@ PY
 check() { # MODEL-ARGS...
   start_server "$@" -t 1 -c 512 --parallel 1
   local one=$BASE one_pid=$SERVER_PID
-  start_server "$@" -t 2 -c 512 --parallel 4
+  start_server "$@" -t 2 -c 512 --parallel 4 --queue 16
   local par=$BASE par_pid=$SERVER_PID
   grep -q "parallel 4" "$SERVER_LOG" || fail "the server does not say parallel 4"
   local i
   for i in $(seq 0 7); do fire "$one" "$TMP/ref" "$i" || fail "reference request $i failed"; done
   fire "$par" "$TMP/got4" 0 1 2 3 || fail "the 4 concurrent requests failed"
-  fire "$par" "$TMP/got8" 0 1 2 3 4 5 6 7 || fail "the 8 concurrent requests failed"
+  fire "$par" "$TMP/got8" 0 1 2 3 4 5 6 7 8 || fail "the 8 concurrent requests (and one leaving) failed"
   for i in $(seq 0 7); do
     [ -s "$TMP/ref.$i" ] || fail "empty reference answer $i"
     if [ "$i" -lt 4 ]; then
@@ -65,6 +75,8 @@ check() { # MODEL-ARGS...
       fail "$*: request $i of 8 on 4 slots differs: alone '$(cat "$TMP/ref.$i")' batch '$(cat "$TMP/got8.$i")'"
   done
   curl -sf "$par/health" > /dev/null || fail "the --parallel 4 server is not healthy after the batches"
+  fire "$par" "$TMP/after" 1 || fail "a request after the batches failed"
+  cmp -s "$TMP/ref.1" "$TMP/after.1" || fail "$*: the request after the batches differs from alone"
   stop_server "$par_pid"
   stop_server "$one_pid"
 }

@@ -9,9 +9,13 @@
  *   scratch.h      one batch's activations, the two-pass head resume
  *   hidden_hook.h  hidden-state rows for draft heads
  * model/context.h composes them into sd_context.
- * Sequences: the calls that will need a per-sequence view once a context
- * holds several sequences (a length, a truncate, a recurrent state) take a
- * sequence id already. Only sequence 0 exists; any other id is refused. */
+ * Sequences: the calls that would need a per-sequence view if a context
+ * held several sequences (a length, a truncate, a recurrent state) take a
+ * sequence id. Only sequence 0 exists; any other id is refused. Several
+ * sequences served together are several contexts, each with its own
+ * components, whose forwards one ragged batch runs (model.h sd_ctx_group,
+ * forward_ragged.c, docs/BATCHING.md): every single-sequence call (truncate,
+ * snapshots, capture, replay) then works per sequence unchanged. */
 #ifndef SD_MODEL_MEMORY_MEMORY_H
 #define SD_MODEL_MEMORY_MEMORY_H
 
