@@ -935,7 +935,8 @@ SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char
  * Not for batched requests: token trees (tree_nodes > 0) and params.abort
  * (use specdec_batch_cancel). A batch is driven from one thread: add, step,
  * cancel and free must not be called concurrently; the callbacks run inside
- * specdec_batch_step (and specdec_batch_free) on that thread. */
+ * specdec_batch_step (and specdec_batch_free) on that thread, and may call
+ * specdec_batch_add and specdec_batch_cancel, not step or free. */
 typedef struct specdec_batch specdec_batch;
 
 typedef struct specdec_batch_params {
