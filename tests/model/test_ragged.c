@@ -5,7 +5,8 @@
  * truncated); step t runs op t of every sequence in ONE sd_forward_ragged.
  * Every logits row of every sequence must be bitwise the row the same
  * schedule gives on a context of its own (sd_forward_tail), with another
- * thread count: batch invariance per sequence (docs/BATCHING.md). Also the
+ * thread count: batch invariance per sequence (docs/BATCHING.md). The same
+ * on tiny mixture-of-experts models (qwen3moe, qwen35moe). Also the
  * refusals of a bad ragged batch. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <setjmp.h>
@@ -136,8 +137,7 @@ static void run_mixed(seq *qs, const sd_model *m, sd_ctx_group *g) {
     }
 }
 
-static void check_fixture(const char *path) {
-    sd_model *m = load(path);
+static void check_model(sd_model *m, const char *path) {
     const int32_t V = m->hp.n_vocab;
     seq alone[N_SEQ], mixed[N_SEQ];
     for (int i = 0; i < N_SEQ; i++) {
@@ -167,6 +167,11 @@ static void check_fixture(const char *path) {
         seq_free(&alone[i]);
         seq_free(&mixed[i]);
     }
+}
+
+static void check_fixture(const char *path) {
+    sd_model *m = load(path);
+    check_model(m, path);
     sd_model_free(m);
 }
 
@@ -178,6 +183,22 @@ static void test_ragged_dense(void **state) {
 static void test_ragged_hybrid(void **state) {
     (void)state;
     check_fixture("models/fixture-q35-target.gguf");
+}
+
+/* Mixture-of-experts (tiny random models): the sequences' tokens pick
+ * different experts, grouped per expert over the whole ragged batch. */
+static void test_ragged_moe(void **state) {
+    (void)state;
+    const char *archs[2] = {"qwen3moe", "qwen35moe"};
+    for (int a = 0; a < 2; a++) {
+        char path[256];
+        tiny_model_spec sp = tiny_model_default(archs[a], GGML_TYPE_Q8_0);
+        sd_model *m = tiny_load(&sp, path, sizeof path, archs[a]);
+        assert_non_null(m);
+        check_model(m, archs[a]);
+        sd_model_free(m);
+        remove(path);
+    }
 }
 
 /* A bad batch is refused with nothing changed: a sequence twice, more rows
@@ -224,6 +245,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ragged_dense),
         cmocka_unit_test(test_ragged_hybrid),
+        cmocka_unit_test(test_ragged_moe),
         cmocka_unit_test(test_ragged_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
