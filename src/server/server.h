@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/strbuf.h"
+#include "server/prefix_cache.h"
 #include "specdec.h"
 
 /* Command-line settings. */
@@ -26,6 +27,8 @@ typedef struct server_opts {
     int port;                       /* 0: any free port (printed on stderr) */
     int n_ctx, n_threads, queue_max, max_body;
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
+    double cache_ram_mib;           /* prefix cache budget (MiB); 0 = off */
+    double drain_timeout_s;         /* SIGTERM: how long in-flight requests may take to finish */
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
 } server_opts;
@@ -82,10 +85,11 @@ typedef struct server {
     pthread_cond_t qcv;
     job **queue;
     int q_head, q_len;
-    bool busy, stopping;
+    bool busy, stopping, draining; /* draining: SIGTERM came, new requests get 503 */
     job *current; /* the running job, under qmu */
     pthread_t worker;
     metrics m;
+    prefix_cache pc; /* used by the inference thread; /metrics reads it */
 } server;
 
 /* Jobs (job.c). */
@@ -97,6 +101,12 @@ bool server_submit(server *s, job *j);
 void server_queue_state(server *s, int *waiting, bool *busy);
 int server_worker_start(server *s);
 void server_worker_stop(server *s);
+/* Jobs alive (queued, running, or still being answered), for the SIGTERM drain. */
+int job_live_count(void);
+/* SIGTERM: new requests are refused (503) from now on; the queued and the
+ * running ones go on. */
+void server_drain_start(server *s);
+bool server_draining(server *s);
 
 /* The HTTP front (http.c): starts the daemon; returns the bound port or -1. */
 struct MHD_Daemon;
