@@ -21,7 +21,8 @@ def chat(base, msgs, conv, header=None, timeout=120):
     if header: h[header] = "conv-%d" % conv
     req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(), h)
     with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.load(r), r.headers.get("X-Upstream", "")
+        # nginx's $upstream_addr lists every replica tried ("a, b"): the last one answered
+        return json.load(r), r.headers.get("X-Upstream", "").split(", ")[-1]
 
 
 def play(base, n_conv, n_turns, header=None):
