@@ -6,15 +6,19 @@ turn 2 of each, ...), greedy and seeded sampling alternating by conversation,
 and writes every answer with its timings; HEADER "X-Conversation-Id" sends
 each conversation's id in that header."""
 import json
+import os
 import sys
 import urllib.request
+
+# Under the sanitizers (SD_ASAN, ~100x slower) shorter answers keep the tests short.
+MAX_TOKENS = 8 if os.environ.get("SD_ASAN") else 20
 
 TOPICS = ["def add(a, b):", "Write a haiku about rain.", "List three colors.", "What is 2 + 2?",
           "Explain recursion briefly.", "import os\nfor f in", "Name a prime number.", "Say hello in French."]
 
 
 def chat(base, msgs, conv, header=None, timeout=120):
-    body = {"messages": msgs, "max_tokens": 20}
+    body = {"messages": msgs, "max_tokens": MAX_TOKENS}
     if conv % 2: body.update(temperature=0.8, seed=1000 + conv)
     else: body["temperature"] = 0
     h = {"Content-Type": "application/json"}
@@ -23,6 +27,23 @@ def chat(base, msgs, conv, header=None, timeout=120):
     with urllib.request.urlopen(req, timeout=timeout) as r:
         # nginx's $upstream_addr lists every replica tried ("a, b"): the last one answered
         return json.load(r), r.headers.get("X-Upstream", "").split(", ")[-1]
+
+
+# A long stream that ends by length, not by an end token: this prompt and
+# seed run past 3000 tokens on the dense fixture.
+LONG = {"messages": [{"role": "user", "content": "Count: 1 2 3 4"}], "temperature": 0.8, "seed": 7,
+        "speculative": False}
+
+
+def long_tokens(base, seconds, header=None):
+    """How many tokens of LONG take about `seconds` on this server now (the
+    tests need a stream in flight for a while on a release build and under
+    the sanitizers alike), in [48, 3000]."""
+    req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(dict(LONG, max_tokens=64)).encode(),
+                                 {"Content-Type": "application/json", **({header: "calibrate"} if header else {})})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        pps = json.load(r)["timings"]["predicted_per_second"]
+    return max(48, min(3000, int(pps * seconds)))
 
 
 def play(base, n_conv, n_turns, header=None):

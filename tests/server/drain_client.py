@@ -12,10 +12,13 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(__file__))
+import conversations as cv  # noqa: E402
+
 pid, base = int(sys.argv[1]), sys.argv[2]
 host, port = base.split("//")[1].split(":")
 port = int(port)
-N = 1500
+N = cv.long_tokens(base, 3.0)
 
 
 def post(body):
@@ -29,8 +32,7 @@ t_sig = [None]
 
 
 def stream_a():
-    body = {"messages": [{"role": "user", "content": "Count: 1 2 3 4"}], "max_tokens": N, "temperature": 0.8,
-            "seed": 7, "stream": True, "speculative": False}
+    body = dict(cv.LONG, max_tokens=N, stream=True)
     with urllib.request.urlopen(post(body), timeout=300) as r:
         for line in r:
             line = line.decode().strip()
@@ -84,5 +86,5 @@ assert a["done"] and a["finish"] == "length", "A did not finish cleanly: %r" % a
 assert a["chunks_after"] > 0, "A had finished before the signal: nothing was in flight (%r)" % a
 assert refused_while_streaming, "A had ended before the refused connection was tried"
 assert b.get("status") == 200 and b.get("answer"), "queued B was not answered: %r" % b
-print("ok  drain: A streamed %d chunks after SIGTERM to [DONE]; queued B answered; new connection refused" %
-      a["chunks_after"])
+print("ok  drain: A streamed %d of %d chunks after SIGTERM to [DONE]; queued B answered; new connection refused" %
+      (a["chunks_after"], N))
