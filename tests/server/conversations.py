@@ -55,7 +55,8 @@ def play(base, n_conv, n_turns, header=None):
             o, up = chat(base, c, i, header)
             a = o["choices"][0]["message"]["content"]
             out.append({"conv": i, "turn": turn, "answer": a, "cache_n": o["timings"]["cache_n"],
-                        "prompt_n": o["timings"]["prompt_n"], "upstream": up})
+                        "prompt_n": o["timings"]["prompt_n"], "prompt_ms": o["timings"]["prompt_ms"],
+                        "upstream": up})
             c.append({"role": "assistant", "content": a})
             c.append({"role": "user", "content": "Tell me more, part %d." % (turn + 2)})
     return out

@@ -151,14 +151,14 @@ def main():
         if up == a0: break
         time.sleep(0.5)
     assert up == a0, "conversation %d never went back to replica 0" % k
-    k2 = next(i for i in range(N_CONV) if home[i] == a0 and i != k)
     drained, side = {}, {}
     p0 = procs["r0"]
 
     def on_first():
         p0.send_signal(signal.SIGTERM)
         time.sleep(0.3)
-        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k2, "X-Conversation-Id")
+        # the same conversation key as the stream: it hashes to the draining replica
+        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k, "X-Conversation-Id")
         side.update(up=up, answer=o["choices"][0]["message"]["content"])
 
     th = threading.Thread(target=stream, args=(k, drained, on_first))
