@@ -581,6 +581,55 @@ SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_
                                             void *user, specdec_stats *stats, specdec_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Saved states: a prefix cache over many conversations                      */
+
+/* What a context's cache holds, saved: the tokens (the history's first
+ * n_cached; the last generated token was never forwarded, so not included)
+ * and the model's memory for them: the K/V rows of every attention layer,
+ * the recurrent state of a hybrid (qwen35 Gated DeltaNet layers), the hidden
+ * rows a draft head reads when the last generate kept them. A front end keeps
+ * many of them (one per conversation turn) and restores the one sharing the
+ * longest prefix with the next prompt: specdec serve's --cache-ram.
+ * Dense models: any prefix of a state can be restored (its KV rows are
+ * independent of what follows). Hybrids: a recurrent state exists only at
+ * the position it was taken at, so a state restores only whole, and only
+ * into a prompt that starts with all its tokens; to checkpoint the end of a
+ * prompt, generate with n_predict 0 over all but its last token and save.
+ * Results after a restore are bitwise those of a fresh context (the forward
+ * is batch invariant, DESIGN.md §5). */
+typedef struct specdec_state specdec_state;
+
+/* Bytes specdec_state_save would allocate for ctx now (0 for NULL): about
+ * n_cached * (2 * n_layer_attn * n_head_kv * head_dim * 2 + hidden rows)
+ * plus the recurrent state (specdec_model_layout.recurrent_bytes). */
+SPECDEC_API size_t specdec_state_size(const specdec_context *ctx);
+/* Saves ctx's cached tokens and memory into a new state (*out, owned by the
+ * caller: specdec_state_free). ctx is unchanged. A state may be restored into
+ * any context of the same loaded model (the same specdec_model). Errors:
+ * SPECDEC_ERR_ARG (NULL argument), SPECDEC_ERR_NOMEM; *out is then NULL. */
+SPECDEC_API specdec_status specdec_state_save(const specdec_context *ctx, specdec_state **out, specdec_error *err);
+/* How many of st's tokens a generate of prompt[n_prompt] on ctx could reuse
+ * after restoring st: the common prefix of st's tokens and the prompt, at most
+ * n_prompt - 1 (the last prompt token is always forwarded); for a hybrid all
+ * of st's tokens or 0. 0 when st was saved from another model or an argument
+ * is NULL. */
+SPECDEC_API size_t specdec_state_match(const specdec_context *ctx, const specdec_state *st,
+                                       const specdec_token *prompt, size_t n_prompt);
+/* Restores st's first n_keep tokens into ctx (st is not changed and may be
+ * restored again): ctx's history becomes those tokens, the next generate
+ * reuses them as it reuses its own prefix (stats.n_cached). n_keep <= the
+ * state's token count; for a hybrid n_keep must be all of them. Errors:
+ * SPECDEC_ERR_ARG (another model's state, n_keep out of range: nothing
+ * changed), SPECDEC_ERR_NOMEM (ctx's history is then cleared). */
+SPECDEC_API specdec_status specdec_state_restore(specdec_context *ctx, const specdec_state *st, size_t n_keep,
+                                                 specdec_error *err);
+/* The state's tokens (borrowed until specdec_state_free) and their count in *n. */
+SPECDEC_API const specdec_token *specdec_state_tokens(const specdec_state *st, size_t *n);
+/* Bytes the state holds (its tokens and memory): what a cache budget counts. */
+SPECDEC_API size_t specdec_state_bytes(const specdec_state *st);
+SPECDEC_API void specdec_state_free(specdec_state *st);
+
+/* ------------------------------------------------------------------------ */
 /* Options: one table of the settings every front end takes from its user    */
 
 /* What a front end (the generate, serve and chat commands, the HTTP server's

@@ -6,7 +6,8 @@
 #                            cmocka, python3 with torch (the float64 reference),
 #                            pip and setuptools (installing python/),
 #                            clang (libFuzzer), tmux (the terminal chat test),
-#                            node/npm with the server's npm packages, chromium
+#                            node/npm with the server's npm packages, chromium,
+#                            nginx (the scale-out test: replicas behind a balancer)
 # Every dependency is a Debian package or, for the server's client tests, an npm
 # package pinned by tests/server/package-lock.json; see README.md.
 set -euo pipefail
@@ -20,7 +21,7 @@ esac
 pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd-dev)
 if $test_deps; then
   pkgs+=(libcmocka-dev python3-torch python3-numpy python3-regex python3-jinja2 python3-pip python3-setuptools
-         libopenblas0-pthread clang curl tmux chromium)
+         libopenblas0-pthread clang curl tmux chromium nginx)
   # Node.js and npm from Debian, unless a node (with its npm) is already there.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)

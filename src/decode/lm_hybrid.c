@@ -295,6 +295,13 @@ sd_status sd_lm_hybrid_configure(sd_lm_hybrid *h, sd_rollback d, int32_t n_slots
     return SD_OK;
 }
 
+void sd_lm_hybrid_adopt(sd_lm_hybrid *h, const int32_t *tokens, int32_t n) {
+    memcpy(h->hist, tokens, (size_t)n * sizeof *tokens);
+    h->known = n;
+    forget(h, n);
+    if (h->disc == SD_ROLLBACK_WINDOW) sd_window_start(h);
+}
+
 sd_status sd_lm_hybrid_init(sd_lm_hybrid *h, const sd_recm *m, sd_rollback d, int32_t n_slots,
                             bool commit_on_forward, sd_err *err) {
     memset(h, 0, sizeof *h);

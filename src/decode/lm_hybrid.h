@@ -165,6 +165,11 @@ void sd_window_start(sd_lm_hybrid *h);
 /* lm_hybrid.c, shared by both lms over h: sd_lm n_ctx and warm. */
 int32_t sd_lm_hybrid_n_ctx(void *self);
 void sd_lm_hybrid_warm(void *self);
+/* The model's state was replaced from outside (a prefix cache restored a
+ * saved sequence of n = len tokens, tokens[n]): the books start over there,
+ * with tokens as the known history a later rollback may re-decode. n must be
+ * the model's length and <= n_ctx (the caller's contract). */
+void sd_lm_hybrid_adopt(sd_lm_hybrid *h, const int32_t *tokens, int32_t n);
 void sd_lm_hybrid_free(sd_lm_hybrid *h);
 /* The sd_lm view of h (borrowing h): for checkpoint, replay and redecode
  * the snapshot-and-capture lm of lm_hybrid.c; for window its own lm

@@ -408,6 +408,25 @@ const float *sd_context_hidden(const sd_context *c, int32_t pos);
 /* Whether the hook stores exactly layer_ids[n_ids], in that order. */
 bool sd_context_hidden_is(const sd_context *c, const int32_t *layer_ids, int n_ids);
 
+/* ---- sequence state export (seq_state.c): what a prefix cache keeps ----
+ * A context's first n positions as one buffer: a header, the K and V rows of
+ * every attention layer (f16, n rows per layer and KV head), the recurrent
+ * state (sd_model_recurrent_bytes; valid only at the length it was taken
+ * at), and the hidden-hook rows (n rows) when a hook is set.
+ * sd_context_seq_bytes: the buffer size for n positions (n < 0 counts as 0).
+ * export: n in 0..len, and n == len for a model with recurrent layers.
+ * Errors: SD_ERR_ARG (n out of range, buf NULL or too small), nothing written.
+ * import: c takes the first n_keep positions of a buffer exported from a
+ * context of the same model (n_keep <= the buffer's n; == for recurrent
+ * models): KV rows and hidden rows 0..n_keep-1, the recurrent state, the
+ * hidden hook's layer ids (the hook is re-requested: set or turned off as
+ * the exporter's was), length n_keep, nothing pending. Errors, c unchanged:
+ * SD_ERR_ARG (not a state of this shape, n_keep out of range), SD_ERR_CONTEXT
+ * (more positions than n_ctx); SD_ERR_NOMEM (the hidden hook's rows; the hook is then off). */
+size_t sd_context_seq_bytes(const sd_context *c, int32_t n);
+sd_status sd_context_seq_export(const sd_context *c, int32_t n, void *buf, size_t size, sd_err *err);
+sd_status sd_context_seq_import(sd_context *c, const void *buf, size_t size, int32_t n_keep, sd_err *err);
+
 /* How many logits rows the output head serves in one streaming pass over its
  * weights (sd_matmul_pass_rows of the output matrix). */
 int32_t sd_model_head_pass_rows(const sd_model *m);

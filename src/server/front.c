@@ -40,7 +40,12 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "                           Each slot holds its own context (-c positions); answers are the same\n"
                    "                           as served one at a time\n"
                    "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
-                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n",
+                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n"
+                   "  --cache-ram MIB          prefix cache over many conversations: states kept per token prefix,\n"
+                   "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off;\n"
+                   "                           used with --parallel 1)\n"
+                   "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
+                   "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n",
                 front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
@@ -83,13 +88,15 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     else if (!strcmp(a, "--parallel")) { if (!num(a, v, 1, 64, &x)) return 2; o->parallel = (int)x; }
     else if (!strcmp(a, "--max-body")) { if (!num(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
     else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
+    else if (!strcmp(a, "--cache-ram")) { if (!num(a, v, 0, 1 << 20, &x)) return 2; o->cache_ram_mib = x; }
+    else if (!strcmp(a, "--drain-timeout")) { if (!num(a, v, 0, 86400, &x)) return 2; o->drain_timeout_s = x; }
     else return 1;
     return 0;
 }
 
 static bool is_own_flag(bool serve, const char *a) {
     static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping",
-                                       "--parallel"};
+                                       "--parallel", "--cache-ram", "--drain-timeout"};
     if (!strcmp(a, "--chat-template")) return true;
     for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
         if (!strcmp(a, http[i])) return true;
@@ -106,7 +113,8 @@ static void take_options(server_opts *o, const specdec_options *so) {
 }
 
 int front_parse(int argc, char **argv, bool serve, server_opts *o) {
-    *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15};
+    *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15,
+                      .cache_ram_mib = 2048, .drain_timeout_s = 30};
     specdec_options so = specdec_options_default();
     so.gen.temperature = 0.8f;
     so.gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */

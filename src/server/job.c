@@ -5,6 +5,10 @@
 
 #include "server/server.h"
 
+static atomic_int jobs_live;
+
+int job_live_count(void) { return atomic_load(&jobs_live); }
+
 job *job_new(job_kind kind) {
     job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
@@ -14,6 +18,7 @@ job *job_new(job_kind kind) {
     pthread_cond_init(&j->cv, NULL);
     atomic_init(&j->cancel, false);
     j->refs = 1;
+    atomic_fetch_add(&jobs_live, 1);
     return j;
 }
 
@@ -30,11 +35,12 @@ void job_release(job *j) {
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
+    atomic_fetch_sub(&jobs_live, 1);
 }
 
 bool server_submit(server *s, job *j) {
     pthread_mutex_lock(&s->qmu);
-    bool ok = !s->stopping && s->q_len < s->opts.queue_max;
+    bool ok = !s->stopping && !s->draining && s->q_len < s->opts.queue_max;
     if (ok) {
         pthread_mutex_lock(&j->mu);
         j->refs++;
@@ -99,7 +105,9 @@ static void run_job(server *s, job *j) {
         pthread_mutex_unlock(&j->mu);
         specdec_generate_params gp = j->gp;
         gp.abort = job_cancelled;
+        prefix_cache_enter(&s->pc, s->ctx, j->prompt, j->n_prompt, &gp);
         rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, job_on_piece, j, &st, &err);
+        prefix_cache_leave(&s->pc, s->ctx, rc, &st);
     }
     job_finish(s, j, rc, &err, &st);
 }
@@ -142,6 +150,19 @@ int server_worker_start(server *s) {
     pthread_mutex_init(&s->qmu, NULL);
     pthread_cond_init(&s->qcv, NULL);
     return pthread_create(&s->worker, NULL, s->batch ? batch_worker_main : worker_main, s);
+}
+
+void server_drain_start(server *s) {
+    pthread_mutex_lock(&s->qmu);
+    s->draining = true;
+    pthread_mutex_unlock(&s->qmu);
+}
+
+bool server_draining(server *s) {
+    pthread_mutex_lock(&s->qmu);
+    bool d = s->draining;
+    pthread_mutex_unlock(&s->qmu);
+    return d;
 }
 
 void server_worker_stop(server *s) {

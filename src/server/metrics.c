@@ -62,4 +62,5 @@ void metrics_text(server *s, sd_strbuf *o) {
           m.draft_tokens ? (double)m.accepted_tokens / (double)m.draft_tokens : 0);
     gauge(o, "requests_processing", "Requests generating now.", busy ? 1 : 0);
     gauge(o, "requests_deferred", "Requests waiting in the queue.", waiting);
+    prefix_cache_metrics(&s->pc, o);
 }

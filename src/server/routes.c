@@ -197,7 +197,8 @@ enum MHD_Result oai_handle(server *s, struct MHD_Connection *c, job_kind kind, j
     if (!server_submit(s, j)) {
         job_release(j);
         metrics_reject(&s->m);
-        http_fail(&e, 503, NULL, "the server is busy: %d requests are waiting (--queue)", s->opts.queue_max);
+        if (server_draining(s)) http_fail(&e, 503, NULL, "the server is shutting down (SIGTERM): retry on another replica");
+        else http_fail(&e, 503, NULL, "the server is busy: %d requests are waiting (--queue)", s->opts.queue_max);
         return http_send_error(c, &e);
     }
     return oai_respond(s, c, &r, j); /* takes the reference */

@@ -1,15 +1,33 @@
 /* specdec serve: load, start the inference thread and the HTTP daemon, run
- * until SIGINT or SIGTERM. */
+ * until SIGINT (stop at once: cancel what runs) or SIGTERM (drain: stop
+ * accepting, let in-flight requests finish within --drain-timeout, exit 0;
+ * a second signal ends the wait). */
 #define _POSIX_C_SOURCE 200809L
 #include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "server/front.h"
 #include "server/http.h"
 
 int cmd_serve(int argc, char **argv);
+
+/* SIGTERM's drain: requests on open connections get 503 from now on; the
+ * queued and running ones finish and are answered, until --drain-timeout
+ * or another signal. */
+static void drain(server *s, const sigset_t *set) {
+    server_drain_start(s);
+    const double t_end = now_mono() + s->opts.drain_timeout_s;
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    while (job_live_count() > 0 && now_mono() < t_end)
+        if (sigtimedwait(set, NULL, &tick) > 0) break;
+    int left = job_live_count();
+    if (left > 0) fprintf(stderr, "specdec serve: %d requests still in flight after the drain, cancelling them\n", left);
+    else fprintf(stderr, "specdec serve: drained\n");
+}
 
 int cmd_serve(int argc, char **argv) {
     static server s; /* big and one per process */
@@ -25,6 +43,7 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (!front_load(&s)) { front_unload(&s); return 1; }
     pthread_mutex_init(&s.m.mu, NULL);
+    prefix_cache_init(&s.pc, (size_t)(s.opts.cache_ram_mib * 1048576.0), s.model);
     s.started = now_unix();
     if (server_worker_start(&s)) {
         fprintf(stderr, "specdec: cannot start the inference thread\n");
@@ -36,6 +55,7 @@ int cmd_serve(int argc, char **argv) {
     if (!d) {
         fprintf(stderr, "specdec: cannot listen on %s:%d\n", s.opts.host, s.opts.port);
         server_worker_stop(&s);
+        prefix_cache_free(&s.pc);
         front_unload(&s);
         return 1;
     }
@@ -46,11 +66,17 @@ int cmd_serve(int argc, char **argv) {
     fflush(stderr);
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "specdec serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    /* Stop taking requests, cancel the waiting ones, let the running one end. */
-    MHD_quiesce_daemon(d);
+    fprintf(stderr, "specdec serve: %s, %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            sig == SIGINT ? "stopping" : "draining");
+    /* Stop accepting: closing the listening socket makes new connections
+     * fail at once (a load balancer moves on), not wait in the backlog. */
+    MHD_socket lfd = MHD_quiesce_daemon(d);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    if (sig == SIGTERM) drain(&s, &set);
+    /* Cancel what is left, let the running generate end, close the connections. */
     server_worker_stop(&s);
     MHD_stop_daemon(d);
+    prefix_cache_free(&s.pc);
     front_unload(&s);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/strbuf.h"
+#include "server/prefix_cache.h"
 #include "specdec.h"
 
 /* Command-line settings. */
@@ -29,6 +30,8 @@ typedef struct server_opts {
     int n_ctx, n_threads, queue_max, max_body;
     int parallel;                   /* requests served at once (--parallel; 1: one at a time, the classic loop) */
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
+    double cache_ram_mib;           /* prefix cache budget (MiB); 0 = off */
+    double drain_timeout_s;         /* SIGTERM: how long in-flight requests may take to finish */
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
 } server_opts;
@@ -85,7 +88,7 @@ typedef struct server {
     pthread_cond_t qcv;
     job **queue;
     int q_head, q_len;
-    bool busy, stopping;
+    bool busy, stopping, draining; /* draining: SIGTERM came, new requests get 503 */
     job *current; /* the running job, under qmu */
     pthread_t worker;
     metrics m;
@@ -94,6 +97,7 @@ typedef struct server {
     specdec_batch *batch;
     struct bw_slot *slots;
     int n_active;
+    prefix_cache pc; /* used by the inference thread; /metrics reads it */
 } server;
 
 /* Jobs (job.c). */
@@ -112,6 +116,12 @@ void job_finish(server *s, job *j, specdec_status rc, const specdec_error *err, 
 /* The batched inference thread (batch_worker.c), --parallel N > 1: continuous
  * batching of up to N jobs with specdec_batch (docs/BATCHING.md). */
 void *batch_worker_main(void *arg);
+/* Jobs alive (queued, running, or still being answered), for the SIGTERM drain. */
+int job_live_count(void);
+/* SIGTERM: new requests are refused (503) from now on; the queued and the
+ * running ones go on. */
+void server_drain_start(server *s);
+bool server_draining(server *s);
 
 /* The HTTP front (http.c): starts the daemon; returns the bound port or -1. */
 struct MHD_Daemon;

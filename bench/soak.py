@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Soak test of specdec serve (a benchmark run, not a ctest):
+  bench/soak.py [--minutes 5] [--clients 16] [--bin build/specdec] [--cache-ram 64] [-- SERVE-OPTIONS...]
+Starts a reference server without the prefix cache and records each prompt's
+answer alone; then starts the soak server and runs CLIENTS threads for
+MINUTES, each looping over a random mix:
+  60% valid requests (chat, completion; streaming or not; greedy or seeded
+      sampling; some second turns of a conversation): each must be answered
+      (200) with exactly the reference answer (none mixed with another's);
+  15% bad requests (malformed JSON, wrong types, out-of-range values,
+      invalid UTF-8, an oversized body, an unknown route, a wrong method):
+      each must get its 4xx;
+  15% disconnects in the middle of a stream, 10% before the response.
+The server's RSS (VmRSS) is sampled every 2 s; after the warm-up (the first
+20% of the run) it must stay within 5% of its post-warm-up mean. Prints a
+summary and writes it as JSON (--out). Exits 1 when a check fails.
+Default serve options: the fixture pair, 1 thread, --queue 64, --max-body 65536."""
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--minutes", type=float, default=5)
+ap.add_argument("--clients", type=int, default=16)
+ap.add_argument("--bin", default="build/specdec")
+ap.add_argument("--cache-ram", default="64")
+ap.add_argument("--out", default="")
+ap.add_argument("serve", nargs="*")
+a = ap.parse_args()
+SERVE = a.serve or ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf", "-t", "1", "-c", "2048"]
+SERVE = SERVE + ["--queue", "64", "--max-body", "65536", "--host", "127.0.0.1", "--port", "0"]
+
+TOPICS = ["def add(a, b):", "Write a haiku about rain.", "List three colors.", "What is 2 + 2?",
+          "Explain recursion briefly.", "import os\nfor f in", "Name a prime number.", "Say hello in French.",
+          "class Stack:\n    def push(self, x):", "The capital of France is", "SELECT * FROM users WHERE",
+          "Translate 'good morning' to Spanish."]
+
+
+def valid_requests():
+    """(key, path, body) of every valid request the clients send."""
+    out = []
+    for i, t in enumerate(TOPICS):
+        samp = {"temperature": 0} if i % 2 == 0 else {"temperature": 0.8, "seed": 100 + i}
+        out.append(("chat%d" % i, "/v1/chat/completions",
+                    dict(messages=[{"role": "user", "content": t}], max_tokens=24, **samp)))
+        out.append(("comp%d" % i, "/v1/completions", dict(prompt=t, max_tokens=16, **samp)))
+    return out
+
+
+def start(extra):
+    log = open("/tmp/specdec-soak.%d.log" % os.getpid(), "w+")
+    p = subprocess.Popen([a.bin, "serve", *SERVE, *extra], stderr=log)
+    for _ in range(600):
+        log.seek(0)
+        m = re.search(r"listening on http://127.0.0.1:(\d+)", log.read())
+        if m: return p, int(m.group(1))
+        if p.poll() is not None: sys.exit("server exited at start")
+        time.sleep(0.1)
+    sys.exit("server did not start")
+
+
+def post(port, path, body, stream=False, timeout=300):
+    """Status and the answer text (streams assembled) of a request."""
+    b = dict(body, stream=stream)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request("POST", path, json.dumps(b), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        r.read()
+        c.close()
+        return r.status, None
+    if not stream:
+        o = json.loads(r.read())
+        c.close()
+        ch = o["choices"][0]
+        return 200, ch["message"]["content"] if "message" in ch else ch["text"]
+    text = []
+    for line in r.read().decode().split("\n"):
+        if not line.startswith("data: ") or line == "data: [DONE]": continue
+        o = json.loads(line[6:])
+        if "error" in o: return 599, None
+        for ch in o.get("choices", []):
+            text.append((ch.get("delta") or {}).get("content") or ch.get("text") or "")
+    c.close()
+    return 200, "".join(text)
+
+
+def with_turn2(ref_port, reqs, ref):
+    """Second turns of the chat conversations (the prefix cache's hits)."""
+    more = []
+    for key, path, body in reqs:
+        if not key.startswith("chat"): continue
+        msgs = body["messages"] + [{"role": "assistant", "content": ref[key]}, {"role": "user", "content": "More."}]
+        more.append((key + "-t2", path, dict(body, messages=msgs)))
+    for key, path, body in more:
+        st, text = post(ref_port, path, body)
+        assert st == 200, "reference %s: %d" % (key, st)
+        ref[key] = text
+    return reqs + more
+
+
+BAD = [
+    ("/v1/chat/completions", b'{"messages": [ {"role":', 400),
+    ("/v1/chat/completions", b'{"messages": "hi"}', 400),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}', 400),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], "top_p": 7}', 400),
+    ("/v1/completions", b'{"prompt": 5}', 400),
+    ("/v1/completions", b'{"prompt": "\xff\xfe"}', 400),
+    ("/v1/completions", b'{"prompt": "' + b"a" * 70000 + b'"}', 413),
+    ("/v1/nothing", b'{}', 404),
+]
+
+
+def bad(port, rnd):
+    path, body, want = rnd.choice(BAD)
+    if rnd.random() < 0.15:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("GET", "/v1/chat/completions")
+        st = c.getresponse().status
+        c.close()
+        return st == 405
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        c.request("POST", path, body, {"Content-Type": "application/json"})
+        st = c.getresponse().status
+    except (ConnectionResetError, BrokenPipeError):
+        st = 413  # the server may answer 413 and close before the whole body went out
+    c.close()
+    return st == want
+
+
+def disconnect(port, rnd, body, mid_stream):
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    data = json.dumps(dict(body, stream=True, max_tokens=200)).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    if mid_stream:
+        got = b""
+        while got.count(b"data: ") < 2:
+            chunk = s.recv(4096)
+            if not chunk: break
+            got += chunk
+    s.close()
+
+
+def main():
+    reqs = valid_requests()
+    rp, rport = start(["--cache-ram", "0"])
+    ref = {}
+    for key, path, body in reqs:
+        st, text = post(rport, path, body)
+        assert st == 200, "reference %s: %d" % (key, st)
+        ref[key] = text
+    reqs = with_turn2(rport, reqs, ref)
+    rp.send_signal(signal.SIGTERM)
+    rp.wait()
+
+    sp, port = start(["--cache-ram", a.cache_ram])
+    t_end = time.time() + a.minutes * 60
+    lock = threading.Lock()
+    cnt = {"valid": 0, "valid_ok": 0, "mixed": 0, "failed": 0, "bad": 0, "bad_ok": 0, "disc_mid": 0, "disc_pre": 0}
+    problems = []
+    rss = []
+
+    def client(ci):
+        rnd = random.Random(ci)
+        while time.time() < t_end:
+            x = rnd.random()
+            key, path, body = rnd.choice(reqs)
+            try:
+                if x < 0.60:
+                    st, text = post(port, path, body, stream=rnd.random() < 0.5)
+                    with lock:
+                        cnt["valid"] += 1
+                        if st != 200: cnt["failed"] += 1; problems.append("%s: status %d" % (key, st))
+                        elif text != ref[key]: cnt["mixed"] += 1; problems.append("%s: %r != %r" % (key, text, ref[key]))
+                        else: cnt["valid_ok"] += 1
+                elif x < 0.75:
+                    ok = bad(port, rnd)
+                    with lock:
+                        cnt["bad"] += 1
+                        cnt["bad_ok"] += ok
+                else:
+                    chat = next(r for r in reqs if r[0].startswith("chat"))[2]
+                    disconnect(port, rnd, chat, x < 0.90)
+                    with lock: cnt["disc_mid" if x < 0.90 else "disc_pre"] += 1
+            except Exception as e:
+                with lock:
+                    cnt["failed"] += 1
+                    problems.append("%s: %r" % (key, e))
+
+    def sampler():
+        t0 = time.time()
+        while time.time() < t_end:
+            with open("/proc/%d/status" % sp.pid) as f:
+                kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+            rss.append((round(time.time() - t0, 1), kb))
+            time.sleep(2)
+
+    ths = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)] + [threading.Thread(target=sampler)]
+    for t in ths: t.start()
+    for t in ths: t.join()
+    alive = sp.poll() is None
+    metrics = ""
+    if alive:
+        metrics = urllib_get(port, "/metrics")
+        sp.send_signal(signal.SIGTERM)
+        rc = sp.wait(120)
+    else:
+        rc = sp.returncode
+    warm = [kb for t, kb in rss if t >= a.minutes * 60 * 0.2]
+    mean = statistics.mean(warm) if warm else 0
+    spread = max(abs(k - mean) / mean for k in warm) if warm else 1
+    summary = dict(minutes=a.minutes, clients=a.clients, counts=cnt, rss_kb_first=rss[0][1] if rss else 0,
+                   rss_kb_after_warmup_mean=round(mean), rss_kb_after_warmup_min=min(warm) if warm else 0,
+                   rss_kb_after_warmup_max=max(warm) if warm else 0, rss_max_dev_from_mean=round(spread, 4),
+                   rss_samples=len(rss), server_exit=rc, problems=problems[:20],
+                   cache=dict(re.findall(r"^specdec_prefix_cache_(\w+) (\S+)$", metrics, re.M)))
+    print(json.dumps(summary, indent=1))
+    if a.out: json.dump(dict(summary, rss=rss), open(a.out, "w"), indent=1)
+    ok = (alive and rc == 0 and cnt["valid"] == cnt["valid_ok"] and cnt["bad"] == cnt["bad_ok"] and spread <= 0.05
+          and cnt["valid"] > 0)
+    print("soak: %s" % ("ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+def urllib_get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", path)
+    t = c.getresponse().read().decode()
+    c.close()
+    return t
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+/* The server's prefix cache over many conversations: the context's state
+ * (specdec_state_save: KV rows, and a hybrid's recurrent state at the end of
+ * what it holds) kept per token prefix, matched by the longest common prefix
+ * across all of them (specdec_state_match), evicted least recently used
+ * under a byte budget (--cache-ram MiB, 0 = off). The inference thread calls
+ * prefix_cache_enter before a generate and prefix_cache_leave after it; the
+ * counters are read by /metrics under the lock. */
+#ifndef SD_SERVER_PREFIX_CACHE_H
+#define SD_SERVER_PREFIX_CACHE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/strbuf.h"
+#include "specdec.h"
+
+typedef struct pc_entry {
+    specdec_state *st;
+    size_t bytes;
+    uint64_t used; /* the tick of its last store or restore: the LRU order */
+} pc_entry;
+
+typedef struct prefix_cache {
+    size_t cap;        /* byte budget; 0 = off */
+    bool hybrid;       /* the model has recurrent layers: states restore only whole */
+    pthread_mutex_t mu; /* guards everything below against /metrics */
+    pc_entry *e;
+    size_t n, n_alloc, bytes;
+    uint64_t tick, hits, misses, evictions, stores, restored_tokens;
+    const specdec_state *live; /* the entry the context holds unchanged since (NULL: unknown) */
+    /* This request's: tokens reused from the cache (-1: the library's own count
+     * stands) and the prefill time of a hybrid's prompt checkpoint (ms). */
+    int32_t reused;
+    double pre_ms;
+} prefix_cache;
+
+void prefix_cache_init(prefix_cache *pc, size_t cap_bytes, const specdec_model *model);
+void prefix_cache_free(prefix_cache *pc);
+/* Before a generate of prompt[n] with gp: restores the cached state sharing
+ * the longest usable prefix with the prompt into ctx (unless ctx holds it),
+ * and for a hybrid prefills and stores a checkpoint at n - 1 tokens, so a
+ * later prompt that extends this one finds its recurrent state. */
+void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_token *prompt, size_t n,
+                        const specdec_generate_params *gp);
+/* After it (rc its status): the request's stats say what the cache gave
+ * (n_cached, the checkpoint's prefill time), and ctx's state is stored. */
+void prefix_cache_leave(prefix_cache *pc, specdec_context *ctx, specdec_status rc, specdec_stats *st);
+/* Prometheus lines: entries, bytes, budget, hits, misses, evictions. */
+void prefix_cache_metrics(prefix_cache *pc, sd_strbuf *out);
+
+#endif
