@@ -472,20 +472,26 @@ static sd_status grow(const char *small_path, const grow_shape *shape, uint32_t 
 }
 
 static void grow_usage(FILE *f) {
-    fprintf(f, "usage: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE]\n"
+    fprintf(f, "usage: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE] [--dry-run]\n"
                "  a model of a realistic shape computing SMALL's function (tools/grow/grow.c,\n"
                "  grow_q35.c)\n"
                "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny              (SMALL: qwen3)\n"
                "            qwen35-0.8b | qwen35-2b | qwen35-9b | qwen35-27b | qwen35-tiny\n"
                "                                                               (SMALL: qwen35)\n"
-               "  --type    f32 (default) | f16 | q8_0 | q4_k (norm weights are always f32)\n");
+               "  --type    f32 (default) | f16 | q8_0 | q4_k (norm weights are always f32)\n"
+               "  --dry-run (qwen35 shapes) print the plan and the file size, write nothing\n");
 }
 
 int grow_main(int argc, char **argv) {
     const char *small = NULL, *shape_name = NULL, *type_name = "f32", *out = NULL;
+    bool dry_run = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return grow_usage(stdout), 0;
+        if (!strcmp(a, "--dry-run")) {
+            dry_run = true;
+            continue;
+        }
         if (i + 1 >= argc) return fprintf(stderr, "sd-genmodel: %s needs a value\n", a), 2;
         if (!strcmp(a, "--grow")) small = argv[++i];
         else if (!strcmp(a, "--shape")) shape_name = argv[++i];
@@ -493,13 +499,14 @@ int grow_main(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = argv[++i];
         else return fprintf(stderr, "sd-genmodel: unknown option %s with --grow\n", a), 2;
     }
-    if (!small || !shape_name || !out) return grow_usage(stderr), 2;
+    if (!small || !shape_name || (!out && !dry_run)) return grow_usage(stderr), 2;
     int t = ggml_type_from_name(type_name);
     if (t < 0 || (t != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)t)))
         return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;
-    if (grow_q35_has_shape(shape_name)) return grow_q35_run(small, shape_name, (uint32_t)t, out);
+    if (grow_q35_has_shape(shape_name)) return grow_q35_run(small, shape_name, (uint32_t)t, out, dry_run);
     const grow_shape *shape = grow_shape_find(shape_name);
     if (!shape) return fprintf(stderr, "sd-genmodel: unknown --grow shape '%s'\n", shape_name), 2;
+    if (dry_run) return fprintf(stderr, "sd-genmodel: --dry-run is for the qwen35 shapes\n"), 2;
     sd_err err = {0};
     if (grow(small, shape, (uint32_t)t, out, &err)) {
         fprintf(stderr, "sd-genmodel: %s\n", err.msg);

@@ -40,8 +40,9 @@ sd_status grow_add_tensor(grower *g, const char *name, uint32_t type, int n_dims
 sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err);
 
 /* sd-genmodel --grow for a qwen35 SMALL into a qwen35 shape (grow_q35.c);
- * returns the exit code like grow_main. */
-int grow_q35_run(const char *small, const char *shape_name, uint32_t type, const char *out);
+ * dry_run: print the plan and the file size, write nothing. Returns the exit
+ * code like grow_main. */
+int grow_q35_run(const char *small, const char *shape_name, uint32_t type, const char *out, bool dry_run);
 
 /* true if shape_name is one of grow_q35.c's shapes */
 bool grow_q35_has_shape(const char *shape_name);

@@ -581,7 +581,14 @@ static sd_status grow_metadata(grower *g, const q35_plan *p, sd_err *err) {
     return st ? sd_err_set(err, st, "cannot write metadata") : SD_OK;
 }
 
-static void print_plan(const char *small_path, const q35_plan *p) {
+/* Bytes of a [n_out][n_in] matrix of type. */
+static double mat_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
+    uint64_t rb = 0;
+    ggml_row_bytes(type, (uint64_t)n_in, &rb);
+    return (double)rb * (double)n_out;
+}
+
+static void print_plan(const char *small_path, const q35_plan *p, uint32_t type) {
     const q35_small *s = &p->s;
     const q35_shape *t = p->t;
     fprintf(stderr,
@@ -602,14 +609,33 @@ static void print_plan(const char *small_path, const q35_plan *p) {
         for (int il = 0; il < 256; il++) real_gdn[il] = (il + 1) % 4 != 0;
         double want = per_token(t, t->n_head_kv, t->real_layers, real_gdn, Q35_REAL_VOCAB);
         double have = per_token(t, p->n_head_kv, p->n_layer, p->gdn, s->n_vocab);
-        fprintf(stderr, "sd-genmodel: weights per token %.1f M vs the real model's %.1f M (%+.2f %%; %d layers, "
-                "vocab %d): %d extra identity layers carry the smaller head\n",
-                have / 1e6, want / 1e6, 100.0 * (have - want) / want, t->real_layers, Q35_REAL_VOCAB,
-                p->n_layer - t->real_layers);
+        const double bpw = mat_bytes(type, 256, 1) / 256; /* bytes per weight of type */
+        fprintf(stderr, "sd-genmodel: weights per token %.1f M (%.3f GB as %s) vs the real model's %.1f M (%.3f GB; "
+                "%+.2f %%; %d layers, vocab %d): %d extra identity layers carry the smaller head\n",
+                have / 1e6, have * bpw / 1e9, ggml_type_get(type)->name, want / 1e6, want * bpw / 1e9,
+                100.0 * (have - want) / want, t->real_layers, Q35_REAL_VOCAB, p->n_layer - t->real_layers);
     }
 }
 
-static sd_status grow_q35(const char *small_path, const q35_shape *t, uint32_t type, const char *out, sd_err *err) {
+/* The tensor bytes the file will hold (what grow() writes, vectors included). */
+static double file_bytes(const q35_plan *p, uint32_t type) {
+    const q35_shape *t = p->t;
+    const int64_t D = t->n_embd, F = t->n_ff, NQ = (int64_t)t->n_head * t->head_dim;
+    const int64_t NKV = (int64_t)p->n_head_kv * t->head_dim, vd = (int64_t)t->ssm_v * t->ssm_state;
+    const int64_t cd = 2 * (int64_t)t->ssm_k * t->ssm_state + vd, V = p->s.n_vocab;
+    const double ffn = 2 * mat_bytes(type, D, F) + mat_bytes(type, F, D) + 8.0 * D;
+    const double gdn = mat_bytes(type, D, cd) + mat_bytes(type, D, vd) + 2 * mat_bytes(type, D, t->ssm_v) +
+                       mat_bytes(type, vd, D) + 4.0 * (p->s.conv_k * cd + 2 * t->ssm_v + t->ssm_state);
+    const double att = mat_bytes(type, D, 2 * NQ) + 2 * mat_bytes(type, D, NKV) + mat_bytes(type, NQ, D) +
+                       8.0 * t->head_dim;
+    double b = 2 * mat_bytes(type, D, V) + 4.0 * D;
+    for (int il = 0; il < p->n_layer; il++) b += ffn + (p->gdn[il] ? gdn : att);
+    if (p->s.n_nextn) b += ffn + att + mat_bytes(type, 2 * D, D) + 12.0 * D;
+    return b;
+}
+
+static sd_status grow_q35(const char *small_path, const q35_shape *t, uint32_t type, const char *out, bool dry_run,
+                          sd_err *err) {
     gguf_ctx *small = NULL;
     sd_status st = gguf_open(small_path, &small, err);
     if (st) return st;
@@ -620,7 +646,15 @@ static sd_status grow_q35(const char *small_path, const q35_shape *t, uint32_t t
     if (!st) st = read_small(small, small_path, &s, err);
     if (!st) st = plan_init(p, &s, t, err);
     if (!st && !(g.w = gguf_writer_init())) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
-    if (!st) print_plan(small_path, p);
+    if (!st) {
+        print_plan(small_path, p, type);
+        fprintf(stderr, "sd-genmodel: the file will take %.2f GB (%s)\n", file_bytes(p, type) / 1e9,
+                ggml_type_get(type)->name);
+        if (dry_run) {
+            plan_free(p), free(p), gguf_writer_free(g.w), gguf_close(small);
+            return SD_OK;
+        }
+    }
     if (!st) st = grow_metadata(&g, p, err);
     /* token_embd: [n_embd, n_vocab]; its columns are the stream (item 1) */
     axis vocab = {0};
@@ -650,11 +684,11 @@ static sd_status grow_q35(const char *small_path, const q35_shape *t, uint32_t t
     return st;
 }
 
-int grow_q35_run(const char *small, const char *shape_name, uint32_t type, const char *out) {
+int grow_q35_run(const char *small, const char *shape_name, uint32_t type, const char *out, bool dry_run) {
     const q35_shape *t = q35_shape_find(shape_name);
     if (!t) return fprintf(stderr, "sd-genmodel: unknown --grow shape '%s'\n", shape_name), 2;
     sd_err err = {0};
-    if (grow_q35(small, t, type, out, &err)) {
+    if (grow_q35(small, t, type, out, dry_run, &err)) {
         fprintf(stderr, "sd-genmodel: %s\n", err.msg);
         return 1;
     }
