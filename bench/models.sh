@@ -42,7 +42,9 @@ for spec in "${specs[@]}"; do
       pid=$! t0=$SECONDS
       while kill -0 "$pid" 2>/dev/null; do
         sleep 10
-        [ -f "$out.part" ] && echo "models.sh: ... $(du -m "$out.part" | cut -f1) MB of ${gb} GB written ($((SECONDS - t0)) s)"
+        f=$(ls "$out.part.tmp" "$out.part" 2>/dev/null | head -1) # the writer's temp name, then renamed
+        if [ -n "$f" ]; then echo "models.sh: ... $(du -m "$f" | cut -f1) MB of ${gb} GB written ($((SECONDS - t0)) s)"
+        else echo "models.sh: ... placing the small model's layers ($((SECONDS - t0)) s)"; fi
       done
       wait "$pid" || { rm -f "$out.part"; echo "models.sh: sd-genmodel failed for $spec" >&2; exit 1; }
       mv "$out.part" "$out"
