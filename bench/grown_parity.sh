@@ -4,6 +4,9 @@
 # llama.cpp (node-llama-cpp, greedy_ids.mjs), plus specdec vs llama.cpp on
 # GROWN. One line per prompt: "same" or the first differing position.
 #   bench/grown_parity.sh SMALL.gguf GROWN.gguf [N]      (N = 64 tokens)
+#   ENGINES=specdec bench/grown_parity.sh models/fixture-q35-target.gguf cache/models/grown-qwen35-2b-q8_0.gguf
+#     (qwen35 hybrids as well as qwen3; at a first difference, bench/vs-llamacpp/near_tie.py SMALL PROMPT N GROWN
+#     gives the float64 reference's gap between the two tokens)
 # (A "class: NAME" first line is dropped, as specdec bench does.)
 # Environment: PROMPTS=bench/prompts, SPECDEC=build/specdec, T=2,
 #   ENGINES="specdec llama" (drop one to skip it).

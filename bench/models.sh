@@ -5,9 +5,15 @@
 #   grown-SHAPE:TYPE   a trained fixture grown to SHAPE (sd-genmodel --grow, same
 #                      function): models/fixture-draft.gguf for SHAPE=draft, else
 #                      models/fixture-target.gguf; cache/models/grown-SHAPE-TYPE.gguf
+#                      SHAPE=qwen35-0.8b|2b|9b|27b: the hybrid models/fixture-q35-target.gguf;
+#                      SHAPE=qwen35-draft: models/fixture-q35-draft.gguf in the qwen35-0.8b shape.
+#                      Before each grown file: its size (sd-genmodel --dry-run), the free
+#                      disk and an estimated time; it refuses when the disk lacks the
+#                      size + 2 GB, and shows the file growing while it is written.
 #   bench/models.sh                 # the default set below
 #   bench/models.sh qwen3-0.6b:q8_0 grown-draft:q8_0 ...
 #   bench/models.sh qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-2b:q8_0 qwen35-draft:q8_0   (Qwen3.5 hybrids)
+#   bench/models.sh grown-qwen35-27b:q4_k grown-qwen35-draft:q8_0     (~14.6 GB + 0.8 GB, ~3 min)
 # Needs the sd-genmodel tool: cmake --build build --target sd-genmodel
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +28,29 @@ for spec in "${specs[@]}"; do
   shape=${spec%%:*} type=${spec#*:}
   out=cache/models/$shape-$type.gguf
   if [ -s "$out" ]; then echo "models.sh: $out exists"; continue; fi
+  case $shape in
+    grown-qwen35-*)
+      small=models/fixture-q35-target.gguf gshape=${shape#grown-}
+      [ "$gshape" = qwen35-draft ] && small=models/fixture-q35-draft.gguf gshape=qwen35-0.8b
+      gb=$("$gen" --grow "$small" --shape "$gshape" --type "$type" --dry-run 2>&1 | sed -n 's/.*the file will take \([0-9.]*\) GB.*/\1/p')
+      [ -n "$gb" ] || { echo "models.sh: cannot plan $spec" >&2; exit 1; }
+      free_gb=$(df -k --output=avail cache/models/ | tail -1 | awk '{printf "%.1f", $1 / 1e6}')
+      # ~100 MB/s measured for sd-genmodel --grow (quantize + write) on a 2-core VM
+      echo "models.sh: $out will take $gb GB of disk ($free_gb GB free) and about $(awk -v g="$gb" 'BEGIN{printf "%.0f", g * 10 + 5}') s"
+      awk -v g="$gb" -v f="$free_gb" 'BEGIN{exit !(f < g + 2)}' && { echo "models.sh: not enough disk for $out" >&2; exit 1; }
+      "$gen" --grow "$small" --shape "$gshape" --type "$type" -o "$out.part" &
+      pid=$! t0=$SECONDS
+      while kill -0 "$pid" 2>/dev/null; do
+        sleep 10
+        f=$(ls "$out.part.tmp" "$out.part" 2>/dev/null | head -1) # the writer's temp name, then renamed
+        if [ -n "$f" ]; then echo "models.sh: ... $(du -m "$f" | cut -f1) MB of ${gb} GB written ($((SECONDS - t0)) s)"
+        else echo "models.sh: ... placing the small model's layers ($((SECONDS - t0)) s)"; fi
+      done
+      wait "$pid" || { rm -f "$out.part"; echo "models.sh: sd-genmodel failed for $spec" >&2; exit 1; }
+      mv "$out.part" "$out"
+      echo "models.sh: $out made in $((SECONDS - t0)) s"
+      continue ;;
+  esac
   echo "models.sh: making $out"
   case $shape in
     grown-draft) "$gen" --grow models/fixture-draft.gguf --shape draft --type "$type" -o "$out" ;;

@@ -2,8 +2,10 @@
 """Where specdec's and llama.cpp's greedy ids first differ on MODEL, how close
 the float64 reference (tools/reference/torch_ref.py) finds the two tokens.
 
-usage: near_tie.py MODEL.gguf PROMPT N  (from the repository root; needs
-node-llama-cpp in bench/vs-llamacpp/node_modules and Debian's python3-torch)
+usage: near_tie.py MODEL.gguf PROMPT N [GROWN.gguf]  (from the repository root;
+needs Debian's python3-torch, and node-llama-cpp in bench/vs-llamacpp/node_modules
+unless GROWN is given: then the other side is specdec on GROWN, a model grown
+from MODEL by sd-genmodel --grow, instead of llama.cpp on MODEL)
 
 The reference runs on MODEL dequantized to F32 by `specdec quantize ... f32`
 (our dequantization is bitwise llama.cpp's, tests/numerics/test_quant_golden.c),
@@ -22,7 +24,10 @@ def main():
     model, prompt, n = sys.argv[1], sys.argv[2], sys.argv[3]
     specdec = os.environ.get("SPECDEC", "build/specdec")
     ours = [int(t) for t in run([specdec, "bench", "-m", model, "--greedy-ids", prompt, "-n", n]).split()]
-    theirs = [int(t) for t in run(["node", "bench/vs-llamacpp/greedy_ids.mjs", model, prompt, n]).split()]
+    if len(sys.argv) > 4:
+        theirs = [int(t) for t in run([specdec, "bench", "-m", sys.argv[4], "--greedy-ids", prompt, "-n", n]).split()]
+    else:
+        theirs = [int(t) for t in run(["node", "bench/vs-llamacpp/greedy_ids.mjs", model, prompt, n]).split()]
     i = next((k for k in range(min(len(ours), len(theirs))) if ours[k] != theirs[k]), None)
     if i is None:
         print("identical: %d/%d" % (len(ours), len(ours)))
@@ -36,8 +41,9 @@ def main():
              "--out", out, "--threads", "2"])
         logits = np.fromfile(out, dtype="<f4").reshape(len(seq), -1)[-1].astype(np.float64)
     top = int(np.argmax(logits))
-    print("first difference at generated token %d: specdec %d (ref logit %.6f), llama.cpp %d (ref logit %.6f); "
-          "reference argmax %d (%.6f); gap %.2e, logit std %.3f" % (
+    other = "grown" if len(sys.argv) > 4 else "llama.cpp"
+    print(("first difference at generated token %d: specdec %d (ref logit %.6f), " + other + " %d (ref logit %.6f); "
+           "reference argmax %d (%.6f); gap %.2e, logit std %.3f") % (
               i, ours[i], logits[ours[i]], theirs[i], logits[theirs[i]], top, logits[top],
               abs(logits[ours[i]] - logits[theirs[i]]), logits.std()))
 

@@ -45,4 +45,14 @@ set -e
   { echo "grow non-qwen3: expected one line and exit 1, got $rc: $(cat "$tmp/err")"; exit 1; }
 set +e; "$gen" --grow models/fixture-draft.gguf --shape nope -o "$tmp/h.gguf" 2>/dev/null; rc=$?; set -e
 [ "$rc" -eq 2 ] || { echo "grow bad shape: expected exit 2, got $rc"; exit 1; }
+# --grow into a qwen35 shape: a qwen3 file is refused with one line, exit 1; --dry-run plans the 27B
+# shape (its file size and the real model's weights per token) and writes nothing
+set +e
+"$gen" --grow models/fixture-target.gguf --shape qwen35-tiny -o "$tmp/q35.gguf" 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "needs a qwen35 model" "$tmp/err" && [ ! -e "$tmp/q35.gguf" ] ||
+  { echo "grow qwen3 into qwen35: expected one line and exit 1, got $rc: $(cat "$tmp/err")"; exit 1; }
+"$gen" --grow models/fixture-q35-target.gguf --shape qwen35-27b --type q4_k --dry-run 2>"$tmp/err"
+grep -q "the file will take 14.6[0-9] GB" "$tmp/err" && grep -q "real model's 25622.0 M" "$tmp/err" ||
+  { echo "grow --dry-run 27b: $(cat "$tmp/err")"; exit 1; }
 echo "genmodel ok"

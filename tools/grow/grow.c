@@ -66,6 +66,7 @@
  * by extra layers (qwen3-0.6b: 28 + 10 = 38 layers). "draft" gets the layers
  * that make it 1/8 of the grown qwen3-0.6b per token. */
 #include "grow/grow.h"
+#include "grow/grow_io.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -253,19 +254,8 @@ static void plan_free(grow_plan *p) {
 }
 
 /* ---- writing: buffers kept until the writer has written them ---- */
-typedef struct grower {
-    gguf_writer *w;
-    const gguf_ctx *small;
-    const char *small_path;
-    uint32_t type;
-    void **bufs;
-    int n_bufs, cap_bufs;
-    struct zero_mat { int64_t n_in, n_out; void *data; } zeros[8]; /* shared by the identity layers */
-    int n_zeros;
-    uint64_t total_bytes;
-} grower;
 
-static void *keep(grower *g, size_t bytes) {
+void *grow_keep(grower *g, size_t bytes) {
     if (g->n_bufs == g->cap_bufs) {
         int cap = g->cap_bufs ? 2 * g->cap_bufs : 64;
         void **nb = realloc(g->bufs, (size_t)cap * sizeof *nb);
@@ -278,7 +268,7 @@ static void *keep(grower *g, size_t bytes) {
 }
 
 /* The small tensor `name` as f32 [n_out][n_in] (malloc'd), checking its shape. */
-static float *small_f32(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+float *grow_small_f32(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
     const gguf_tensor_info *t = gguf_find_tensor(g->small, name);
     uint64_t row_bytes;
     if (!t || t->ne[0] != n_in || t->ne[1] * t->ne[2] * t->ne[3] != n_out || !sd_type_supported(t->type) ||
@@ -299,7 +289,7 @@ static float *small_f32(grower *g, const char *name, int64_t n_in, int64_t n_out
 
 /* Adds grown tensor `name` [n_out][n_in] of type: data (f32 [n_out][n_in]) is
  * written as is (type f32) or quantized row by row. */
-static sd_status add_tensor(grower *g, const char *name, uint32_t type, int n_dims, int64_t n_in, int64_t n_out,
+sd_status grow_add_tensor(grower *g, const char *name, uint32_t type, int n_dims, int64_t n_in, int64_t n_out,
                             const float *data, void *ready, sd_err *err) {
     uint64_t row_bytes, bytes;
     if (!ggml_row_bytes(type, (uint64_t)n_in, &row_bytes) || !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
@@ -307,7 +297,7 @@ static sd_status add_tensor(grower *g, const char *name, uint32_t type, int n_di
                           ggml_type_get(type)->name);
     void *dst = ready;
     if (!dst) {
-        if (!(dst = keep(g, bytes))) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
+        if (!(dst = grow_keep(g, bytes))) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
         for (int64_t r = 0; r < n_out; r++) {
             if (type == GGML_TYPE_F32) memcpy((uint8_t *)dst + r * row_bytes, data + r * n_in, row_bytes);
             else sd_quantize_row(type, data + r * n_in, (uint8_t *)dst + r * row_bytes, n_in);
@@ -321,20 +311,20 @@ static sd_status add_tensor(grower *g, const char *name, uint32_t type, int n_di
 
 /* A zero matrix, one buffer per shape shared by every identity layer (all-zero
  * blocks of every type are zeros). */
-static sd_status add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
     for (int i = 0; i < g->n_zeros; i++)
         if (g->zeros[i].n_in == n_in && g->zeros[i].n_out == n_out)
-            return add_tensor(g, name, g->type, 2, n_in, n_out, NULL, g->zeros[i].data, err);
+            return grow_add_tensor(g, name, g->type, 2, n_in, n_out, NULL, g->zeros[i].data, err);
     uint64_t row_bytes, bytes;
-    if (g->n_zeros == 8 || !ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) ||
+    if (g->n_zeros == GROW_MAX_ZEROS || !ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) ||
         !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
         return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
                           ggml_type_get(g->type)->name);
     /* calloc'd: zero bytes are zero values in every block format (the scales are 0) */
-    void *z = keep(g, bytes);
+    void *z = grow_keep(g, bytes);
     if (!z) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
     g->zeros[g->n_zeros++] = (struct zero_mat){n_in, n_out, z};
-    return add_tensor(g, name, g->type, 2, n_in, n_out, NULL, z, err);
+    return grow_add_tensor(g, name, g->type, 2, n_in, n_out, NULL, z, err);
 }
 
 /* Grown matrix `name` (small [n][m] -> grown [N][M]): small row r goes to
@@ -342,7 +332,7 @@ static sd_status add_zero_matrix(grower *g, const char *name, int64_t n_in, int6
  * rest zero. */
 static sd_status grow_matrix(grower *g, const char *name, int64_t m, int64_t n, int64_t M, int64_t N,
                              const int64_t *cols, const int64_t *rows, double scale, sd_err *err) {
-    float *small = small_f32(g, name, m, n, err);
+    float *small = grow_small_f32(g, name, m, n, err);
     if (!small) return err->code;
     float *big = sd_calloc((size_t)(M * N), sizeof *big);
     if (!big) {
@@ -352,7 +342,7 @@ static sd_status grow_matrix(grower *g, const char *name, int64_t m, int64_t n, 
     for (int64_t r = 0; r < n; r++)
         for (int64_t c = 0; c < m; c++) big[(rows ? rows[r] : r) * M + (cols ? cols[c] : c)] = (float)(small[r * m + c] * scale);
     free(small);
-    sd_status st = add_tensor(g, name, g->type, 2, M, N, big, NULL, err);
+    sd_status st = grow_add_tensor(g, name, g->type, 2, M, N, big, NULL, err);
     free(big);
     return st;
 }
@@ -362,16 +352,16 @@ static sd_status grow_matrix(grower *g, const char *name, int64_t m, int64_t n, 
  * all `fill`. */
 static sd_status grow_vector(grower *g, const char *name, int64_t n, int64_t N, const int64_t *idx, double scale,
                              float fill, bool from_small, sd_err *err) {
-    float *v = keep(g, (size_t)N * sizeof *v);
+    float *v = grow_keep(g, (size_t)N * sizeof *v);
     if (!v) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
     for (int64_t i = 0; i < N; i++) v[i] = fill;
     if (from_small) {
-        float *small = small_f32(g, name, n, 1, err);
+        float *small = grow_small_f32(g, name, n, 1, err);
         if (!small) return err->code;
         for (int64_t j = 0; j < n; j++) v[idx ? idx[j] : j] = (float)(small[j] * scale);
         free(small);
     }
-    return add_tensor(g, name, GGML_TYPE_F32, 1, N, 1, NULL, v, err);
+    return grow_add_tensor(g, name, GGML_TYPE_F32, 1, N, 1, NULL, v, err);
 }
 
 static sd_status grow_layer(grower *g, const grow_plan *p, int il, sd_err *err) {
@@ -387,7 +377,7 @@ static sd_status grow_layer(grower *g, const grow_plan *p, int il, sd_err *err) 
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix, il), name)
 #define MAT(suffix, m, n, M, N, cols, rows, scale) \
     (st = st ? st : real ? grow_matrix(g, NAME(suffix), m, n, M, N, cols, rows, scale, err) \
-                         : add_zero_matrix(g, NAME(suffix), M, N, err))
+                         : grow_add_zero_matrix(g, NAME(suffix), M, N, err))
 #define VEC(suffix, n, N, idx, scale) \
     (st = st ? st : grow_vector(g, NAME(suffix), n, N, idx, scale, real ? 0.0f : 1.0f, real, err))
     VEC("attn_norm.weight", d, D, NULL, norm);
@@ -482,17 +472,26 @@ static sd_status grow(const char *small_path, const grow_shape *shape, uint32_t 
 }
 
 static void grow_usage(FILE *f) {
-    fprintf(f, "usage: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE]\n"
-               "  a qwen3 model of a realistic shape computing SMALL's function (tools/grow/grow.c)\n"
-               "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny\n"
-               "  --type    f32 (default) | f16 | q8_0 | q4_k (norm weights are always f32)\n");
+    fprintf(f, "usage: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE] [--dry-run]\n"
+               "  a model of a realistic shape computing SMALL's function (tools/grow/grow.c,\n"
+               "  grow_q35.c)\n"
+               "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny              (SMALL: qwen3)\n"
+               "            qwen35-0.8b | qwen35-2b | qwen35-9b | qwen35-27b | qwen35-tiny\n"
+               "                                                               (SMALL: qwen35)\n"
+               "  --type    f32 (default) | f16 | q8_0 | q4_k (norm weights are always f32)\n"
+               "  --dry-run (qwen35 shapes) print the plan and the file size, write nothing\n");
 }
 
 int grow_main(int argc, char **argv) {
     const char *small = NULL, *shape_name = NULL, *type_name = "f32", *out = NULL;
+    bool dry_run = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return grow_usage(stdout), 0;
+        if (!strcmp(a, "--dry-run")) {
+            dry_run = true;
+            continue;
+        }
         if (i + 1 >= argc) return fprintf(stderr, "sd-genmodel: %s needs a value\n", a), 2;
         if (!strcmp(a, "--grow")) small = argv[++i];
         else if (!strcmp(a, "--shape")) shape_name = argv[++i];
@@ -500,12 +499,14 @@ int grow_main(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = argv[++i];
         else return fprintf(stderr, "sd-genmodel: unknown option %s with --grow\n", a), 2;
     }
-    if (!small || !shape_name || !out) return grow_usage(stderr), 2;
-    const grow_shape *shape = grow_shape_find(shape_name);
-    if (!shape) return fprintf(stderr, "sd-genmodel: unknown --grow shape '%s'\n", shape_name), 2;
+    if (!small || !shape_name || (!out && !dry_run)) return grow_usage(stderr), 2;
     int t = ggml_type_from_name(type_name);
     if (t < 0 || (t != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)t)))
         return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;
+    if (grow_q35_has_shape(shape_name)) return grow_q35_run(small, shape_name, (uint32_t)t, out, dry_run);
+    const grow_shape *shape = grow_shape_find(shape_name);
+    if (!shape) return fprintf(stderr, "sd-genmodel: unknown --grow shape '%s'\n", shape_name), 2;
+    if (dry_run) return fprintf(stderr, "sd-genmodel: --dry-run is for the qwen35 shapes\n"), 2;
     sd_err err = {0};
     if (grow(small, shape, (uint32_t)t, out, &err)) {
         fprintf(stderr, "sd-genmodel: %s\n", err.msg);
