@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/strbuf.h"
 #include "decode/compose.h"
+#include "decode/suffix_cache.h"
 #include "model/model.h"
 #include "specdec.h"
 
@@ -45,6 +46,11 @@ struct specdec_context {
      * been forwarded, nor have any after a stop in a verify round). */
     specdec_token *hist;
     int32_t n_hist, n_kv;
+};
+
+/* A suffix memory (include/specdec.h): the decode layer's, behind the public handle. */
+struct specdec_suffix_cache {
+    sd_suffix_cache mem;
 };
 
 /* The public error from an internal one (err may be NULL); returns the code. */
