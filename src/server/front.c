@@ -36,7 +36,9 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
                    "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
                    "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
-                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n");
+                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n"
+                   "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
+                   "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none)\n");
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
                "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n",
@@ -70,12 +72,14 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     else if (!strcmp(a, "--queue")) { if (!num(a, v, 1, 4096, &x)) return 2; o->queue_max = (int)x; }
     else if (!strcmp(a, "--max-body")) { if (!num(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
     else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
+    else if (!strcmp(a, "--suffix-tokens")) { if (!num(a, v, 0, 2147483647.0, &x)) return 2; o->suffix_tokens = (int64_t)x; }
     else return 1;
     return 0;
 }
 
 static bool is_own_flag(bool serve, const char *a) {
-    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping"};
+    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping",
+                                       "--suffix-tokens"};
     if (!strcmp(a, "--chat-template")) return true;
     for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
         if (!strcmp(a, http[i])) return true;
@@ -92,7 +96,8 @@ static void take_options(server_opts *o, const specdec_options *so) {
 }
 
 int front_parse(int argc, char **argv, bool serve, server_opts *o) {
-    *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15};
+    *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15,
+                       .suffix_tokens = FRONT_SUFFIX_TOKENS};
     specdec_options so = specdec_options_default();
     so.gen.temperature = 0.8f;
     so.gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
@@ -153,6 +158,10 @@ bool front_load(server *s) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
+    if (s->opts.suffix_tokens > 0 && specdec_suffix_cache_init(s->opts.suffix_tokens, &s->suffix, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
     if (specdec_chat_template_resolve(s->model, s->opts.chat_template, &s->template_family, &err)) {
         if (s->opts.chat_template) { /* an explicit bad name is a usage error */
             fprintf(stderr, "specdec: %s\n", err.message);
@@ -168,6 +177,8 @@ bool front_load(server *s) {
 }
 
 void front_unload(server *s) {
+    specdec_suffix_cache_free(s->suffix);
+    s->suffix = NULL;
     specdec_context_free(s->ctx);
     specdec_model_free(s->draft);
     specdec_model_free(s->model);

@@ -99,6 +99,7 @@ static void run_job(server *s, job *j) {
         pthread_mutex_unlock(&j->mu);
         specdec_generate_params gp = j->gp;
         gp.abort = job_cancelled;
+        gp.suffix_cache = s->suffix; /* the server's memory of earlier outputs */
         rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, on_piece, j, &st, &err);
     }
     pthread_mutex_lock(&j->mu);
