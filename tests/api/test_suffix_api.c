@@ -53,6 +53,8 @@ static specdec_generate_params params(specdec_spec_mode spec, bool sampled, spec
     gp.spec = spec;
     gp.stop_at_eog = false;
     gp.suffix_cache = mem;
+    gp.fixed_k = true; /* and the gate off: drafting that does not depend on timings */
+    gp.gate = 0;
     if (sampled) gp.temperature = 0.8f, gp.seed = 7;
     return gp;
 }
