@@ -7,7 +7,8 @@
  * than without it); its token budget and byte bound hold over many
  * requests; bad arguments get a clear error. Under the sanitizers (SD_ASAN,
  * where a forward is slow) 16 tokens a request, the first 4 requests (the
- * retry is the 4th), memory on only, the hybrid greedy only. */
+ * retry is the 4th), memory on only, the hybrid greedy only, no trees. The
+ * tree runs share the suffix runs' memory (it then holds each output twice). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,7 +79,9 @@ static int64_t check_sequence(const char *path, bool sampled, bool with_memory, 
     specdec_model *tm = api_load(path);
     specdec_context *plain = api_context(tm, NULL, 256), *spec = api_context(tm, NULL, 256);
     specdec_suffix_cache *mem[2] = {with_memory ? memory(4096) : NULL, with_memory ? memory(4096) : NULL};
-    const specdec_spec_mode modes[2] = {SPECDEC_SPEC_SUFFIX, SPECDEC_SPEC_AUTO};
+    /* suffix, auto, and on a dense target suffix drafting token trees (its candidates, verified in one forward) */
+    const specdec_spec_mode modes[3] = {SPECDEC_SPEC_SUFFIX, SPECDEC_SPEC_AUTO, SPECDEC_SPEC_SUFFIX};
+    const int n_modes = strstr(path, "q35") || getenv("SD_ASAN") ? 2 : 3;
     int64_t retry_accepted = 0, accepted = 0;
     for (int r = 0; r < n_requests(); r++) {
         specdec_token want[N_PREDICT], got[N_PREDICT];
@@ -86,10 +89,11 @@ static int64_t check_sequence(const char *path, bool sampled, bool with_memory, 
         specdec_generate_params gp = params(SPECDEC_SPEC_NONE, sampled, NULL);
         const int32_t n_want = run(plain, tm, REQUESTS[r], &gp, want, &st);
         assert_int_equal(n_want, n_predict());
-        for (int k = 0; k < 2; k++) {
-            gp = params(modes[k], sampled, mem[k]);
+        for (int k = 0; k < n_modes; k++) {
+            gp = params(modes[k], sampled, mem[k % 2]);
+            if (k == 2) gp.tree_nodes = 8;
             const int32_t n = run(spec, tm, REQUESTS[r], &gp, got, &st);
-            assert_string_equal(st.drafter, k == 0 ? "suffix" : auto_name);
+            assert_string_equal(st.drafter, k == 1 ? auto_name : "suffix");
             int32_t j = 0;
             while (j < n && j < n_want && got[j] == want[j]) j++;
             if (n != n_want || j != n)
@@ -99,13 +103,14 @@ static int64_t check_sequence(const char *path, bool sampled, bool with_memory, 
             if (k == 0 && r == 3) retry_accepted = st.n_accepted;
         }
     }
-    printf("%s %s memory %s: LOSSLESS %d requests x {suffix, %s}, suffix accepted %lld (retry %lld)\n", path,
-           sampled ? "temp 0.8" : "greedy", with_memory ? "on" : "off", n_requests(), auto_name, (long long)accepted,
+    printf("%s %s memory %s: LOSSLESS %d requests x {suffix, %s%s}, suffix accepted %lld (retry %lld)\n", path,
+           sampled ? "temp 0.8" : "greedy", with_memory ? "on" : "off", n_requests(), auto_name,
+           n_modes == 3 ? ", suffix trees" : "", (long long)accepted,
            (long long)retry_accepted);
     for (int k = 0; k < 2; k++) {
         specdec_suffix_cache_info info;
         specdec_suffix_cache_get_info(mem[k], &info);
-        if (with_memory) assert_int_equal(info.n_added, n_requests());
+        if (with_memory) assert_int_equal(info.n_added, n_requests() * (k == 0 && n_modes == 3 ? 2 : 1));
         specdec_suffix_cache_free(mem[k]);
     }
     specdec_context_free(spec);
