@@ -89,11 +89,12 @@ static int suffix_propose_top(void *self, const int32_t *ctx, int32_t n, int k, 
     sd_stree *t;
     if (!best_chain(self, ctx, n, k, &d, &t, err)) return -1;
     int32_t ids[8];
-    if (w > 8) w = 8;
+    const int wt = w < 8 ? w : 8; /* the loop's trees are at most 8 wide; past that: no candidate */
     for (int i = 0; i < d.n; i++) {
         /* the chain's own token ranks first among its parent's children */
-        sd_stree_top_children(t, i == 0 ? d.from : d.node[i - 1], w, ids);
-        for (int j = 0; j < w; j++) cand[(size_t)i * (size_t)w + (size_t)j] = ids[j] >= 0 ? t->node[ids[j]].tok : -1;
+        sd_stree_top_children(t, i == 0 ? d.from : d.node[i - 1], wt, ids);
+        for (int j = 0; j < w; j++)
+            cand[(size_t)i * (size_t)w + (size_t)j] = j < wt && ids[j] >= 0 ? t->node[ids[j]].tok : -1;
     }
     return d.n;
 }
