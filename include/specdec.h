@@ -358,7 +358,8 @@ typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
     SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
     SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the context's EAGLE-3 head or MTP sidecar, else
-                              the target's MTP block if it has one, else the context's draft model */
+                              the target's MTP block if it has one, else the context's draft model; with
+                              params.suffix_cache, suffix drafting is tried before the n-gram */
     SPECDEC_SPEC_EAGLE3,   /* the context's EAGLE-3 head (SPECDEC_ERR_ARG without one) */
     SPECDEC_SPEC_MTP,      /* the context's MTP sidecar, else the target's own MTP block (qwen35 nextn;
                               SPECDEC_ERR_ARG without either) */
