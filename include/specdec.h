@@ -358,13 +358,16 @@ typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
     SPECDEC_SPEC_DRAFT,    /* the context's draft model (SPECDEC_ERR_ARG without one) */
     SPECDEC_SPEC_AUTO,     /* n-gram where it matches, else the context's EAGLE-3 head or MTP sidecar, else
-                              the target's MTP block if it has one, else the context's draft model */
+                              the target's MTP block if it has one, else the context's draft model; with
+                              params.suffix_cache, suffix drafting is tried before the n-gram */
     SPECDEC_SPEC_EAGLE3,   /* the context's EAGLE-3 head (SPECDEC_ERR_ARG without one) */
     SPECDEC_SPEC_MTP,      /* the context's MTP sidecar, else the target's own MTP block (qwen35 nextn;
                               SPECDEC_ERR_ARG without either) */
+    SPECDEC_SPEC_SUFFIX,   /* suffix drafting (SuffixDecoding): the most frequent continuation in the context
+                              and in params.suffix_cache, the outputs of earlier requests (free) */
 } specdec_spec_mode;
 
-/* "none", "ngram", "draft", "auto", "eagle3", "mtp"; NULL for a value outside the enum. */
+/* "none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"; NULL for a value outside the enum. */
 SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
@@ -391,6 +394,54 @@ SPECDEC_API const char *specdec_rollback_name(specdec_rollback r);
 SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
 
 #define SPECDEC_MAX_STOP 8 /* stop strings per generate call */
+
+/* ------------------------------------------------------------------------ */
+/* Suffix memory: the outputs of earlier requests, for suffix drafting       */
+
+/* SuffixDecoding (Oliaro et al., arXiv:2411.04975; Arctic Inference, vLLM's
+ * `suffix` method) drafts from what earlier requests produced: agentic
+ * workloads repeat tool calls, retry requests, rewrite files with small
+ * edits. The memory is an object the caller keeps across generate calls (a
+ * server for its lifetime) and hands to each through
+ * specdec_generate_params.suffix_cache: with SPECDEC_SPEC_SUFFIX (and
+ * SPECDEC_SPEC_AUTO, which then tries it before the n-gram lookup) it drafts
+ * from it, and every call that has it adds its generated tokens to it
+ * (whatever the spec mode). It holds whole outputs, at most max_tokens
+ * tokens in all: a new output first evicts the least recently used ones (an
+ * output is used when added and when a draft the target accepted came from
+ * it); an output longer than max_tokens keeps its last max_tokens tokens.
+ * Memory: at most specdec_suffix_cache_info.bytes_max (about 2.7 KiB per
+ * token: a suffix trie of depth 24 with counts), usually far less. Drafting
+ * never changes the output (lossless). Not thread-safe: one generate call
+ * at a time may use a memory. */
+typedef struct specdec_suffix_cache specdec_suffix_cache;
+
+/* A new, empty memory of at most max_tokens tokens (1..2^31 - 1) into *out.
+ * Free with specdec_suffix_cache_free. Errors: SPECDEC_ERR_ARG (max_tokens
+ * out of range), SPECDEC_ERR_NOMEM; *out is then NULL. */
+SPECDEC_API specdec_status specdec_suffix_cache_init(int64_t max_tokens, specdec_suffix_cache **out,
+                                                     specdec_error *err);
+/* NULL-safe. */
+SPECDEC_API void specdec_suffix_cache_free(specdec_suffix_cache *cache);
+/* Adds tokens[n] (copied) as one output, as a generate call does with its
+ * own: to seed the memory with text the caller expects again. n = 0 adds
+ * nothing. Errors: SPECDEC_ERR_ARG (NULL cache, or NULL tokens with n > 0),
+ * SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_suffix_cache_add(specdec_suffix_cache *cache, const specdec_token *tokens,
+                                                    size_t n, specdec_error *err);
+
+/* What a memory holds. */
+typedef struct specdec_suffix_cache_info {
+    int64_t max_tokens;         /* the budget given at init */
+    int64_t n_tokens;           /* tokens held now (<= max_tokens) */
+    int64_t n_outputs;          /* outputs held now */
+    int64_t n_added, n_evicted; /* outputs added and evicted since init */
+    uint64_t bytes;             /* bytes allocated now (trie, token copies, lists) */
+    uint64_t bytes_max;         /* the most bytes it can ever hold at this budget */
+} specdec_suffix_cache_info;
+
+/* Fills *info (zeros for a NULL cache). */
+SPECDEC_API void specdec_suffix_cache_get_info(const specdec_suffix_cache *cache, specdec_suffix_cache_info *info);
 
 typedef struct specdec_generate_params {
     /* Tokens to generate at most. < 0: until an end-of-generation token or a
@@ -462,6 +513,10 @@ typedef struct specdec_generate_params {
      * away during a long prefill, when no piece is being delivered, or do
      * other periodic work. NULL (default) = never. */
     bool (*abort)(void *user);
+    /* A suffix memory (specdec_suffix_cache_init), borrowed for the call, or
+     * NULL (default): SPECDEC_SPEC_SUFFIX then drafts from the context alone.
+     * The call adds its generated tokens to it. */
+    specdec_suffix_cache *suffix_cache;
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -508,8 +563,9 @@ typedef struct specdec_stats {
      * end (true = drafting; false also when no drafter ran). */
     int64_t gate_closed_steps, n_probes, n_probe_hits;
     bool gate_open;
-    /* The drafter that ran: "none", "ngram", "draft", "eagle3", "mtp", "auto (ngram)",
-     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)". Static storage. */
+    /* The drafter that ran: "none", "ngram", "draft", "eagle3", "mtp", "suffix", "auto (ngram)",
+     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)", and with a suffix
+     * memory "auto (suffix + ngram)", "auto (suffix + ngram + draft)", ... Static storage. */
     const char *drafter;
     specdec_stop_reason stop_reason;
     int32_t stop_index; /* the stop string that matched (index into params.stop), else -1 */

@@ -207,7 +207,7 @@ def _token_array(tokens):
 # The options of generate() and stream(), the fields of specdec_generate_params
 # (include/specdec.h documents each; the defaults are the library's):
 #   n_predict=128 (< 0: until an end-of-generation token or a full context),
-#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp"),
+#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"),
 #   draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4,
 #   temperature=0.0 (greedy), top_k=0, top_p=1.0, min_p=0.0, seed=42,
 #   draft_sample=False, stop=() (up to 8 strings), stop_at_eog=True,
@@ -217,7 +217,7 @@ def _token_array(tokens):
 OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max", "gate", "temperature", "top_k",
            "top_p", "min_p", "seed", "draft_sample", "stop", "stop_at_eog", "check_lossless", "hybrid_rollback",
            "hybrid_window", "tree_nodes", "tree_width")
-_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp or auto"),
+_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix or auto"),
           "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
 
 

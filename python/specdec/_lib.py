@@ -61,6 +61,7 @@ class GenerateParams(ctypes.Structure):
         ("tree_nodes", ctypes.c_int32),
         ("tree_width", ctypes.c_int32),
         ("abort", ABORT_FN),
+        ("suffix_cache", ctypes.c_void_p),  # a specdec_suffix_cache *; the bindings pass none (NULL)
     ]
 
 

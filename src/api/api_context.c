@@ -96,12 +96,12 @@ void specdec_context_reset(specdec_context *c) {
 }
 
 const char *specdec_spec_mode_name(specdec_spec_mode mode) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"};
     return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
 }
 
 bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
-    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_MTP; m++)
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_SUFFIX; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
             return true;

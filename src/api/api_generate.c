@@ -8,6 +8,7 @@
 #include "api/api_internal.h"
 #include "decode/drafter.h"
 #include "decode/spec.h"
+#include "decode/suffix_cache.h"
 
 specdec_generate_params specdec_generate_default_params(void) {
     return (specdec_generate_params){
@@ -42,7 +43,7 @@ typedef struct run {
 } run;
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
-    if ((unsigned)g->spec > SPECDEC_SPEC_MTP)
+    if ((unsigned)g->spec > SPECDEC_SPEC_SUFFIX)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
     if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head || c->sidecar))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
@@ -143,12 +144,21 @@ static sd_drafter_kind drafter_kind(const specdec_context *c, specdec_spec_mode 
     case SPECDEC_SPEC_DRAFT: return SD_DRAFTER_MODEL;
     case SPECDEC_SPEC_EAGLE3: return SD_DRAFTER_EAGLE3;
     case SPECDEC_SPEC_MTP: return c->sidecar ? SD_DRAFTER_MTP_SIDECAR : SD_DRAFTER_MTP;
+    case SPECDEC_SPEC_SUFFIX: return SD_DRAFTER_SUFFIX;
     default: return SD_DRAFTER_AUTO;
     }
 }
 
-/* The name the stats give auto: what drafts behind n-gram. */
-static const char *auto_name(sd_drafter_kind costly) {
+/* The name the stats give auto: what drafts behind n-gram (and before it:
+ * suffix drafting, with a suffix memory). */
+static const char *auto_name(sd_drafter_kind costly, bool suffix) {
+    if (suffix) switch (costly) {
+        case SD_DRAFTER_MTP:
+        case SD_DRAFTER_MTP_SIDECAR: return "auto (suffix + ngram + mtp)";
+        case SD_DRAFTER_EAGLE3: return "auto (suffix + ngram + eagle3)";
+        case SD_DRAFTER_MODEL: return "auto (suffix + ngram + draft)";
+        default: return "auto (suffix + ngram)";
+        }
     switch (costly) {
     case SD_DRAFTER_MTP:
     case SD_DRAFTER_MTP_SIDECAR: return "auto (ngram + mtp)";
@@ -174,12 +184,13 @@ static sd_status build_drafter(run *r, sd_err *err) {
                                   .n_threads = sd_context_n_threads(c->tctx),
                                   .n_batch = c->n_batch,
                                   .ngram_min = g->ngram_min,
-                                  .ngram_max = g->ngram_max};
+                                  .ngram_max = g->ngram_max,
+                                  .suffix_cache = g->suffix_cache ? &g->suffix_cache->mem : NULL};
     const sd_drafter_kind kind = drafter_kind(c, g->spec);
     sd_status st = sd_compose_drafter(&r->drafter, kind, &in, err);
     if (st != SD_OK) return st;
     r->has_drafter = true;
-    r->pub.drafter = kind == SD_DRAFTER_AUTO ? auto_name(sd_drafter_auto_costly(&in))
+    r->pub.drafter = kind == SD_DRAFTER_AUTO ? auto_name(sd_drafter_auto_costly(&in), in.suffix_cache)
                      : kind == SD_DRAFTER_MTP_SIDECAR ? "mtp"
                                                       : sd_drafter_kind_name(kind);
     return SD_OK;
@@ -380,6 +391,8 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
         r->pub.stop_reason = stop_reason(r, out, n_out, r->gp->n_predict);
         st = keep_history(c, prompt, n_prompt, out, n_out, err);
     }
+    /* the suffix memory learns this output (the drafter reads it only while proposing) */
+    if (st == SD_OK && r->gp->suffix_cache) st = sd_suffix_cache_add(&r->gp->suffix_cache->mem, out, n_out, err);
     if (st == SD_OK && r->gp->check_lossless) {
         /* a stop string or a cancel cut the speculative run short: compare as far as it went */
         if (r->pub.stop_reason == SPECDEC_STOP_STRING || r->pub.stop_reason == SPECDEC_STOP_CANCELLED)

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/strbuf.h"
 #include "decode/compose.h"
+#include "decode/suffix_cache.h"
 #include "model/model.h"
 #include "specdec.h"
 
@@ -55,6 +56,11 @@ struct specdec_context {
  * on its own work, plus its share of the steps it took part in
  * (docs/BATCHING.md "Speculation under load"). */
 double sd_api_slot_cost(struct sd_api_slot *s, int32_t S, double seconds);
+
+/* A suffix memory (include/specdec.h): the decode layer's, behind the public handle. */
+struct specdec_suffix_cache {
+    sd_suffix_cache mem;
+};
 
 /* The public error from an internal one (err may be NULL); returns the code. */
 specdec_status sd_api_error(specdec_error *err, const sd_err *e);

@@ -91,7 +91,7 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
 static const char *draft_path(const gen_opts *o) {
     const specdec_spec_mode m = o->run.gen.spec;
     if (m == SPECDEC_SPEC_MTP) return o->run.draft_path;
-    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM) return NULL;
+    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_SUFFIX) return NULL;
     if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->run.draft_path, o->model_is_default);
     return cli_default_draft(o->run.draft_path, o->model_is_default);
 }

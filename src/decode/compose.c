@@ -46,7 +46,8 @@ void sd_model_lm_free(sd_model_lm *l) {
     memset(l, 0, sizeof *l);
 }
 
-static const char *const KIND_NAMES[SD_DRAFTER_KIND_N] = {"ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto"};
+static const char *const KIND_NAMES[SD_DRAFTER_KIND_N] = {"ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto",
+                                                                   "suffix"};
 
 const char *sd_drafter_kind_name(sd_drafter_kind k) {
     return (unsigned)k < SD_DRAFTER_KIND_N ? KIND_NAMES[k] : NULL;
@@ -81,6 +82,8 @@ static sd_status make_one(sd_drafter *out, sd_drafter_kind k, const sd_drafter_i
     switch (k) {
     case SD_DRAFTER_NGRAM:
         return sd_drafter_ngram_init(out, in->ngram_min, in->ngram_max, err);
+    case SD_DRAFTER_SUFFIX:
+        return sd_drafter_suffix_init(out, in->suffix_cache, err);
     case SD_DRAFTER_MODEL:
         st = in->draft_lm->truncate(in->draft_lm->self, 0, err);
         return st == SD_OK ? sd_drafter_model_init(out, in->draft_lm, in->draft_sampling, in->n_batch, err) : st;
@@ -110,6 +113,13 @@ sd_status sd_compose_drafter(sd_drafter *out, sd_drafter_kind k, const sd_drafte
     if (st != SD_OK) { /* not taken over */
         sd_drafter_free(&ng);
         sd_drafter_free(&dm);
+        return st;
+    }
+    if (in->suffix_cache) {
+        sd_drafter sx;
+        st = sd_drafter_suffix_init(&sx, in->suffix_cache, err);
+        if (st == SD_OK) sd_drafter_auto_put_first(out, &sx);
+        else sd_drafter_free(out);
     }
     return st;
 }

@@ -56,7 +56,9 @@ typedef enum sd_drafter_kind {
     SD_DRAFTER_EAGLE3,      /* an EAGLE-3 head over the target's hidden rows (inputs.eagle3) */
     SD_DRAFTER_MTP,         /* the target's own MTP block */
     SD_DRAFTER_MTP_SIDECAR, /* the MTP block of another file (inputs.mtp_sidecar) */
-    SD_DRAFTER_AUTO,        /* n-gram first, then the costly drafter sd_drafter_auto_costly picks */
+    SD_DRAFTER_AUTO,        /* n-gram first, then the costly drafter sd_drafter_auto_costly picks;
+                               with inputs.suffix_cache, suffix drafting before the n-gram */
+    SD_DRAFTER_SUFFIX,      /* suffix drafting over the context and inputs.suffix_cache (may be NULL) */
     SD_DRAFTER_KIND_N
 } sd_drafter_kind;
 
@@ -71,9 +73,10 @@ typedef struct sd_drafter_inputs {
     int n_threads;               /* the heads' own contexts */
     int32_t n_batch;             /* rows per catch-up forward (draft model, heads) */
     int ngram_min, ngram_max;    /* n-gram lengths (NGRAM and AUTO) */
+    sd_suffix_cache *suffix_cache; /* earlier outputs (SUFFIX, AUTO), or NULL */
 } sd_drafter_inputs;
 
-/* "ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto"; NULL outside the enum. */
+/* "ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto", "suffix"; NULL outside the enum. */
 const char *sd_drafter_kind_name(sd_drafter_kind k);
 
 /* The costly drafter AUTO puts behind n-gram with these inputs: an MTP

@@ -5,9 +5,10 @@
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
  * behind an sd_lm (drafter_model.c), an EAGLE-3 head over the target's hidden
  * states (drafter_eagle3.c), a qwen35 target's own MTP block (drafter_mtp.c)
- * — both on one chain-drafting core (drafter_head.c) — and "auto", n-gram
- * where it hits and the costly drafter (head or draft model) otherwise
- * (drafter_auto.c). */
+ * — both on one chain-drafting core (drafter_head.c) — suffix drafting
+ * over the context and a cross-request memory (drafter_suffix.c), and
+ * "auto", n-gram where it hits and the costly drafter (head or draft model)
+ * otherwise (drafter_auto.c). */
 #ifndef SD_DECODE_DRAFTER_H
 #define SD_DECODE_DRAFTER_H
 
@@ -18,6 +19,7 @@
 #include "decode/lm.h"
 
 typedef struct sd_sampling sd_sampling;
+typedef struct sd_suffix_cache sd_suffix_cache;
 
 typedef struct sd_drafter {
     const char *name; /* "ngram", "draft", "auto", ... */
@@ -136,6 +138,16 @@ sd_status sd_drafter_mtp_init(sd_drafter *d, sd_context *target, int n_threads, 
 sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd_context *target, int n_threads,
                                       int32_t n_batch, sd_err *err);
 
+/* ---- suffix drafting (drafter_suffix.c) ----
+ * SuffixDecoding's frequency-weighted chain from a suffix trie over the
+ * context (prompt + generated) and, when mem is given (borrowed: it must
+ * outlive the drafter), from the memory of earlier outputs
+ * (suffix_cache.h); the higher-scoring chain wins. Deterministic and free;
+ * offers candidates for token trees. An accepted draft from the memory marks
+ * the output it came from used (the memory's LRU order). Errors:
+ * SD_ERR_NOMEM. */
+sd_status sd_drafter_suffix_init(sd_drafter *d, sd_suffix_cache *mem, sd_err *err);
+
 /* ---- auto (drafter_auto.c) ----
  * n-gram first (it is free and wins on extractive spans); when it has no
  * match, the draft model if one is given. Takes ownership of both drafters
@@ -143,5 +155,9 @@ sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd
  * n_vocab sizes the one-hot q rows of n-gram proposals. */
 sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *draft, int32_t n_vocab,
                                sd_err *err);
+/* Puts the free drafter first (suffix drafting over a cross-request memory)
+ * ahead of auto d's n-gram lookup: its proposal when it has one, else the
+ * n-gram's. Takes ownership of first (emptied). */
+void sd_drafter_auto_put_first(sd_drafter *d, sd_drafter *first);
 
 #endif

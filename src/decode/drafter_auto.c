@@ -1,6 +1,7 @@
 /* "auto" (DESIGN.md §3, both at once): n-gram lookup first — free, and it
  * wins on extractive spans — and the draft model when the n-gram has no
- * match. A stochastic draft model makes this drafter stochastic: n-gram
+ * match. With a cross-request suffix memory, suffix drafting goes before the
+ * n-gram (it sees the context too, and earlier outputs). A stochastic draft model makes this drafter stochastic: n-gram
  * proposals then report one-hot q rows. */
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "decode/drafter.h"
 
 typedef struct auto_drafter {
+    sd_drafter first;        /* a free drafter before the n-gram (suffix); propose NULL = none */
     sd_drafter ngram, draft; /* draft.propose NULL = none */
     int32_t n_vocab;
 } auto_drafter;
@@ -16,7 +18,8 @@ typedef struct auto_drafter {
 static int auto_propose_free(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,
                              sd_err *err) {
     auto_drafter *a = self;
-    int got = a->ngram.propose(a->ngram.self, ctx, n, k, out, NULL, err);
+    int got = a->first.propose ? a->first.propose(a->first.self, ctx, n, k, out, NULL, err) : 0;
+    if (got == 0) got = a->ngram.propose(a->ngram.self, ctx, n, k, out, NULL, err);
     if (got > 0 && q && a->draft.stochastic) {
         memset(q, 0, (size_t)got * (size_t)a->n_vocab * sizeof *q);
         for (int i = 0; i < got; i++) q[(size_t)i * (size_t)a->n_vocab + (size_t)out[i]] = 1;
@@ -45,17 +48,20 @@ static int auto_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) 
 
 static int auto_probe(void *self, const int32_t *ctx, int32_t n, int32_t *out) {
     auto_drafter *a = self;
+    if (a->first.probe && a->first.probe(a->first.self, ctx, n, out)) return 1;
     return a->ngram.probe(a->ngram.self, ctx, n, out);
 }
 
 static void auto_reset(void *self) {
     auto_drafter *a = self;
+    if (a->first.reset) a->first.reset(a->first.self);
     if (a->ngram.reset) a->ngram.reset(a->ngram.self);
     if (a->draft.reset) a->draft.reset(a->draft.self);
 }
 
 static void auto_accepted(void *self, const int32_t *ctx, int32_t n, int n_accepted) {
     auto_drafter *a = self;
+    if (a->first.accepted) a->first.accepted(a->first.self, ctx, n, n_accepted);
     if (a->ngram.accepted) a->ngram.accepted(a->ngram.self, ctx, n, n_accepted);
     if (a->draft.accepted) a->draft.accepted(a->draft.self, ctx, n, n_accepted);
 }
@@ -67,6 +73,7 @@ static int64_t auto_n_forwards(void *self) {
 
 static void auto_free(void *self) {
     auto_drafter *a = self;
+    sd_drafter_free(&a->first);
     sd_drafter_free(&a->ngram);
     sd_drafter_free(&a->draft);
     free(a);
@@ -88,4 +95,11 @@ sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *dra
                       .guess = a->draft.propose ? auto_guess : NULL,
                       .n_forwards = auto_n_forwards, .free = auto_free};
     return SD_OK;
+}
+
+void sd_drafter_auto_put_first(sd_drafter *d, sd_drafter *first) {
+    auto_drafter *a = d->self;
+    sd_drafter_free(&a->first);
+    a->first = *first;
+    *first = (sd_drafter){0};
 }

@@ -196,6 +196,7 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
     if (!spec) gp.spec = SPECDEC_SPEC_NONE;
     else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
     gp.abort = stop_requested;
+    gp.suffix_cache = s->suffix;
     turn t = {.tty = tty};
     specdec_reasoning_init(s->model, &cp, &t.think, NULL);
     specdec_stats st;

@@ -45,7 +45,10 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off;\n"
                    "                           used with --parallel 1)\n"
                    "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
-                   "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n",
+                   "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
+                   "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
+                   "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none;\n"
+                   "                           used with --parallel 1)\n",
                 front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
@@ -90,13 +93,14 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
     else if (!strcmp(a, "--cache-ram")) { if (!num(a, v, 0, 1 << 20, &x)) return 2; o->cache_ram_mib = x; }
     else if (!strcmp(a, "--drain-timeout")) { if (!num(a, v, 0, 86400, &x)) return 2; o->drain_timeout_s = x; }
+    else if (!strcmp(a, "--suffix-tokens")) { if (!num(a, v, 0, 2147483647.0, &x)) return 2; o->suffix_tokens = (int64_t)x; }
     else return 1;
     return 0;
 }
 
 static bool is_own_flag(bool serve, const char *a) {
     static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping",
-                                       "--parallel", "--cache-ram", "--drain-timeout"};
+                                       "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens"};
     if (!strcmp(a, "--chat-template")) return true;
     for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
         if (!strcmp(a, http[i])) return true;
@@ -114,7 +118,7 @@ static void take_options(server_opts *o, const specdec_options *so) {
 
 int front_parse(int argc, char **argv, bool serve, server_opts *o) {
     *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15,
-                      .cache_ram_mib = 2048, .drain_timeout_s = 30};
+                      .cache_ram_mib = 2048, .drain_timeout_s = 30, .suffix_tokens = FRONT_SUFFIX_TOKENS};
     specdec_options so = specdec_options_default();
     so.gen.temperature = 0.8f;
     so.gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
@@ -185,6 +189,10 @@ bool front_load(server *s) {
             return false;
         }
     }
+    if (s->opts.suffix_tokens > 0 && specdec_suffix_cache_init(s->opts.suffix_tokens, &s->suffix, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
     if (specdec_chat_template_resolve(s->model, s->opts.chat_template, &s->template_family, &err)) {
         if (s->opts.chat_template) { /* an explicit bad name is a usage error */
             fprintf(stderr, "specdec: %s\n", err.message);
@@ -202,6 +210,8 @@ bool front_load(server *s) {
 void front_unload(server *s) {
     specdec_batch_free(s->batch);
     s->batch = NULL;
+    specdec_suffix_cache_free(s->suffix);
+    s->suffix = NULL;
     specdec_context_free(s->ctx);
     specdec_model_free(s->draft);
     specdec_model_free(s->model);

@@ -12,6 +12,7 @@
  * that a few turns fit a small context. */
 #define FRONT_CHAT_N_PREDICT 256
 #define FRONT_CHAT_N_PREDICT_TEXT "256"
+#define FRONT_SUFFIX_TOKENS 16384 /* the suffix memory: a few hundred answers, at most ~44 MiB */
 
 /* Parses argv (argv[0] = the command). Returns 0 to go on, -1 after --help
  * (exit 0), 2 on a usage error (message printed). serve: whether the HTTP

@@ -34,6 +34,7 @@ typedef struct server_opts {
     double drain_timeout_s;         /* SIGTERM: how long in-flight requests may take to finish */
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
+    int64_t suffix_tokens;          /* the suffix memory's budget in tokens (--suffix-tokens); 0 = none */
 } server_opts;
 
 /* One generated piece as the inference thread delivered it. */
@@ -78,6 +79,9 @@ typedef struct server {
     server_opts opts;
     specdec_model *model, *draft;
     specdec_context *ctx;
+    /* The outputs of earlier requests, for suffix drafting (--spec suffix,
+     * auto): kept for the server's lifetime, used by one generation at a time. */
+    specdec_suffix_cache *suffix;
     const char *template_family; /* resolved chat formatter, NULL if none fits (chat requests get 400) */
     char template_error[512];
     char model_id[256];

@@ -32,7 +32,7 @@ defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, 
                 check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2)
 for k, v in defaults.items():
     check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
-check(not d.abort and not d.stop, "default abort/stop are not NULL")
+check(not d.abort and not d.stop and not d.suffix_cache, "default abort/stop/suffix_cache are not NULL")
 check(specdec.version() == specdec.__version__, "library %s, package %s" % (specdec.version(), specdec.__version__))
 
 llm = specdec.LLM(target, draft_path=draft)

@@ -54,7 +54,10 @@ static void usage(FILE *f) {
         "  --membw-mb M     array size of the bandwidth probe in MiB, >> last-level cache (default 256)\n"
         "  --json FILE      the same data as JSON\n"
         "  --plot FILE      SVG: c_v(S) and speedup vs K (needs the cv table in --tables)\n"
-        "  --greedy-ids TEXT  only print the greedy token ids of TEXT (n tokens) and exit\n");
+        "  --greedy-ids TEXT  only print the greedy token ids of TEXT (n tokens) and exit\n"
+        "  --trace FILE     replay an agentic trace (bench/traces/) sharing one suffix memory: greedy,\n"
+        "                   ngram, suffix and auto; takes only -m, -md, -n, -k, -t, --reps and\n"
+        "                   --suffix-tokens N (the memory's budget, default 16384)\n");
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -349,7 +352,11 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     return st;
 }
 
+int bench_trace_main(int argc, char **argv); /* bench_trace.c */
+
 int cmd_bench(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) /* the trace replay has options of its own */
+        if (!strcmp(argv[i], "--trace")) return bench_trace_main(argc, argv);
     bench_opts o;
     const char *greedy_text = NULL;
     int rc = parse_args(argc, argv, &o, &greedy_text);
