@@ -105,7 +105,9 @@ static void md_ksweep(const bench_env *e, const bench_results *r) {
 
 static void md_oracle(const bench_env *e, const bench_results *r) {
     const int k = bench_oracle_k(e->o);
-    printf("## Synthetic acceptance (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
+    printf("## Synthetic acceptance (oracle drafter, %s, prompt `%s`)\n\n",
+           e->o->oracle_gate ? "adaptive K, gate on" : "fixed K, gate off", e->prompts[0].name);
+    printf("K = %d%s.\n\n", k, e->o->oracle_gate ? " at most" : "");
     printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
            "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
            r->oracle_greedy_tok_s);
@@ -241,6 +243,7 @@ void bench_print_markdown(const bench_env *e, const bench_results *r) {
     if (r->n_win) md_window(e, r);
     if (r->gate_present) md_gate(e, r);
     if (r->ab_present) md_ab(e, r);
+    bench_experts_print(e, r);
     fflush(stdout);
 }
 

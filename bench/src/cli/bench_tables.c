@@ -290,7 +290,8 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + head (bench_head_name) */
     memset(acc, 0, sizeof acc);
     memset(acc_cost, 0, sizeof acc_cost);
-    sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, false, false);
+    /* --oracle-gate 1: K adaptive up to k and the hit-rate gate on, as generate decodes */
+    sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, o->oracle_gate, o->oracle_gate);
     sd_status st = SD_OK;
     for (int rep = 0; !st && rep < reps; rep++) {
         bench_run run;
