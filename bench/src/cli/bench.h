@@ -96,6 +96,7 @@ typedef struct bench_mode_row {
 typedef struct bench_prompt_row {
     const bench_prompt *p;
     double greedy_tok_s, prefill_tok_s;
+    double loop_share; /* of the greedy output: tokens whose 8-gram (ending there) occurred before in prompt + output */
     bench_mode_row mode[BENCH_N_DRAFTERS];
 } bench_prompt_row;
 
