@@ -148,7 +148,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
                                         "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
-                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k",
+                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k", "--oracle-gate",
                                         "--isa"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
