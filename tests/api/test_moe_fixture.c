@@ -1,6 +1,10 @@
-/* The trained mixture-of-experts fixture (models/fixture-moe-target.gguf,
- * qwen3moe, 16 experts, 4 per token; models/README.md) through the public
- * API (include/specdec.h):
+/* The trained mixture-of-experts fixtures through the public API
+ * (include/specdec.h): models/fixture-moe-target.gguf (qwen3moe, 16 experts,
+ * 4 per token) and models/fixture-q35moe-target.gguf (qwen35moe: the hybrid
+ * with routed + shared experts and an MTP block); models/README.md.
+ *  - qwen35moe: LOSSLESS for n-gram, the hybrid draft fixture, auto and the
+ *    MTP block under every rollback discipline, greedy and sampled;
+ * On the qwen3moe fixture:
  *  - LOSSLESS: on every bench prompt (bench/prompts/ *.txt), n-gram, the
  *    dense draft fixture (models/fixture-draft.gguf, same tokenizer) and
  *    auto (n-gram + draft) give plain greedy decoding's tokens exactly, and
@@ -29,6 +33,8 @@
 
 #define TARGET "models/fixture-moe-target.gguf"
 #define DRAFT "models/fixture-draft.gguf"
+#define Q35_TARGET "models/fixture-q35moe-target.gguf"
+#define Q35_DRAFT "models/fixture-q35-draft.gguf"
 enum { N_PREDICT = 32, MAX_PROMPTS = 16 };
 
 /* The bench prompts' texts (their "class:" line dropped), malloc'd. */
@@ -80,17 +86,24 @@ static specdec_generate_params params(specdec_spec_mode spec, bool sampled, int 
     return gp;
 }
 
-static void test_lossless(void **state) {
-    (void)state;
+/* One drafter setup on a fixture: a spec mode and (hybrid targets) a rollback discipline. */
+typedef struct setup {
+    const char *name;
+    specdec_spec_mode mode;
+    specdec_rollback rb;
+    bool must_accept; /* accepted > 0 over all prompts */
+} setup;
+
+/* Every setup on every prompt, greedy and sampled, against plain decoding in
+ * its own context; every setup must have drafted, and accepted somewhere. */
+static void lossless_on(const char *target, const char *arch, const char *draft, const setup *su, int n_su) {
     static char *P[MAX_PROMPTS];
     const int n_p = read_prompts(P);
     assert_true(n_p >= 3);
-    specdec_model *tm = api_load(TARGET), *dm = api_load(DRAFT);
-    assert_string_equal(specdec_model_arch(tm), "qwen3moe");
+    specdec_model *tm = api_load(target), *dm = api_load(draft);
+    assert_string_equal(specdec_model_arch(tm), arch);
     specdec_context *plain = api_context(tm, NULL, 0), *spec = api_context(tm, dm, 0);
-    const struct { specdec_spec_mode mode; const char *name; } modes[] = {
-        {SPECDEC_SPEC_NGRAM, "ngram"}, {SPECDEC_SPEC_DRAFT, "draft"}, {SPECDEC_SPEC_AUTO, "auto"}};
-    int64_t acc[3] = {0}, drafted[3] = {0};
+    int64_t acc[8] = {0}, drafted[8] = {0};
     int runs = 0;
     for (int sampled = 0; sampled < 2; sampled++) {
         for (int i = 0; i < n_p; i++) {
@@ -100,13 +113,14 @@ static void test_lossless(void **state) {
             gp.check_lossless = false;
             const int32_t n_want = run(plain, tm, P[i], &gp, want, &st);
             assert_int_equal(n_want, N_PREDICT);
-            for (int d = 0; d < 3; d++) {
-                gp = params(modes[d].mode, sampled, i);
+            for (int d = 0; d < n_su; d++) {
+                gp = params(su[d].mode, sampled, i);
+                gp.hybrid_rollback = su[d].rb;
                 const int32_t n = run(spec, tm, P[i], &gp, got, &st);
                 int32_t j = 0;
                 while (j < n && got[j] == want[j]) j++;
                 if (n != n_want || j != n)
-                    fail_msg("%s %s prompt %d: token %d differs from plain decoding (%d vs %d)", modes[d].name,
+                    fail_msg("%s %s %s prompt %d: token %d differs from plain decoding (%d vs %d)", target, su[d].name,
                              sampled ? "sampled" : "greedy", i, j, j < n ? got[j] : -1, j < n_want ? want[j] : -1);
                 if (!sampled) {
                     assert_true(st.lossless_checked);
@@ -117,17 +131,40 @@ static void test_lossless(void **state) {
             }
         }
     }
-    for (int d = 0; d < 3; d++) {
-        printf("%-6s α %lld/%lld\n", modes[d].name, (long long)acc[d], (long long)drafted[d]);
+    for (int d = 0; d < n_su; d++) {
+        printf("%s %-16s α %lld/%lld\n", arch, su[d].name, (long long)acc[d], (long long)drafted[d]);
         assert_true(drafted[d] > 0);
+        if (su[d].must_accept) assert_true(acc[d] > 0);
     }
-    assert_true(acc[0] > 0 && acc[1] > 0 && acc[2] > 0);
-    printf("LOSSLESS %d/%d runs (%d prompts, greedy and sampled)\n", runs, runs, n_p);
+    printf("%s: LOSSLESS %d/%d runs (%d prompts, greedy and sampled)\n", arch, runs, runs, n_p);
     for (int i = 0; i < n_p; i++) free(P[i]);
     specdec_context_free(spec);
     specdec_context_free(plain);
     specdec_model_free(dm);
     specdec_model_free(tm);
+}
+
+static void test_lossless(void **state) {
+    (void)state;
+    static const setup su[] = {{"ngram", SPECDEC_SPEC_NGRAM, SPECDEC_ROLLBACK_AUTO, true},
+                               {"draft", SPECDEC_SPEC_DRAFT, SPECDEC_ROLLBACK_AUTO, true},
+                               {"auto", SPECDEC_SPEC_AUTO, SPECDEC_ROLLBACK_AUTO, true}};
+    lossless_on(TARGET, "qwen3moe", DRAFT, su, 3);
+}
+
+/* The qwen35moe fixture (hybrid + experts + MTP block): n-gram, its hybrid
+ * draft model, auto (n-gram + MTP), and the MTP block under every rollback
+ * discipline. */
+static void test_lossless_q35moe(void **state) {
+    (void)state;
+    static const setup su[] = {{"ngram", SPECDEC_SPEC_NGRAM, SPECDEC_ROLLBACK_AUTO, true},
+                               {"draft", SPECDEC_SPEC_DRAFT, SPECDEC_ROLLBACK_AUTO, false},
+                               {"auto", SPECDEC_SPEC_AUTO, SPECDEC_ROLLBACK_AUTO, true},
+                               {"mtp replay", SPECDEC_SPEC_MTP, SPECDEC_ROLLBACK_REPLAY, true},
+                               {"mtp checkpoint", SPECDEC_SPEC_MTP, SPECDEC_ROLLBACK_CHECKPOINT, true},
+                               {"mtp redecode", SPECDEC_SPEC_MTP, SPECDEC_ROLLBACK_REDECODE, true},
+                               {"mtp window", SPECDEC_SPEC_MTP, SPECDEC_ROLLBACK_WINDOW, true}};
+    lossless_on(Q35_TARGET, "qwen35moe", Q35_DRAFT, su, 7);
 }
 
 static bool contains(const char *s, const char *w) { return strstr(s, w) != NULL; }
@@ -171,6 +208,7 @@ static void test_coherent_greedy(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lossless),
+        cmocka_unit_test(test_lossless_q35moe),
         cmocka_unit_test(test_coherent_greedy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent float64 reference forward for llama / qwen2 / qwen3 / qwen3moe / qwen35 GGUF files.
+"""Independent float64 reference forward for llama / qwen2 / qwen3 / qwen3moe / qwen35 / qwen35moe GGUF files.
 
 usage: torch_ref.py MODEL.gguf --tokens 1,2,3 --out logits.f32 [--threads N] [--kv-f16]
                     [--mtp-out mtp.f32]
@@ -34,6 +34,8 @@ Written from the format and model definitions, sharing no code with the C engine
     V head h uses Q/K head h mod H_k; beta = sigmoid, g = softplus(alpha + dt_bias) * ssm_a;
     S <- e^g S, delta = beta (v - S^T k), S += k delta^T, o = S^T q / sqrt(S_k); RMSNorm(o; ssm_norm)
     * SiLU(z); ssm_out. The MTP block (graph_mtp) on request (--mtp-out).
+  qwen35moe (src/models/qwen35moe.cpp): qwen35 with every FFN (the MTP block's too) = the routed
+    experts of qwen3moe + sigmoid(ffn_gate_inp_shexp . n) * the shared expert (ffn_*_shexp, SwiGLU).
 Weights are dequantized per layer to float64 and all arithmetic is float64.
 """
 import argparse
@@ -295,7 +297,10 @@ class Qwen35Params:
     """Hyperparameters of a qwen35 file (llama.cpp src/models/qwen35.cpp load_arch_hparams)."""
 
     def __init__(self, g):
-        kv = lambda k, d=None: g.kv.get(f"qwen35.{k}", d)  # noqa: E731
+        arch = g.kv.get("general.architecture")
+        kv = lambda k, d=None: g.kv.get(f"{arch}.{k}", d)  # noqa: E731
+        self.moe = arch == "qwen35moe"
+        self.n_expert, self.n_expert_used = kv("expert_count"), kv("expert_used_count")
         self.n_all = kv("block_count")
         self.n_mtp = kv("nextn_predict_layers", 0)
         self.n_embd = kv("embedding_length")
@@ -385,9 +390,14 @@ def gated_delta_net(g, hp, i, x):
     return o.reshape(T, Hv * S) @ t("ssm_out.weight").T
 
 
-def ffn(g, i, x, eps):
+def ffn(g, i, x, eps, hp=None):
     t = lambda n: g.tensor(f"blk.{i}.{n}")  # noqa: E731
     h = rms_norm(x, t("post_attention_norm.weight"), eps)
+    if hp is not None and hp.moe:
+        shexp = (torch.nn.functional.silu(h @ t("ffn_gate_shexp.weight").T) * (h @ t("ffn_up_shexp.weight").T)) \
+            @ t("ffn_down_shexp.weight").T
+        gate = torch.sigmoid(h @ t("ffn_gate_inp_shexp.weight").reshape(-1))[:, None]
+        return x + moe_ffn(g, i, h, hp.n_expert, hp.n_expert_used) + gate * shexp
     return x + (torch.nn.functional.silu(h @ t("ffn_gate.weight").T) * (h @ t("ffn_up.weight").T)) \
         @ t("ffn_down.weight").T
 
@@ -403,7 +413,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
         h = rms_norm(x, g.tensor(f"blk.{i}.attn_norm.weight"), hp.eps)
         x = x + (gated_delta_net(g, hp, i, h) if hp.recurrent[i]
                  else gated_attention(g, hp, i, h, pos, kv_f16))
-        x = ffn(g, i, x, hp.eps)
+        x = ffn(g, i, x, hp.eps, hp)
     hidden = rms_norm(x, g.tensor("output_norm.weight"), hp.eps)
     head = g.tensor("output.weight") if g.has("output.weight") else emb
     logits = hidden @ head.T
@@ -417,7 +427,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
     e = rms_norm(memb[torch.tensor(tokens[1:])], t("enorm.weight"), hp.eps)
     c = torch.cat([e, rms_norm(hidden[:-1], t("hnorm.weight"), hp.eps)], -1) @ t("eh_proj.weight").T
     h = rms_norm(c, g.tensor(f"blk.{i}.attn_norm.weight"), hp.eps)
-    c = ffn(g, i, c + gated_attention(g, hp, i, h, pos[1:], kv_f16), hp.eps)
+    c = ffn(g, i, c + gated_attention(g, hp, i, h, pos[1:], kv_f16), hp.eps, hp)
     norm = (t("shared_head_norm.weight") if g.has(f"blk.{i}.nextn.shared_head_norm.weight")
             else g.tensor("output_norm.weight"))
     mhead = t("shared_head_head.weight") if g.has(f"blk.{i}.nextn.shared_head_head.weight") else head
@@ -425,7 +435,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
 
 
 def logits_of(g, tokens, kv_f16):
-    if g.kv.get("general.architecture") == "qwen35":
+    if g.kv.get("general.architecture") in ("qwen35", "qwen35moe"):
         return forward_qwen35(g, tokens, kv_f16)[0]
     return forward(g, tokens, kv_f16)
 
@@ -477,13 +487,13 @@ def main(argv):
         g = GGUF(a.model)
         if a.greedy:
             return greedy(g, tokens, a.greedy, a.kv_f16)
-        if g.kv.get("general.architecture") == "qwen35":
+        if g.kv.get("general.architecture") in ("qwen35", "qwen35moe"):
             logits, mtp = forward_qwen35(g, tokens, a.kv_f16, a.mtp_out is not None)
             if mtp is not None:
                 mtp.numpy().astype("<f4").tofile(a.mtp_out)
         else:
             if a.mtp_out:
-                raise ValueError("--mtp-out is only for qwen35 files")
+                raise ValueError("--mtp-out is only for qwen35 / qwen35moe files")
             logits = forward(g, tokens, a.kv_f16)
         logits.numpy().astype("<f4").tofile(a.out)
     except (OSError, ValueError, KeyError, RuntimeError, IndexError) as e:
