@@ -50,11 +50,21 @@ static void add_evidence(sd_gate *g, double hits, double trials) {
 
 double sd_gate_alpha(const sd_gate *g) { return g->trials > 0 ? g->hits / g->trials : 0; }
 
+/* Past the largest measured S' the curve continues at the steeper of
+ * CV_SLOPE and its own mean slope (c_v(S') - 1) / (S' - 1). A dense model's
+ * c_v grows by a few percent per row, so CV_SLOPE rules; a mixture of experts
+ * reads the union of its rows' experts (docs/MOE.md), c_v(2) can be 1.5 or
+ * more, and a fixed +0.1 per row would promise a K = 8 window for the price
+ * of c_v(3) or so. The union saturates, so the straight line through
+ * (1, 1) and (S', c_v(S')) errs on the expensive side: K grows only once a
+ * longer window was actually timed. */
 double sd_gate_cv(const sd_gate *g, int32_t S) {
     if (!t1_known(g) || S < 1) return -1;
     int32_t s = S <= SD_GATE_MAX_S ? S : SD_GATE_MAX_S;
     while (g->t_fwd[s] <= 0) s--; /* stops at 1 */
-    return g->t_fwd[s] / g->t_fwd[1] + CV_SLOPE * (double)(S - s);
+    const double cv = g->t_fwd[s] / g->t_fwd[1];
+    const double slope = s > 1 && (cv - 1) / (s - 1) > CV_SLOPE ? (cv - 1) / (s - 1) : CV_SLOPE;
+    return cv + slope * (double)(S - s);
 }
 
 double sd_gate_predicted_speedup(const sd_gate *g, int32_t k) {

@@ -73,8 +73,10 @@ void sd_gate_time_probe(sd_gate *g, double seconds);
 /* The acceptance estimate α̂ in [0, 1]. */
 double sd_gate_alpha(const sd_gate *g);
 /* c_v(S) from the measured times: t(S) / t(1); an unmeasured S is
- * extrapolated from the nearest measured S' < S at +0.1 per row. Returns a
- * negative value while t(1) is unknown. */
+ * extrapolated from the nearest measured S' < S at +0.1 per row, or at the
+ * measured mean slope (c_v(S') - 1) / (S' - 1) where that is steeper (a
+ * mixture-of-experts target, whose window reads the union of its experts).
+ * Returns a negative value while t(1) is unknown. */
 double sd_gate_cv(const sd_gate *g, int32_t S);
 /* DESIGN.md §2's predicted speedup of a round of k at the current α̂, c_v and
  * r; negative while t(1) is unknown. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "decode/gate.h"
 
@@ -141,6 +142,78 @@ static void test_k_follows_costs(void **state) {
     assert_true(max_k >= 2 && max_k <= 4);
 }
 
+/* A mixture-of-experts target (docs/MOE.md): a window of S rows reads the
+ * union u(S) of their experts. Modelled as E = 128, k = 8, independent
+ * routing, u(S) = E (1 - (1 - k/E)^S), expert bytes 60 % of a token's reads:
+ * c_v(S) = 0.4 + 0.6 u(S) / k (c_v(2) = 1.56, c_v(9) = 4.7). */
+static double moe_cv(int S) {
+    return 0.4 + 0.6 * 128.0 * (1 - pow(1 - 8.0 / 128.0, S)) / 8.0;
+}
+
+/* Only t(1) and t(2) measured on that curve: the extrapolation follows the
+ * measured slope, so at α = 0.7 a K = 8 window is predicted to lose and
+ * K = 1 to win (a fixed +0.1 per row would predict c_v(9) = 2.26 and a
+ * K = 8 speedup of 1.41). */
+static void test_moe_extrapolation(void **state) {
+    (void)state;
+    sd_gate g = make(false, 4);
+    sd_gate_time_forward(&g, 1, moe_cv(1));
+    sd_gate_time_forward(&g, 2, moe_cv(2));
+    const double cv2 = moe_cv(2) / moe_cv(1);
+    assert_float_equal(sd_gate_cv(&g, 9), cv2 + 7 * (cv2 - 1), 1e-12);
+    assert_true(sd_gate_cv(&g, 9) >= moe_cv(9) / moe_cv(1)); /* errs on the expensive side */
+    g.hits = 0.7, g.trials = 1.0;
+    assert_true(sd_gate_predicted_speedup(&g, 8) < 1.0);
+    assert_true(sd_gate_predicted_speedup(&g, 1) > 1.0);
+}
+
+/* The decode loop on that MoE curve with a free drafter of fixed α: the gate
+ * times what it runs (plain steps, windows of k + 1), chooses K and closes
+ * by itself. Its tokens per unit of target time must never fall below
+ * plain decoding's (1 per c_v(1)) by more than the calibration and probing
+ * margin, at any α; and where a short window pays (α = 0.9) it must gain. */
+static double moe_decode_ratio(double alpha) {
+    sd_gate g = make(false, 4);
+    long tried = 0, hit = 0;
+    double cost = 0, tokens = 0;
+    for (int step = 0; step < 2000; step++) {
+        int k = sd_gate_k(&g);
+        if (k == 0) { /* a plain step; closed: a shadow probe of the free drafter */
+            cost += moe_cv(1), tokens += 1;
+            sd_gate_time_forward(&g, 1, moe_cv(1));
+            bool run_model;
+            if (sd_gate_probe_due(&g, &run_model)) {
+                ++tried;
+                bool h = (long)(alpha * (double)tried + 0.5) > hit;
+                hit += h;
+                sd_gate_probe_result(&g, h, run_model);
+            }
+            continue;
+        }
+        int j = 0;
+        while (j < k) {
+            ++tried;
+            if ((long)(alpha * (double)tried + 0.5) <= hit) break;
+            ++hit, ++j;
+        }
+        cost += moe_cv(k + 1), tokens += j + 1;
+        sd_gate_time_forward(&g, k + 1, moe_cv(k + 1));
+        sd_gate_round(&g, k, j);
+    }
+    return tokens / cost * moe_cv(1);
+}
+
+static void test_moe_never_slower(void **state) {
+    (void)state;
+    const double alphas[] = {0.0, 0.3, 0.5, 0.7, 0.9};
+    for (size_t i = 0; i < sizeof alphas / sizeof alphas[0]; i++) {
+        double ratio = moe_decode_ratio(alphas[i]);
+        printf("MoE c_v curve, α %.1f: speedup %.3f\n", alphas[i], ratio);
+        assert_true(ratio >= 0.98);
+    }
+    assert_true(moe_decode_ratio(0.9) > 1.1);
+}
+
 /* G = 0: the gate is off, whatever the costs say. */
 static void test_gate_off(void **state) {
     (void)state;
@@ -159,6 +232,8 @@ int main(void) {
         cmocka_unit_test(test_probe_budget),
         cmocka_unit_test(test_k_follows_costs),
         cmocka_unit_test(test_gate_off),
+        cmocka_unit_test(test_moe_extrapolation),
+        cmocka_unit_test(test_moe_never_slower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent float64 reference forward for llama / qwen2 / qwen3 / qwen35 GGUF files.
+"""Independent float64 reference forward for llama / qwen2 / qwen3 / qwen3moe / qwen35 / qwen35moe GGUF files.
 
 usage: torch_ref.py MODEL.gguf --tokens 1,2,3 --out logits.f32 [--threads N] [--kv-f16]
                     [--mtp-out mtp.f32]
@@ -19,6 +19,10 @@ Written from the format and model definitions, sharing no code with the C engine
            divides theta (llama 3 style).
     qwen2: Q/K/V biases, RoPE NEOX mode, rotating (i, i + n_rot/2).
     qwen3: per-head RMSNorm of Q and K (attn_q_norm / attn_k_norm) before RoPE, NEOX mode.
+    qwen3moe (src/models/qwen3moe.cpp, llama-graph.cpp build_moe_ffn; docs/MOE.md): qwen3 with
+      the FFN = routed experts: p = softmax(ffn_gate_inp . n), the expert_used_count largest
+      (ties to the lower id), weights p_j / sum p_j (sum clamped at 2^-14), each expert
+      down_e . (silu(gate_e . n) * up_e . n) from the 3-D ffn_{gate,up,down}_exps, summed.
   theta_i = pos * freq_base^(-2i/n_rot) for pair i; dims past n_rot are not rotated.
   qwen35 (hybrid; llama.cpp src/models/qwen35.cpp, delta-net-base.cpp): trunk = block_count -
     nextn_predict_layers layers, each Gated DeltaNet (attention.recurrent_layers, else
@@ -30,6 +34,8 @@ Written from the format and model definitions, sharing no code with the C engine
     V head h uses Q/K head h mod H_k; beta = sigmoid, g = softplus(alpha + dt_bias) * ssm_a;
     S <- e^g S, delta = beta (v - S^T k), S += k delta^T, o = S^T q / sqrt(S_k); RMSNorm(o; ssm_norm)
     * SiLU(z); ssm_out. The MTP block (graph_mtp) on request (--mtp-out).
+  qwen35moe (src/models/qwen35moe.cpp): qwen35 with every FFN (the MTP block's too) = the routed
+    experts of qwen3moe + sigmoid(ffn_gate_inp_shexp . n) * the shared expert (ffn_*_shexp, SwiGLU).
 Weights are dequantized per layer to float64 and all arithmetic is float64.
 """
 import argparse
@@ -178,7 +184,7 @@ def embed(g, tokens):
 
 def forward(g, tokens, kv_f16=False):
     arch = g.kv.get("general.architecture")
-    if arch not in ("llama", "qwen2", "qwen3"):
+    if arch not in ("llama", "qwen2", "qwen3", "qwen3moe"):
         raise ValueError(f"unsupported architecture {arch!r}")
     kv = lambda k, d=None: g.kv.get(f"{arch}.{k}", d)  # noqa: E731
     n_layer = kv("block_count")
@@ -208,7 +214,7 @@ def forward(g, tokens, kv_f16=False):
         q = q.view(S, n_head, head_dim)
         k = k.view(S, n_head_kv, head_dim)
         v = v.view(S, n_head_kv, v_dim)
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3moe"):
             q = rms_norm(q, t("attn_q_norm.weight"), eps)
             k = rms_norm(k, t("attn_k_norm.weight"), eps)
         q, k = rope(q, pos, n_rot, base, neox, ff), rope(k, pos, n_rot, base, neox, ff)
@@ -221,11 +227,36 @@ def forward(g, tokens, kv_f16=False):
         a = torch.einsum("hst,thd->shd", att, v).reshape(S, n_head * v_dim)
         x = x + a @ t("attn_output.weight").T
         h = rms_norm(x, t("ffn_norm.weight"), eps)
+        if arch == "qwen3moe":
+            x = x + moe_ffn(g, i, h, kv("expert_count"), kv("expert_used_count"))
+            continue
         gate = torch.nn.functional.silu(h @ t("ffn_gate.weight").T)
         x = x + (gate * (h @ t("ffn_up.weight").T)) @ t("ffn_down.weight").T
     x = rms_norm(x, g.tensor("output_norm.weight"), eps)
     out = g.tensor("output.weight") if g.has("output.weight") else emb
     return x @ out.T
+
+
+def moe_ffn(g, i, h, E, k):
+    """Routed experts of layer i on normed input h (S, n_embd) -> (S, n_embd)."""
+    if not isinstance(E, int) or not isinstance(k, int) or E < 1 or not 1 <= k <= E:
+        raise ValueError(f"bad expert_count {E!r} / expert_used_count {k!r}")
+    t = lambda n: g.tensor(f"blk.{i}.{n}")  # noqa: E731
+    router, gate, up, down = (t("ffn_gate_inp.weight"), t("ffn_gate_exps.weight"),
+                              t("ffn_up_exps.weight"), t("ffn_down_exps.weight"))
+    if router.shape[0] != E or gate.shape[0] != E or up.shape != gate.shape or down.shape[0] != E:
+        raise ValueError(f"blk.{i}: expert tensor shapes disagree with expert_count {E}")
+    p = (h @ router.T).softmax(-1)
+    y = torch.zeros_like(h)
+    for s in range(h.shape[0]):
+        # stable sort on -p: equal probabilities keep the lower expert id first
+        sel = sorted(range(E), key=lambda e: -float(p[s, e]))[:k]
+        w = p[s, sel]
+        w = w / max(float(w.sum()), 6.103515625e-5)
+        for j, e in enumerate(sel):
+            a = torch.nn.functional.silu(gate[e] @ h[s]) * (up[e] @ h[s])
+            y[s] += w[j] * (down[e] @ a)
+    return y
 
 
 def rope_sections_mask(n_rot, sections):
@@ -266,7 +297,10 @@ class Qwen35Params:
     """Hyperparameters of a qwen35 file (llama.cpp src/models/qwen35.cpp load_arch_hparams)."""
 
     def __init__(self, g):
-        kv = lambda k, d=None: g.kv.get(f"qwen35.{k}", d)  # noqa: E731
+        arch = g.kv.get("general.architecture")
+        kv = lambda k, d=None: g.kv.get(f"{arch}.{k}", d)  # noqa: E731
+        self.moe = arch == "qwen35moe"
+        self.n_expert, self.n_expert_used = kv("expert_count"), kv("expert_used_count")
         self.n_all = kv("block_count")
         self.n_mtp = kv("nextn_predict_layers", 0)
         self.n_embd = kv("embedding_length")
@@ -356,9 +390,14 @@ def gated_delta_net(g, hp, i, x):
     return o.reshape(T, Hv * S) @ t("ssm_out.weight").T
 
 
-def ffn(g, i, x, eps):
+def ffn(g, i, x, eps, hp=None):
     t = lambda n: g.tensor(f"blk.{i}.{n}")  # noqa: E731
     h = rms_norm(x, t("post_attention_norm.weight"), eps)
+    if hp is not None and hp.moe:
+        shexp = (torch.nn.functional.silu(h @ t("ffn_gate_shexp.weight").T) * (h @ t("ffn_up_shexp.weight").T)) \
+            @ t("ffn_down_shexp.weight").T
+        gate = torch.sigmoid(h @ t("ffn_gate_inp_shexp.weight").reshape(-1))[:, None]
+        return x + moe_ffn(g, i, h, hp.n_expert, hp.n_expert_used) + gate * shexp
     return x + (torch.nn.functional.silu(h @ t("ffn_gate.weight").T) * (h @ t("ffn_up.weight").T)) \
         @ t("ffn_down.weight").T
 
@@ -374,7 +413,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
         h = rms_norm(x, g.tensor(f"blk.{i}.attn_norm.weight"), hp.eps)
         x = x + (gated_delta_net(g, hp, i, h) if hp.recurrent[i]
                  else gated_attention(g, hp, i, h, pos, kv_f16))
-        x = ffn(g, i, x, hp.eps)
+        x = ffn(g, i, x, hp.eps, hp)
     hidden = rms_norm(x, g.tensor("output_norm.weight"), hp.eps)
     head = g.tensor("output.weight") if g.has("output.weight") else emb
     logits = hidden @ head.T
@@ -388,7 +427,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
     e = rms_norm(memb[torch.tensor(tokens[1:])], t("enorm.weight"), hp.eps)
     c = torch.cat([e, rms_norm(hidden[:-1], t("hnorm.weight"), hp.eps)], -1) @ t("eh_proj.weight").T
     h = rms_norm(c, g.tensor(f"blk.{i}.attn_norm.weight"), hp.eps)
-    c = ffn(g, i, c + gated_attention(g, hp, i, h, pos[1:], kv_f16), hp.eps)
+    c = ffn(g, i, c + gated_attention(g, hp, i, h, pos[1:], kv_f16), hp.eps, hp)
     norm = (t("shared_head_norm.weight") if g.has(f"blk.{i}.nextn.shared_head_norm.weight")
             else g.tensor("output_norm.weight"))
     mhead = t("shared_head_head.weight") if g.has(f"blk.{i}.nextn.shared_head_head.weight") else head
@@ -396,7 +435,7 @@ def forward_qwen35(g, tokens, kv_f16=False, want_mtp=False):
 
 
 def logits_of(g, tokens, kv_f16):
-    if g.kv.get("general.architecture") == "qwen35":
+    if g.kv.get("general.architecture") in ("qwen35", "qwen35moe"):
         return forward_qwen35(g, tokens, kv_f16)[0]
     return forward(g, tokens, kv_f16)
 
@@ -448,13 +487,13 @@ def main(argv):
         g = GGUF(a.model)
         if a.greedy:
             return greedy(g, tokens, a.greedy, a.kv_f16)
-        if g.kv.get("general.architecture") == "qwen35":
+        if g.kv.get("general.architecture") in ("qwen35", "qwen35moe"):
             logits, mtp = forward_qwen35(g, tokens, a.kv_f16, a.mtp_out is not None)
             if mtp is not None:
                 mtp.numpy().astype("<f4").tofile(a.mtp_out)
         else:
             if a.mtp_out:
-                raise ValueError("--mtp-out is only for qwen35 files")
+                raise ValueError("--mtp-out is only for qwen35 / qwen35moe files")
             logits = forward(g, tokens, a.kv_f16)
         logits.numpy().astype("<f4").tofile(a.out)
     except (OSError, ValueError, KeyError, RuntimeError, IndexError) as e:

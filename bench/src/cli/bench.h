@@ -32,6 +32,7 @@
 #define BENCH_MAX_KS 8      /* K values of the window sweep */
 #define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
 #define BENCH_N_AB 2        /* the ab table's drafts: A (-md) and B (--draft-b) */
+#define BENCH_MAX_MOE_LAYERS 64 /* the experts table counts at most this many MoE layers */
 
 typedef struct bench_opts {
     const char *target, *draft, *prompts_dir, *json, *plot;
@@ -41,7 +42,8 @@ typedef struct bench_opts {
     int membw_mb;   /* bandwidth probe array size, MiB */
     int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
     bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
-    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate, t_ab;
+    bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate, t_ab, t_experts;
+    bool oracle_gate; /* oracle table: the decode defaults (adaptive K up to k, gate on) instead of a fixed K */
     bool drafters[BENCH_N_DRAFTERS]; /* which of BENCH_DRAFTER_NAMES the class table runs */
     double alphas[BENCH_MAX_ALPHAS];
     int n_alphas;
@@ -94,6 +96,7 @@ typedef struct bench_mode_row {
 typedef struct bench_prompt_row {
     const bench_prompt *p;
     double greedy_tok_s, prefill_tok_s;
+    double loop_share; /* of the greedy output: tokens whose 8-gram (ending there) occurred before in prompt + output */
     bench_mode_row mode[BENCH_N_DRAFTERS];
 } bench_prompt_row;
 
@@ -180,6 +183,17 @@ typedef struct bench_ab_row {
     bench_ab_cell cell[BENCH_MAX_ALPHAS + 1];
 } bench_ab_row;
 
+/* The experts table (bench_experts.c): per window size S, the distinct
+ * experts per MoE layer u(S) on real text and the bytes they make a window read. */
+typedef struct bench_experts_row {
+    bool present;
+    int n_layers, n_windows;
+    double u[BENCH_MAX_S + 1][BENCH_MAX_MOE_LAYERS]; /* [S][MoE layer]: mean over windows */
+    double u_mean[BENCH_MAX_S + 1], u_random[BENCH_MAX_S + 1];
+    double expert_bytes, rest_bytes;                 /* one expert (gate + up + down); the rest of one step */
+    double bytes[BENCH_MAX_S + 1], cv_bytes[BENCH_MAX_S + 1];
+} bench_experts_row;
+
 typedef struct bench_results {
     bench_prompt_row *rows;  /* [n_prompts] */
     int n_rows;
@@ -204,6 +218,7 @@ typedef struct bench_results {
     double ab_b_over_a[BENCH_MAX_ALPHAS + 1]; /* per cell: median over reps of B's tok/s over A's */
     double ab_greedy_tok_s, ab_target_ms;
     bool ab_present;
+    bench_experts_row experts;
 } bench_results;
 
 extern const char *const BENCH_DRAFTER_NAMES[BENCH_N_DRAFTERS];
@@ -275,6 +290,11 @@ sd_status bench_gate(bench_env *e, bench_results *r, sd_err *err);
  * alternated rep by rep with greedy: each draft's step time and r, the oracle
  * at each --alphas value paying that draft's time, the draft itself. */
 sd_status bench_ab(bench_env *e, bench_results *r, sd_err *err);
+/* bench_experts.c: on an MoE target, u(S) per layer for S = 1..17 on windows
+ * of the prompts' text, the expert bytes read and the c_v(S) they predict
+ * (nothing for a dense target); and its markdown. */
+sd_status bench_experts(bench_env *e, bench_results *r, sd_err *err);
+void bench_experts_print(const bench_env *e, const bench_results *r);
 void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* bench_report.c */

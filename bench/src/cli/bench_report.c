@@ -29,9 +29,10 @@ static void md_classes(const bench_env *e, const bench_results *r) {
                o->gate == 0 ? "off" : o->gate > 0 ? "on" : "as the decode default");
     else
         printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). ", o->k);
-    printf("α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill.\n\n");
-    printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
-    printf("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
+    printf("α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill; loop = share of "
+           "the greedy output whose 8-gram ending there occurred earlier in prompt + output.\n\n");
+    printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | loop | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
+    printf("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_rows; i++) {
         const bench_prompt_row *row = &r->rows[i];
         int shown = 0;
@@ -39,14 +40,14 @@ static void md_classes(const bench_env *e, const bench_results *r) {
             const bench_mode_row *m = &row->mode[d];
             if (!m->present) continue;
             shown++;
-            printf("| %s | %s | %d | %.1f | %.2f | %s | %.2f | %.2f× | %.3f | %.2f | %.2f | %d/%d |\n",
-                   row->p->name, row->p->cls, row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s,
+            printf("| %s | %s | %d | %.1f | %.2f | %.2f | %s | %.2f | %.2f× | %.3f | %.2f | %.2f | %d/%d |\n",
+                   row->p->name, row->p->cls, row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s, row->loop_share,
                    BENCH_DRAFTER_NAMES[d], m->tok_s, m->speedup, m->alpha, m->acc_per_round,
                    m->tok_per_fwd, m->lossless_ok, m->lossless_n);
         }
         if (!shown) /* --drafters none: greedy only */
-            printf("| %s | %s | %d | %.1f | %.2f | – | | | | | | |\n", row->p->name, row->p->cls,
-                   row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s);
+            printf("| %s | %s | %d | %.1f | %.2f | %.2f | – | | | | | | |\n", row->p->name, row->p->cls,
+                   row->p->n_ids, row->prefill_tok_s, row->greedy_tok_s, row->loop_share);
     }
     printf("\n");
 }
@@ -105,7 +106,9 @@ static void md_ksweep(const bench_env *e, const bench_results *r) {
 
 static void md_oracle(const bench_env *e, const bench_results *r) {
     const int k = bench_oracle_k(e->o);
-    printf("## Synthetic acceptance (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
+    printf("## Synthetic acceptance (oracle drafter, %s, prompt `%s`)\n\n",
+           e->o->oracle_gate ? "adaptive K, gate on" : "fixed K, gate off", e->prompts[0].name);
+    printf("K = %d%s.\n\n", k, e->o->oracle_gate ? " at most" : "");
     printf("The drafter proposes the target's own greedy continuation with each token corrupted with "
            "probability 1 − α; predicted = E(α,K) / c_v(K+1) (free drafts). greedy %.2f tok/s.\n\n",
            r->oracle_greedy_tok_s);
@@ -241,6 +244,7 @@ void bench_print_markdown(const bench_env *e, const bench_results *r) {
     if (r->n_win) md_window(e, r);
     if (r->gate_present) md_gate(e, r);
     if (r->ab_present) md_ab(e, r);
+    bench_experts_print(e, r);
     fflush(stdout);
 }
 
@@ -261,10 +265,11 @@ static json_t *json_classes(const bench_results *r) {
                           "accepted_per_round", num(m->acc_per_round), "tokens_per_target_forward",
                           num(m->tok_per_fwd), "lossless_ok", m->lossless_ok, "lossless_n", m->lossless_n));
         }
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:o,s:o,s:o}", "prompt", row->p->name,
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:o,s:o,s:o,s:o}", "prompt", row->p->name,
                                              "class", row->p->cls, "n_prompt", row->p->n_ids,
                                              "prefill_tok_s", num(row->prefill_tok_s),
-                                             "greedy_tok_s", num(row->greedy_tok_s), "drafters", modes));
+                                             "greedy_tok_s", num(row->greedy_tok_s),
+                                             "loop_share", num(row->loop_share), "drafters", modes));
     }
     return arr;
 }

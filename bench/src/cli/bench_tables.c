@@ -70,6 +70,29 @@ static bool drafter_available(const bench_env *e, int d) {
     return true;
 }
 
+/* How much of out (n tokens after prompt p) repeats itself: the share of its
+ * tokens whose 8-gram ending there occurred anywhere earlier in prompt +
+ * output. Random-weight and tiny trained models fall into loops; a speedup
+ * from a run that loops says little about real text (DESIGN.md §10). */
+#define LOOP_NGRAM 8
+static double loop_share(const bench_prompt *p, const int32_t *out, int32_t n) {
+    const int32_t N = p->n_ids + n;
+    int32_t *t = malloc((size_t)N * sizeof *t);
+    if (!t || n <= 0) return free(t), NAN;
+    memcpy(t, p->ids, (size_t)p->n_ids * sizeof *t);
+    memcpy(t + p->n_ids, out, (size_t)n * sizeof *t);
+    int32_t looped = 0;
+    for (int32_t i = p->n_ids; i < N; i++) {
+        if (i + 1 < LOOP_NGRAM) continue;
+        bool seen = false;
+        for (int32_t j = LOOP_NGRAM - 1; j < i && !seen; j++)
+            seen = !memcmp(t + j + 1 - LOOP_NGRAM, t + i + 1 - LOOP_NGRAM, LOOP_NGRAM * sizeof *t);
+        looped += seen;
+    }
+    free(t);
+    return (double)looped / n;
+}
+
 static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_row *row, int idx,
                               sd_err *err) {
     const bench_opts *o = e->o;
@@ -99,6 +122,7 @@ static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_
             if (!st) acc_add(&acc[d], &run);
         }
     }
+    if (!st) row->loop_share = loop_share(p, ref, n_ref);
     free(ref);
     if (st) return st;
     row->p = p;
@@ -290,7 +314,8 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
     mode_acc acc[BENCH_MAX_ALPHAS], acc_cost[2][BENCH_MAX_ALPHAS]; /* free, + draft model, + head (bench_head_name) */
     memset(acc, 0, sizeof acc);
     memset(acc_cost, 0, sizeof acc_cost);
-    sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, false, false);
+    /* --oracle-gate 1: K adaptive up to k and the hit-rate gate on, as generate decodes */
+    sd_spec_params plain = bench_params(o, k, false, false), sp = bench_params(o, k, o->oracle_gate, o->oracle_gate);
     sd_status st = SD_OK;
     for (int rep = 0; !st && rep < reps; rep++) {
         bench_run run;

@@ -33,13 +33,17 @@ static void usage(FILE *f) {
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
         "  -t T             threads (default 2)\n"
         "  -k K             draft tokens per round (default 8)\n"
-        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate,ab (default\n"
+        "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate,ab,experts (default\n"
         "                   classes,cv,ksweep,oracle,rollback). rollback: hybrid targets only, each\n"
         "                   rollback discipline at the --alphas; window: hybrid targets only, the window\n"
         "                   discipline's S/K sweep (--windows x --ks, K < S) at --window-alpha; gate:\n"
         "                   speculation at α = 0 with the decode defaults (gate on) against greedy;\n"
         "                   ab: draft A (-md) vs draft B (--draft-b), alternated in one run: step ms, r,\n"
-        "                   the oracle at the --alphas paying each draft's time, each draft itself\n"
+        "                   the oracle at the --alphas paying each draft's time, each draft itself;\n"
+        "                   experts: MoE targets only, distinct experts per layer u(S), S = 1..17, on\n"
+        "                   windows of the prompts' text, the expert bytes read and the c_v(S) they predict\n"
+        "  --oracle-gate 0|1 oracle table: 1 = the decode defaults (adaptive K up to -k, gate on)\n"
+        "                   instead of a fixed K = -k (default 0)\n"
         "  --windows LIST   window sizes S of the window table, 2..64 (default 9,13,17)\n"
         "  --ks LIST        draft lengths K of the window table, 1..16 (default 4,6,8,12,16)\n"
         "  --window-alpha A the oracle's α in the window table (default 0.7)\n"
@@ -68,6 +72,7 @@ static int usage_error(const char *msg, const char *arg) {
 
 static bool parse_tables(bench_opts *o, const char *list) {
     o->t_classes = o->t_cv = o->t_ksweep = o->t_oracle = o->t_rollback = o->t_window = o->t_gate = o->t_ab = false;
+    o->t_experts = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -79,6 +84,7 @@ static bool parse_tables(bench_opts *o, const char *list) {
         else if (!strcmp(tok, "window")) o->t_window = true;
         else if (!strcmp(tok, "gate")) o->t_gate = true;
         else if (!strcmp(tok, "ab")) o->t_ab = true;
+        else if (!strcmp(tok, "experts")) o->t_experts = true;
         else return false;
     }
     return true;
@@ -145,7 +151,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
                                         "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
-                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k",
+                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k", "--oracle-gate",
                                         "--isa"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
@@ -186,6 +192,11 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
         else if (!strcmp(a, "--window-alpha")) { if (!parse_alpha(v, &o->window_alpha)) return usage_error("bad --window-alpha (in [0, 1])", v); }
         else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3,mtp, or none)", v); }
         else if (!strcmp(a, "--gate")) { if (!parse_int(v, 0, 1 << 20, &o->gate)) return usage_error("bad --gate", v); }
+        else if (!strcmp(a, "--oracle-gate")) {
+            int f;
+            if (!parse_int(v, 0, 1, &f)) return usage_error("bad --oracle-gate (0 or 1)", v);
+            o->oracle_gate = f;
+        }
         else if (!strcmp(a, "--fixed-k")) {
             int f;
             if (!parse_int(v, 0, 1, &f)) return usage_error("bad --fixed-k (0 or 1)", v);
@@ -347,6 +358,7 @@ static sd_status run_tables(bench_env *e, bench_results *r, sd_err *err) {
     if (!st && o->t_window) st = bench_window(e, r, err);
     if (!st && o->t_gate) st = bench_gate(e, r, err);
     if (!st && o->t_ab) st = bench_ab(e, r, err);
+    if (!st && o->t_experts) st = bench_experts(e, r, err);
     bench_progress("done");
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
     return st;
