@@ -4,8 +4,8 @@
  * memory once per SD_SCHUNK activation rows. Q8_0 and Q4_K (the formats of
  * the target models) run span by span with the accumulators of a few rows in
  * registers (sd_avx2_span_tile over q8_0_rows, q4_k_rows; Q2_K, Q3_K, IQ4_NL
- * and IQ4_XS likewise in matmul_lowbit_avx2.c); Q4_K with 2 or more rows
- * instead unpacks each sub-block once for all rows (q4_k_all); the other
+ * and IQ4_XS likewise in matmul_lowbit_avx2.c); Q4_K with more rows than
+ * one group instead unpacks each sub-block once for all rows (q4_k_all); the other
  * types one weight block at a time for groups of up to SD_GRP rows
  * (block_rows). */
 #include "numerics/matmul_avx2.h"
@@ -453,7 +453,7 @@ INLINE void q4_k_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
 #define K4_SPAN 4 /* blocks (4.8 KB) passed over by every row group while in L1 */
 
 /* ---- Q4_K, several rows: each sub-block unpacked once for all rows ----
- * For ns >= 2 rows: per sub-block j the 8 nibble vectors are unpacked into
+ * For ns >= K4_ALL_MIN rows: per sub-block j the 8 nibble vectors are unpacked into
  * registers once, then every row runs its 8 maddubs against them; the int32
  * block sums live in a small array (L1) instead of registers, so the number
  * of rows is not limited by the 16 ymm registers and a verify of 9 rows
@@ -461,7 +461,11 @@ INLINE void q4_k_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
  * Same integers as q4_k_span (each int16 sum holds the same 8 products,
  * each int32 sum the same sub-block terms; integer sums are exact in any
  * order) and the same two fmas per block in block order. */
-#define K4_ALL_MIN 2 /* rows from which q4_k_all runs instead of the grouped spans */
+/* Rows from which q4_k_all runs: where the spans need two row groups (and so
+ * two unpackings). Up to K4_GRP rows one span group streams the tile with
+ * everything in registers; q4_k_all measured no better there (S = 2..6,
+ * sd-matmul_probe, loaded machine: within the noise, some S slower). */
+#define K4_ALL_MIN (K4_GRP + 1)
 
 static void q4_k_all(const uint8_t *tile, const sd_act *a, int s0, int ns, __m256 *acc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
