@@ -204,9 +204,10 @@ static void test_fixtures_lossless(void **state) {
 
 static model_case cases[] = {CASES("llama"), CASES("qwen2"), CASES("qwen3")};
 
-/* Under ASan (SD_ASAN=1) the decode loop is the same code for every type:
+/* Under ASan (SD_ASAN=1) or an emulator (SD_TEST_EMULATED=1,
+ * scripts/test_aarch64.sh) the decode loop is the same code for every type:
  * one case per architecture (llama f32, qwen2 q8_0, qwen3 q4_K) keeps the
- * sanitized suite within minutes. */
+ * suite within minutes. */
 static bool asan_subset(const model_case *c) {
     return (!strcmp(c->arch, "llama") && c->type == GGML_TYPE_F32) ||
            (!strcmp(c->arch, "qwen2") && c->type == GGML_TYPE_Q8_0) ||
@@ -219,7 +220,7 @@ int main(void) {
     static char names[N][48];
     int n = 0;
     for (int i = 0; i < N; i++) {
-        if (getenv("SD_ASAN") && !asan_subset(&cases[i])) continue;
+        if ((getenv("SD_ASAN") || getenv("SD_TEST_EMULATED")) && !asan_subset(&cases[i])) continue;
         snprintf(names[i], sizeof names[i], "lossless_%s_%s", cases[i].arch, ggml_type_get(cases[i].type)->name);
         tests[n++] = (struct CMUnitTest){names[i], test_tiny_lossless, NULL, NULL, &cases[i]};
     }
