@@ -82,6 +82,37 @@ static double ns_per_cycle(long iters) {
     "vpmaddwd %%ymm14, %%ymm13, %%ymm10\n\t"                                                               \
     "vpaddd %%ymm10, %%ymm5, %%ymm5\n\t"
 
+/* The Q4_K kernel's step: one weight vector of nibbles unpacked (vpand) and
+ * shared by 3 rows; per row a broadcast activation dword, vpmaddubsw and an
+ * int16 add (the vpmaddwd by the sub-block scale comes once per 8 steps). */
+#define K4_K(off)                                                                                          \
+    "vpand " #off "(%0), %%ymm8, %%ymm12\n\t"                                                              \
+    "vpbroadcastd " #off "(%1), %%ymm14\n\t"                                                               \
+    "vpmaddubsw %%ymm14, %%ymm12, %%ymm14\n\t"                                                             \
+    "vpaddw %%ymm14, %%ymm0, %%ymm0\n\t"                                                                   \
+    "vpbroadcastd " #off "+4(%1), %%ymm15\n\t"                                                             \
+    "vpmaddubsw %%ymm15, %%ymm12, %%ymm15\n\t"                                                             \
+    "vpaddw %%ymm15, %%ymm1, %%ymm1\n\t"                                                                   \
+    "vpbroadcastd " #off "+8(%1), %%ymm11\n\t"                                                             \
+    "vpmaddubsw %%ymm11, %%ymm12, %%ymm11\n\t"                                                             \
+    "vpaddw %%ymm11, %%ymm2, %%ymm2\n\t"
+
+/* The same with the activation dwords taken from a register by vpshufd (one
+ * 16-byte broadcast load per 4 dwords) instead of a broadcast load each. */
+#define K4S_K(off, imm)                                                                                    \
+    "vpand " #off "(%0), %%ymm8, %%ymm12\n\t"                                                              \
+    "vpshufd $" #imm ", %%ymm5, %%ymm14\n\t"                                                               \
+    "vpmaddubsw %%ymm14, %%ymm12, %%ymm14\n\t"                                                             \
+    "vpaddw %%ymm14, %%ymm0, %%ymm0\n\t"                                                                   \
+    "vpshufd $" #imm ", %%ymm6, %%ymm15\n\t"                                                               \
+    "vpmaddubsw %%ymm15, %%ymm12, %%ymm15\n\t"                                                             \
+    "vpaddw %%ymm15, %%ymm1, %%ymm1\n\t"                                                                   \
+    "vpshufd $" #imm ", %%ymm7, %%ymm11\n\t"                                                               \
+    "vpmaddubsw %%ymm11, %%ymm12, %%ymm11\n\t"                                                             \
+    "vpaddw %%ymm11, %%ymm2, %%ymm2\n\t"
+#define K4S_LOAD                                                                                           \
+    "vbroadcasti128 (%1), %%ymm5\n\tvbroadcasti128 16(%1), %%ymm6\n\tvbroadcasti128 32(%1), %%ymm7\n\t"
+
 #define MADD8                                                                                              \
     "vpmaddwd %%ymm8, %%ymm0, %%ymm0\n\tvpmaddwd %%ymm8, %%ymm1, %%ymm1\n\t"                                \
     "vpmaddwd %%ymm8, %%ymm2, %%ymm2\n\tvpmaddwd %%ymm8, %%ymm3, %%ymm3\n\t"                                \
@@ -106,6 +137,23 @@ static double time_int16(long iters) {
     double t0 = now_s();
     for (long i = 0; i < iters; i++)
         __asm__ volatile(INT16_K(0) INT16_K(32) INT16_K(64) INT16_K(96) ::"r"(w), "r"(x) : CLOBBERS);
+    return (now_s() - t0) * 1e9 / (12.0 * (double)iters);
+}
+
+static double time_k4(long iters) {
+    const unsigned char *w = g_buf, *x = g_buf + 4096;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++)
+        __asm__ volatile(K4_K(0) K4_K(32) K4_K(64) K4_K(96) ::"r"(w), "r"(x) : CLOBBERS);
+    return (now_s() - t0) * 1e9 / (12.0 * (double)iters);
+}
+
+static double time_k4s(long iters) {
+    const unsigned char *w = g_buf, *x = g_buf + 4096;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++)
+        __asm__ volatile(K4S_LOAD K4S_K(0, 0) K4S_K(32, 0x55) K4S_K(64, 0xAA) K4S_K(96, 0xFF) ::"r"(w), "r"(x)
+                         : CLOBBERS);
     return (now_s() - t0) * 1e9 / (12.0 * (double)iters);
 }
 
@@ -146,9 +194,12 @@ int main(int argc, char **argv) {
     printf("clock: %.2f GHz (dependent scalar adds)\n", 1.0 / ns_cycle);
     double c8 = median_cycles(time_int8, iters, ns_cycle), c16 = median_cycles(time_int16, iters, ns_cycle);
     double cm = median_cycles(time_madd, iters, ns_cycle);
+    double ck = median_cycles(time_k4, iters, ns_cycle), cks = median_cycles(time_k4s, iters, ns_cycle);
     printf("| mix | cycles per 32 products | products per cycle |\n|---|---:|---:|\n");
     printf("| int8: vpsignb + vpmaddubsw + vpmaddwd + vpaddd | %.2f | %.1f |\n", c8, 32.0 / c8);
     printf("| int16: 2 vpmaddwd + 2 vpaddd (+ vpmovsxbw / 3 rows) | %.2f | %.1f |\n", c16, 32.0 / c16);
+    printf("| q4_K: vpbroadcastd + vpmaddubsw + vpaddw (+ vpand / 3 rows) | %.2f | %.1f |\n", ck, 32.0 / ck);
+    printf("| q4_K, dwords by vpshufd (+ vbroadcasti128 / 4) | %.2f | %.1f |\n", cks, 32.0 / cks);
     printf("| vpmaddwd alone (16 products each) | %.2f | %.1f |\n", 2.0 * cm, 16.0 / cm);
     return 0;
 }

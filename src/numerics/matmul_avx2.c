@@ -4,8 +4,10 @@
  * memory once per SD_SCHUNK activation rows. Q8_0 and Q4_K (the formats of
  * the target models) run span by span with the accumulators of a few rows in
  * registers (sd_avx2_span_tile over q8_0_rows, q4_k_rows; Q2_K, Q3_K, IQ4_NL
- * and IQ4_XS likewise in matmul_lowbit_avx2.c); the other types one weight
- * block at a time for groups of up to SD_GRP rows (block_rows). */
+ * and IQ4_XS likewise in matmul_lowbit_avx2.c); Q4_K with more rows than
+ * one group instead unpacks each sub-block once for all rows (q4_k_all); the other
+ * types one weight block at a time for groups of up to SD_GRP rows
+ * (block_rows). */
 #include "numerics/matmul_avx2.h"
 
 /* ---- activation quantization: the scalar quantize_block, 8 floats at a time ---- */
@@ -450,6 +452,73 @@ INLINE void q4_k_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int6
 
 #define K4_SPAN 4 /* blocks (4.8 KB) passed over by every row group while in L1 */
 
+/* ---- Q4_K, several rows: each sub-block unpacked once for all rows ----
+ * For ns >= K4_ALL_MIN rows: per sub-block j the 8 nibble vectors are unpacked into
+ * registers once, then every row runs its 8 maddubs against them; the int32
+ * block sums live in a small array (L1) instead of registers, so the number
+ * of rows is not limited by the 16 ymm registers and a verify of 9 rows
+ * unpacks each block once instead of twice (groups 5 + 4 of q4_k_span).
+ * Same integers as q4_k_span (each int16 sum holds the same 8 products,
+ * each int32 sum the same sub-block terms; integer sums are exact in any
+ * order) and the same two fmas per block in block order. */
+/* Rows from which q4_k_all runs: where the spans need two row groups (and so
+ * two unpackings). Up to K4_GRP rows one span group streams the tile with
+ * everything in registers; q4_k_all measured no better there (S = 2..6,
+ * sd-matmul_probe, loaded machine: within the noise, some S slower). */
+#define K4_ALL_MIN (K4_GRP + 1)
+
+static void q4_k_all(const uint8_t *tile, const sd_act *a, int s0, int ns, __m256 *acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256 neg = _mm256_set1_ps(-0.0f);
+    __m256i isum[SD_SCHUNK];
+    const int8_t *xq0 = a->q + (size_t)s0 * (size_t)a->n_in;
+    const size_t xstride = (size_t)a->n_in;
+    const uint8_t *c = tile;
+    for (int64_t b = 0; b < a->nb; b++, c += K4_CHUNK) {
+        _Pragma("GCC unroll 19")
+        for (int l = 0; l < K4_CHUNK; l += 64) _mm_prefetch((const char *)c + K4_PREFETCH + l, _MM_HINT_T0);
+        const int8_t *xb = xq0 + (size_t)b * SD_QK_K;
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) { /* sub-block j: nibble half j % 2 of vectors 8(j/2) .. 8(j/2)+7 */
+            const uint8_t *v0 = c + 32 * 8 * (j / 2);
+            const int sh = 4 * (j % 2);
+            __m256i u[8];
+            _Pragma("GCC unroll 8")
+            for (int m = 0; m < 8; m++)
+                u[m] = _mm256_and_si256(_mm256_srli_epi16(_mm256_load_si256((const __m256i *)(v0 + 32 * m)), sh), m4);
+            __m256i sc = k4_scale_pairs(c + 1024 + 8 * j);
+            const int8_t *x = xb + 32 * j;
+            for (int n = 0; n < ns; n++, x += xstride) {
+                __m256i t16 = _mm256_maddubs_epi16(u[0], bcast32(x));
+                _Pragma("GCC unroll 8")
+                for (int m = 1; m < 8; m++) t16 = _mm256_add_epi16(t16, _mm256_maddubs_epi16(u[m], bcast32(x + 4 * m)));
+                __m256i p = _mm256_madd_epi16(t16, sc);
+                isum[n] = j == 0 ? p : _mm256_add_epi32(isum[n], p);
+            }
+        }
+        __m256i mn[4];
+        _Pragma("GCC unroll 4")
+        for (int i = 0; i < 4; i++) {
+            __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i)));
+            __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(c + 1088 + 16 * i + 8)));
+            mn[i] = _mm256_or_si256(m0, _mm256_slli_epi32(m1, 16));
+        }
+        __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(c + 1152))); /* f16: exact */
+        __m256 dmin = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(c + 1168)));
+        for (int n = 0; n < ns; n++) {
+            const size_t sb = (size_t)(s0 + n) * (size_t)a->nb + (size_t)b;
+            const int16_t *xs = a->sum + sb * (size_t)a->nsum;
+            const float dx = a->d[sb];
+            __m256i summ = _mm256_madd_epi16(mn[0], bcast32(xs + 16));
+            _Pragma("GCC unroll 3")
+            for (int i = 1; i < 4; i++) summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mn[i], bcast32(xs + 16 + 2 * i)));
+            acc[n] = fma_block(isum[n], dw, dx, acc[n]);
+            acc[n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_xor_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(dx)), neg),
+                                     acc[n]);
+        }
+    }
+}
+
 static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int64_t b0, int64_t b1, __m256 *acc) {
     const uint8_t *c = tile + (size_t)b0 * K4_CHUNK;
     int groups = (ns + K4_GRP - 1) / K4_GRP;
@@ -468,6 +537,9 @@ static void q4_k_rows(const uint8_t *tile, const sd_act *a, int s0, int ns, int6
 }
 
 
+/* Q4_K: q4_k_all reads the weights once for any number of rows, but from
+ * about K4_GRP rows on its cost grows with S (compute-bound), which is what
+ * the hint is for. */
 int sd_matmul_avx2_pass_rows(uint32_t type) {
     const sd_wtype *wt = sd_wtype_get(type);
     if (type == GGML_TYPE_Q8_0) return Q8_GRP;
@@ -486,6 +558,8 @@ void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a
         for (int s = 0; s < ns; s++) acc[s] = _mm256_setzero_ps();
         if (m->type == GGML_TYPE_Q8_0)
             sd_avx2_span_tile(q8_0_rows, Q8_GRP, Q8_SPAN, tile, a, s0, ns, acc);
+        else if (m->type == GGML_TYPE_Q4_K && ns >= K4_ALL_MIN)
+            q4_k_all(tile, a, s0, ns, acc);
         else if (m->type == GGML_TYPE_Q4_K)
             sd_avx2_span_tile(q4_k_rows, K4_GRP, K4_SPAN, tile, a, s0, ns, acc);
         else if (!sd_lowbit_avx2_tile(m->type, tile, a, s0, ns, acc))

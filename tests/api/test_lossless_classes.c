@@ -14,7 +14,8 @@
  * seen (the API's own check_lossless runs through the same discipline). The
  * sampled references must differ from the greedy ones somewhere: else the
  * temperature > 0 half would not test sampling. Prompts: bench/prompts/ *.txt
- * (their "class:" line dropped); under the sanitizers every third. */
+ * (their "class:" line dropped); under the sanitizers or an emulator
+ * (SD_ASAN, SD_TEST_EMULATED: scripts/test_aarch64.sh) every third. */
 #define _POSIX_C_SOURCE 200809L /* glob */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +42,7 @@ static int read_prompts(prompt *p) {
     glob_t g;
     assert_int_equal(glob("bench/prompts/*.txt", 0, NULL, &g), 0);
     int n = 0;
-    for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += getenv("SD_ASAN") ? 3 : 1, n++) {
+    for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += getenv("SD_ASAN") || getenv("SD_TEST_EMULATED") ? 3 : 1, n++) {
         FILE *f = fopen(g.gl_pathv[i], "rb");
         assert_non_null(f);
         char *buf = calloc(1, 1 << 16);

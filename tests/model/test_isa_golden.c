@@ -8,7 +8,12 @@
  * model loaded (and repacked) while that path is in use.
  *
  * SD_ISA_GOLDEN_WRITE=FILE writes the scalar path's hashes to FILE instead
- * (how the committed file was made: run from the repo root). */
+ * (how the committed file was made: run from the repo root).
+ *
+ * SD_TEST_EMULATED=1 (scripts/test_aarch64.sh, under qemu-user): a subset
+ * sized for emulation: every weight type on the qwen35 hybrid (every matmul
+ * kernel, and the GDN and attention paths), Q8_0 and Q4_K on the dense
+ * architectures, and the fixtures. */
 #define _POSIX_C_SOURCE 200809L /* setenv, glob */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,8 +139,12 @@ int main(int argc, char **argv) {
     static golden_case cases[MAX_CASES];
     int n = 0;
     sd_err err = {0};
+    const bool emulated = getenv("SD_TEST_EMULATED") != NULL;
     for (size_t a = 0; a < 4; a++)
         for (size_t t = 0; t < 15; t++) {
+            if (emulated && strcmp(k_archs[a], "qwen35") != 0 && k_types[t] != GGML_TYPE_Q8_0 &&
+                k_types[t] != GGML_TYPE_Q4_K)
+                continue;
             golden_case *gc = &cases[n++];
             tiny_model_spec sp = tiny_model_default(k_archs[a], k_types[t]);
             sp.seed = 3 + t;
