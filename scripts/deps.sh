@@ -32,7 +32,14 @@ if $test_deps; then
          libpcre2-dev:arm64 libjansson-dev:arm64 libcmocka-dev:arm64 libmicrohttpd-dev:arm64)
 fi
 missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# Native packages are asked for with the native architecture spelled out: once
+# arm64 is a foreign architecture, `dpkg -s libpcre2-dev` is ambiguous (both
+# copies installed) and would read as missing.
+native=$(dpkg --print-architecture)
+for p in "${pkgs[@]}"; do
+  q=$p; [[ $p == *:* ]] || q=$p:$native
+  dpkg -s "$q" >/dev/null 2>&1 || dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
   apt-get update -qq

@@ -63,20 +63,28 @@ int front_default_parallel(void) {
     return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
-/* A number of the HTTP flags in [lo, hi]; the message names the range. */
-static bool num(const char *flag, const char *s, double lo, double hi, double *out) {
+/* A number of the HTTP flags in [lo, hi]; the message names the range as
+ * --help does (whole numbers in full, not 1.04858e+06). */
+static bool num_in(const char *flag, const char *s, double lo, double hi, bool whole, double *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || isnan(v)) {
-        fprintf(stderr, "specdec: %s %s: not a number in [%g, %g]\n", flag, s, lo, hi);
-        return false;
-    }
-    if (!(v >= lo && v <= hi)) {
-        fprintf(stderr, "specdec: %s %s: out of range [%g, %g]\n", flag, s, lo, hi);
+    const char *what = end == s || *end || isnan(v) ? "not a number in"
+                       : !(v >= lo && v <= hi)      ? "out of range"
+                       : whole && v != floor(v)     ? "not a whole number in"
+                                                    : NULL;
+    if (what) {
+        fprintf(stderr, "specdec: %s %s: %s [%.10g, %.10g]\n", flag, s, what, lo, hi);
         return false;
     }
     *out = v;
     return true;
+}
+static bool num(const char *flag, const char *s, double lo, double hi, double *out) {
+    return num_in(flag, s, lo, hi, false, out);
+}
+/* A count (ports, slots, bytes, tokens): a fraction is refused, not cut off. */
+static bool count(const char *flag, const char *s, double lo, double hi, double *out) {
+    return num_in(flag, s, lo, hi, true, out);
 }
 
 /* serve's and chat's own flags (template, HTTP); 0 handled, 1 not ours, 2 usage error. */
@@ -86,14 +94,14 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     else if (!serve) return 1;
     else if (!strcmp(a, "--host")) o->host = v;
     else if (!strcmp(a, "--alias")) o->alias = v;
-    else if (!strcmp(a, "--port")) { if (!num(a, v, 0, 65535, &x)) return 2; o->port = (int)x; }
-    else if (!strcmp(a, "--queue")) { if (!num(a, v, 1, 4096, &x)) return 2; o->queue_max = (int)x; }
-    else if (!strcmp(a, "--parallel")) { if (!num(a, v, 1, 64, &x)) return 2; o->parallel = (int)x; }
-    else if (!strcmp(a, "--max-body")) { if (!num(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
+    else if (!strcmp(a, "--port")) { if (!count(a, v, 0, 65535, &x)) return 2; o->port = (int)x; }
+    else if (!strcmp(a, "--queue")) { if (!count(a, v, 1, 4096, &x)) return 2; o->queue_max = (int)x; }
+    else if (!strcmp(a, "--parallel")) { if (!count(a, v, 1, 64, &x)) return 2; o->parallel = (int)x; }
+    else if (!strcmp(a, "--max-body")) { if (!count(a, v, 64, 1 << 30, &x)) return 2; o->max_body = (int)x; }
     else if (!strcmp(a, "--sse-ping")) { if (!num(a, v, 0.05, 3600, &x)) return 2; o->sse_ping_s = x; }
     else if (!strcmp(a, "--cache-ram")) { if (!num(a, v, 0, 1 << 20, &x)) return 2; o->cache_ram_mib = x; }
     else if (!strcmp(a, "--drain-timeout")) { if (!num(a, v, 0, 86400, &x)) return 2; o->drain_timeout_s = x; }
-    else if (!strcmp(a, "--suffix-tokens")) { if (!num(a, v, 0, 2147483647.0, &x)) return 2; o->suffix_tokens = (int64_t)x; }
+    else if (!strcmp(a, "--suffix-tokens")) { if (!count(a, v, 0, 2147483647.0, &x)) return 2; o->suffix_tokens = (int64_t)x; }
     else return 1;
     return 0;
 }

@@ -222,7 +222,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
         if (!body) {
             http_err e = {0};
-            http_fail(&e, 400, NULL, "malformed JSON body: %s (line %d, column %d)", je.text, je.line, je.column);
+            /* jansson names its own flag for a \u0000 escape; say what the client sent */
+            const char *why = strstr(je.text, "JSON_ALLOW_NUL") ? "\\u0000 (a NUL character) is not allowed" : je.text;
+            http_fail(&e, 400, NULL, "malformed JSON body: %s (line %d, column %d)", why, je.line, je.column);
             return http_send_error(c, &e);
         }
         enum MHD_Result rc = route_post(s, c, url, body);
