@@ -425,8 +425,10 @@ SPECDEC_API specdec_status specdec_suffix_cache_init(int64_t max_tokens, specdec
 SPECDEC_API void specdec_suffix_cache_free(specdec_suffix_cache *cache);
 /* Adds tokens[n] (copied) as one output, as a generate call does with its
  * own: to seed the memory with text the caller expects again. n = 0 adds
- * nothing. Errors: SPECDEC_ERR_ARG (NULL cache, or NULL tokens with n > 0),
- * SPECDEC_ERR_NOMEM. */
+ * nothing. Errors: SPECDEC_ERR_ARG (NULL cache, NULL tokens with n > 0, a
+ * negative token id), SPECDEC_ERR_NOMEM. A memory may serve models of
+ * different vocabularies: a chain holding an id outside the target's is
+ * never drafted. */
 SPECDEC_API specdec_status specdec_suffix_cache_add(specdec_suffix_cache *cache, const specdec_token *tokens,
                                                     size_t n, specdec_error *err);
 
@@ -676,13 +678,17 @@ SPECDEC_API size_t specdec_state_match(const specdec_context *ctx, const specdec
  * reuses them as it reuses its own prefix (stats.n_cached). n_keep <= the
  * state's token count; for a hybrid n_keep must be all of them. Errors:
  * SPECDEC_ERR_ARG (another model's state, n_keep out of range: nothing
- * changed), SPECDEC_ERR_NOMEM (ctx's history is then cleared). */
+ * changed), SPECDEC_ERR_NOMEM (ctx's history is then cleared). A state saved
+ * with a draft head's hidden rows (EAGLE-3, MTP) restores them too; restored
+ * into a context whose drafter needs rows the state lacks, the next generate
+ * forwards the prefix again (stats.n_cached says what was reused). */
 SPECDEC_API specdec_status specdec_state_restore(specdec_context *ctx, const specdec_state *st, size_t n_keep,
                                                  specdec_error *err);
 /* The state's tokens (borrowed until specdec_state_free) and their count in *n. */
 SPECDEC_API const specdec_token *specdec_state_tokens(const specdec_state *st, size_t *n);
 /* Bytes the state holds (its tokens and memory): what a cache budget counts. */
 SPECDEC_API size_t specdec_state_bytes(const specdec_state *st);
+/* Frees a state from specdec_state_save; NULL is a no-op. */
 SPECDEC_API void specdec_state_free(specdec_state *st);
 
 /* ------------------------------------------------------------------------ */
@@ -1037,8 +1043,9 @@ SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char
  * shares the steps. Speculation under load: each request's gate measures its
  * share of the steps it takes part in (the step's time at its batch size),
  * so drafting turns itself down when extra rows stop being free.
- * Not for batched requests: token trees (tree_nodes > 0) and params.abort
- * (use specdec_batch_cancel). A batch is driven from one thread: add, step,
+ * Not for batched requests: token trees (tree_nodes > 0), params.abort
+ * (use specdec_batch_cancel) and params.suffix_cache (the slots run on their
+ * own threads; a suffix memory serves one generate call at a time). A batch is driven from one thread: add, step,
  * cancel and free must not be called concurrently; the callbacks run inside
  * specdec_batch_step (and specdec_batch_free) on that thread, and may call
  * specdec_batch_add and specdec_batch_cancel, not step or free. */
@@ -1064,6 +1071,7 @@ SPECDEC_API specdec_status specdec_batch_init(const specdec_model *model, const 
  * run), and frees the batch. NULL is a no-op. */
 SPECDEC_API void specdec_batch_free(specdec_batch *b);
 
+/* The batch's slot count (params->n_slots at init); 0 for NULL. */
 SPECDEC_API int32_t specdec_batch_n_slots(const specdec_batch *b);
 /* Slots holding a request (added, not yet reported done). */
 SPECDEC_API int32_t specdec_batch_n_active(const specdec_batch *b);
@@ -1089,7 +1097,7 @@ typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *use
  * starts at once (its prefill joins the next step). Errors (nothing added):
  * SPECDEC_ERR_ARG (NULL batch or prompt, an empty prompt, no free slot,
  * params refused as specdec_generate_params_check refuses them, tree_nodes
- * > 0, params->abort set), SPECDEC_ERR_CONTEXT (the prompt does not fit
+ * > 0, params->abort or params->suffix_cache set), SPECDEC_ERR_CONTEXT (the prompt does not fit
  * n_ctx), SPECDEC_ERR_NOMEM. */
 SPECDEC_API specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, size_t n_prompt,
                                              const specdec_generate_params *params, specdec_piece_cb on_piece,

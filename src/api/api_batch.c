@@ -255,7 +255,7 @@ static void deliver(specdec_batch *b) {
         const specdec_token *hist = specdec_context_tokens(s->ctx, &n_hist);
         const size_t n_gen = s->status == SPECDEC_OK && n_hist >= s->n_prompt ? n_hist - s->n_prompt : 0;
         specdec_batch_result res = {.slot = s->id, .status = s->status, .err = &s->err, .stats = &s->stats,
-                                    .tokens = hist + s->n_prompt, .n_tokens = n_gen};
+                                    .tokens = n_gen ? hist + s->n_prompt : NULL, .n_tokens = n_gen};
         if (s->on_done) s->on_done(&res, s->user);
         request_free(s);
         pthread_mutex_lock(&b->mu);
@@ -348,6 +348,8 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     if (gp.tree_nodes > 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "token trees are not supported in a batch");
     if (gp.abort)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
+    if (gp.suffix_cache) /* the slots run on their own threads; the memory is one generate call at a time */
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request cannot use a suffix memory");
     sd_api_slot *s = NULL;
     pthread_mutex_lock(&b->mu); /* only this thread frees a slot, but request threads write the states */
     for (int32_t i = 0; i < b->n_slots && !s; i++)

@@ -27,6 +27,8 @@ void specdec_suffix_cache_free(specdec_suffix_cache *cache) {
 specdec_status specdec_suffix_cache_add(specdec_suffix_cache *cache, const specdec_token *tokens, size_t n,
                                         specdec_error *err) {
     if (!cache || (!tokens && n)) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_suffix_cache_add: NULL argument");
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_suffix_cache_add: token %zu is negative", i);
     const specdec_token *t = tokens;
     if (n > (size_t)INT32_MAX) { /* the memory keeps an output's tail anyway */
         t += n - (size_t)INT32_MAX;

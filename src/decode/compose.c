@@ -83,7 +83,8 @@ static sd_status make_one(sd_drafter *out, sd_drafter_kind k, const sd_drafter_i
     case SD_DRAFTER_NGRAM:
         return sd_drafter_ngram_init(out, in->ngram_min, in->ngram_max, err);
     case SD_DRAFTER_SUFFIX:
-        return sd_drafter_suffix_init(out, in->suffix_cache, err);
+        return sd_drafter_suffix_init(out, in->suffix_cache,
+                                      in->target ? sd_context_model(in->target)->hp.n_vocab : INT32_MAX, err);
     case SD_DRAFTER_MODEL:
         st = in->draft_lm->truncate(in->draft_lm->self, 0, err);
         return st == SD_OK ? sd_drafter_model_init(out, in->draft_lm, in->draft_sampling, in->n_batch, err) : st;
@@ -117,7 +118,7 @@ sd_status sd_compose_drafter(sd_drafter *out, sd_drafter_kind k, const sd_drafte
     }
     if (in->suffix_cache) {
         sd_drafter sx;
-        st = sd_drafter_suffix_init(&sx, in->suffix_cache, err);
+        st = sd_drafter_suffix_init(&sx, in->suffix_cache, n_vocab, err);
         if (st == SD_OK) sd_drafter_auto_put_first(out, &sx);
         else sd_drafter_free(out);
     }

@@ -142,11 +142,12 @@ sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd
  * SuffixDecoding's frequency-weighted chain from a suffix trie over the
  * context (prompt + generated) and, when mem is given (borrowed: it must
  * outlive the drafter), from the memory of earlier outputs
- * (suffix_cache.h); the higher-scoring chain wins. Deterministic and free;
+ * (suffix_cache.h); the higher-scoring chain wins (a memory chain holding an id
+ * outside [0, n_vocab), from a model with another vocabulary, never does). Deterministic and free;
  * offers candidates for token trees. An accepted draft from the memory marks
  * the output it came from used (the memory's LRU order). Errors:
  * SD_ERR_NOMEM. */
-sd_status sd_drafter_suffix_init(sd_drafter *d, sd_suffix_cache *mem, sd_err *err);
+sd_status sd_drafter_suffix_init(sd_drafter *d, sd_suffix_cache *mem, int32_t n_vocab, sd_err *err);
 
 /* ---- auto (drafter_auto.c) ----
  * n-gram first (it is free and wins on extractive spans); when it has no

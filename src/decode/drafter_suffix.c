@@ -36,7 +36,16 @@ typedef struct suffix_drafter {
     sd_stree_cursor cur;
     int32_t n_tok, last_tok; /* context tokens in ctx, and the last of them */
     uint32_t last_doc;       /* the memory's output the last proposal came from; 0 = the context */
+    int32_t n_vocab;         /* the target's: a memory may hold another model's ids */
 } suffix_drafter;
+
+/* A chain from the memory with an id outside the target's vocabulary (the
+ * memory served a model with another vocabulary) is not proposed at all. */
+static bool chain_in_vocab(const sd_stree_draft *d, int32_t n_vocab) {
+    for (int i = 0; i < d->n; i++)
+        if (d->tok[i] < 0 || d->tok[i] >= n_vocab) return false;
+    return true;
+}
 
 static void suffix_reset(void *self) {
     suffix_drafter *s = self;
@@ -66,7 +75,7 @@ static bool best_chain(suffix_drafter *s, const int32_t *ctx, int32_t n, int k, 
     if (s->mem && s->mem->n_doc > 0) {
         sd_stree_draft m;
         sd_stree_speculate(&s->mem->tree, ctx, n, k, SPEC_FACTOR, MIN_PROB, &m);
-        if (m.n > 0 && m.score > d->score) {
+        if (m.n > 0 && m.score > d->score && chain_in_vocab(&m, s->n_vocab)) {
             *d = m;
             *tree = &s->mem->tree;
             s->last_doc = s->mem->tree.node[m.node[0]].doc;
@@ -119,13 +128,14 @@ static void suffix_free(void *self) {
     free(s);
 }
 
-sd_status sd_drafter_suffix_init(sd_drafter *d, sd_suffix_cache *mem, sd_err *err) {
+sd_status sd_drafter_suffix_init(sd_drafter *d, sd_suffix_cache *mem, int32_t n_vocab, sd_err *err) {
     suffix_drafter *s = calloc(1, sizeof *s);
     if (!s || !sd_stree_init(&s->ctx, mem ? mem->tree.depth : SD_SUFFIX_DEPTH)) {
         free(s);
         return sd_err_set(err, SD_ERR_NOMEM, "suffix drafter: out of memory");
     }
     s->mem = mem;
+    s->n_vocab = n_vocab;
     sd_stree_cursor_start(&s->cur);
     *d = (sd_drafter){.name = "suffix", .self = s, .reset = suffix_reset, .propose = suffix_propose,
                       .propose_top = suffix_propose_top, .probe = suffix_probe, .accepted = suffix_accepted,

@@ -249,7 +249,7 @@ static void test_cache_lru(void **state) {
     /* a draft from A accepted: A is used, B goes, and the drafter no longer finds B */
     fill_abc(&m, abc);
     sd_drafter dr;
-    assert_int_equal(sd_drafter_suffix_init(&dr, &m, NULL), SD_OK);
+    assert_int_equal(sd_drafter_suffix_init(&dr, &m, 1000, NULL), SD_OK);
     int32_t out[8];
     const int got = dr.propose(dr.self, abc[0], 4, 8, out, NULL, NULL);
     assert_int_equal(got, 4); /* a match of 4: at most 4 tokens (spec factor 1) */
@@ -271,7 +271,7 @@ static void test_cache_lru(void **state) {
 static void test_drafter_context_and_memory(void **state) {
     (void)state;
     sd_drafter dr;
-    assert_int_equal(sd_drafter_suffix_init(&dr, NULL, NULL), SD_OK);
+    assert_int_equal(sd_drafter_suffix_init(&dr, NULL, 1000, NULL), SD_OK);
     const int32_t ctx[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4};
     int32_t out[8];
     int got = dr.propose(dr.self, ctx, 13, 8, out, NULL, NULL);
@@ -286,7 +286,7 @@ static void test_drafter_context_and_memory(void **state) {
     assert_int_equal(sd_suffix_cache_init(&m, 1000, SD_SUFFIX_DEPTH, NULL), SD_OK);
     const int32_t o[] = {1, 2, 3, 4, 50, 51, 52, 53};
     for (int i = 0; i < 2; i++) assert_int_equal(sd_suffix_cache_add(&m, o, 8, NULL), SD_OK);
-    assert_int_equal(sd_drafter_suffix_init(&dr, &m, NULL), SD_OK);
+    assert_int_equal(sd_drafter_suffix_init(&dr, &m, 1000, NULL), SD_OK);
     got = dr.propose(dr.self, ctx, 13, 8, out, NULL, NULL);
     const int32_t want_mem[] = {50, 51, 52, 53};
     assert_int_equal(got, 4);
@@ -294,6 +294,13 @@ static void test_drafter_context_and_memory(void **state) {
     int32_t cand[4 * 2];
     assert_int_equal(dr.propose_top(dr.self, ctx, 13, 4, 2, cand, NULL), 4);
     for (int i = 0; i < 4; i++) assert_int_equal(cand[2 * i], want_mem[i]);
+    sd_drafter_free(&dr);
+    /* the same memory for a target of 52 tokens: its chain holds ids 52 and 53,
+     * outside that vocabulary, so the context's chain is proposed instead */
+    assert_int_equal(sd_drafter_suffix_init(&dr, &m, 52, NULL), SD_OK);
+    got = dr.propose(dr.self, ctx, 13, 8, out, NULL, NULL);
+    assert_int_equal(got, 4);
+    assert_memory_equal(out, want, sizeof want);
     sd_drafter_free(&dr);
     sd_suffix_cache_free(&m);
 }
