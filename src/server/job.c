@@ -106,7 +106,7 @@ static void run_job(server *s, job *j) {
         specdec_generate_params gp = j->gp;
         gp.abort = job_cancelled;
         gp.suffix_cache = s->suffix; /* the server's memory of earlier outputs */
-        prefix_cache_enter(&s->pc, s->ctx, j->prompt, j->n_prompt, &gp);
+        prefix_cache_enter(&s->pc, s->ctx, j->prompt, j->n_prompt, &gp, j);
         rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, job_on_piece, j, &st, &err);
         prefix_cache_leave(&s->pc, s->ctx, rc, &st);
     }

@@ -98,7 +98,7 @@ static long best_entry(prefix_cache *pc, specdec_context *ctx, const specdec_tok
 }
 
 void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_token *prompt, size_t n,
-                        const specdec_generate_params *gp) {
+                        const specdec_generate_params *gp, void *user) {
     pc->reused = -1;
     pc->pre_ms = 0;
     if (pc->cap == 0 || n < 2) return;
@@ -126,9 +126,10 @@ void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_to
     specdec_generate_params g = *gp;
     g.n_predict = 0;
     g.check_lossless = false;
-    g.abort = NULL; /* it takes generate's user pointer, which this call has none of */
-    specdec_stats st;
-    if (specdec_generate(ctx, prompt, n - 1, &g, NULL, NULL, &st, NULL) != SPECDEC_OK) return;
+    specdec_stats st; /* g.abort stays: a client that left or a drain's end stops this prefill too */
+    if (specdec_generate(ctx, prompt, n - 1, &g, NULL, user, &st, NULL) != SPECDEC_OK ||
+        st.stop_reason == SPECDEC_STOP_CANCELLED)
+        return;
     pc->pre_ms = st.t_prefill_ms;
     store(pc, ctx);
 }

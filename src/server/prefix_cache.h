@@ -41,9 +41,10 @@ void prefix_cache_free(prefix_cache *pc);
 /* Before a generate of prompt[n] with gp: restores the cached state sharing
  * the longest usable prefix with the prompt into ctx (unless ctx holds it),
  * and for a hybrid prefills and stores a checkpoint at n - 1 tokens, so a
- * later prompt that extends this one finds its recurrent state. */
+ * later prompt that extends this one finds its recurrent state; gp->abort
+ * (with user, as generate would pass it) can stop that prefill. */
 void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_token *prompt, size_t n,
-                        const specdec_generate_params *gp);
+                        const specdec_generate_params *gp, void *user);
 /* After it (rc its status): the request's stats say what the cache gave
  * (n_cached, the checkpoint's prefill time), and ctx's state is stored. */
 void prefix_cache_leave(prefix_cache *pc, specdec_context *ctx, specdec_status rc, specdec_stats *st);

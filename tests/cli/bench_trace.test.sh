@@ -26,6 +26,9 @@ grep -q "(2 requests" "$tmp/out" || fail "{{out:1}} trace: $(head -1 "$tmp/out")
 printf 'text before any request\n' > "$tmp/bad.trace"
 if "$bin" bench --trace "$tmp/bad.trace" > /dev/null 2> "$tmp/err"; then fail "a bad trace was accepted"; fi
 grep -q "text before the first '=== ' line" "$tmp/err" || fail "bad trace message: $(cat "$tmp/err")"
+printf '=== a\n=== b\nsome prompt\n' > "$tmp/empty.trace"
+if "$bin" bench --trace "$tmp/empty.trace" > /dev/null 2> "$tmp/err"; then fail "a request without a prompt was accepted"; fi
+grep -q "request 'a' has no prompt" "$tmp/err" || fail "empty request message: $(cat "$tmp/err")"
 if "$bin" bench --trace /nonexistent.trace > /dev/null 2> "$tmp/err"; then fail "a missing trace was accepted"; fi
 grep -q "cannot read /nonexistent.trace" "$tmp/err" || fail "missing trace message: $(cat "$tmp/err")"
 finish

@@ -73,7 +73,9 @@ sd_status bench_experts(bench_env *e, bench_results *r, sd_err *err) {
     for (int i = 0; !st && i < e->n_prompts; i++) {
         const bench_prompt *p = &e->prompts[i];
         if (p->n_ids < BENCH_MAX_S + 2) continue;
-        const int32_t at[2] = {p->n_ids / 2, p->n_ids - BENCH_MAX_S};
+        /* every window of up to BENCH_MAX_S tokens must fit in the prompt */
+        const int32_t last = p->n_ids - BENCH_MAX_S, mid = p->n_ids / 2;
+        const int32_t at[2] = {mid < last ? mid : last, last};
         bench_progress("experts: prompt %d/%d", i + 1, e->n_prompts);
         sd_context_truncate(e->tc, 0);
         int32_t done = 0;

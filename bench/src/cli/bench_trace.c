@@ -18,6 +18,7 @@
  * decode time over the drafter's in the same rep (decode time as the stats
  * report it: after the prefill). Uses only the public API. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,8 @@ static int parse_trace(char *s, trace_req *r) {
         char *nl = strchr(line, '\n'), *next = nl ? nl + 1 : line + strlen(line);
         if (!strncmp(line, "=== ", 4)) {
             if (n == MAX_REQ) return fprintf(stderr, "specdec: trace: more than %d requests\n", MAX_REQ), -1;
+            if (n > 0 && r[n - 1].text == line)
+                return fprintf(stderr, "specdec: trace: request '%s' has no prompt\n", r[n - 1].name), -1;
             if (n > 0) line[-1] = 0; /* the previous prompt ends before its last newline */
             if (nl) *nl = 0;
             snprintf(r[n].name, sizeof r[n].name, "%s", line + 4);
@@ -107,14 +110,15 @@ static char *expand(const trace_req *r, int i, char *const *outs) {
     char *s = malloc(cap + 1);
     if (!s) return NULL;
     for (const char *p = r[i].text; *p;) {
-        int k;
-        if (sscanf(p, "{{out:%d}}", &k) == 1 && strstr(p, "}}")) {
+        char *end = NULL;
+        long k = !strncmp(p, "{{out:", 6) && isdigit((unsigned char)p[6]) ? strtol(p + 6, &end, 10) : 0;
+        if (end && !strncmp(end, "}}", 2)) { /* exactly {{out:N}}; anything else is text */
             const char *o = k >= 1 && k <= i && outs[k - 1] ? outs[k - 1] : "";
             size_t ol = strlen(o);
             if (len + ol >= cap) break;
             memcpy(s + len, o, ol);
             len += ol;
-            p = strstr(p, "}}") + 2;
+            p = end + 2;
         } else if (len + 1 < cap) s[len++] = *p++;
         else break;
     }
@@ -187,7 +191,11 @@ static int run_trace(replay *rp, int k, int rep, mode_sum *s) {
             const size_t n_out = nh - n;
             if (!rp->ref[i]) { /* the first greedy pass is the reference */
                 rp->ref[i] = malloc((n_out + 1) * sizeof *out);
-                if (rp->ref[i]) memcpy(rp->ref[i], out, n_out * sizeof *out);
+                if (!rp->ref[i]) {
+                    fprintf(stderr, "specdec: trace request %s: out of memory\n", rp->req[i].name);
+                    rc = 1;
+                } else
+                    memcpy(rp->ref[i], out, n_out * sizeof *out);
                 rp->n_ref[i] = n_out;
                 rp->outs[i] = text_of(rp->m, out, n_out);
                 count_loops(out, n_out, &rp->loop, &rp->all);
@@ -227,9 +235,11 @@ static void report(const replay *rp, mode_sum *s) {
         if (MODES[k] == SPECDEC_SPEC_SUFFIX || MODES[k] == SPECDEC_SPEC_AUTO)
             snprintf(mem, sizeof mem, "%lld tokens, %.1f MiB", (long long)s[k].mem_tokens,
                      (double)s[k].mem_bytes / (1 << 20));
-        printf("| %s | %.2f | %.3f | %.2fx | %s |  %s |\n", k == 0 ? "greedy" : s[k].drafter,
-               s[k].fwd ? (double)s[k].gen / (double)s[k].fwd : 0, s[k].drafted ? (double)s[k].accepted / (double)s[k].drafted : 0,
-               ratio[rp->o->reps / 2], s[k].lossless ? "yes" : "NO", mem);
+        char alpha[16] = "n/a"; /* greedy drafts nothing: no acceptance rate to show */
+        if (s[k].drafted) snprintf(alpha, sizeof alpha, "%.3f", (double)s[k].accepted / (double)s[k].drafted);
+        printf("| %s | %.2f | %s | %.2fx | %s |  %s |\n", k == 0 ? "greedy" : s[k].drafter,
+               s[k].fwd ? (double)s[k].gen / (double)s[k].fwd : 0, alpha, ratio[rp->o->reps / 2],
+               s[k].lossless ? "yes" : "NO", mem);
     }
 }
 
