@@ -40,17 +40,7 @@ static int n_predict(void) { return getenv("SD_ASAN") ? 16 : N_PREDICT; }
 /* The generated tokens of one call into out[N_PREDICT]; the context starts empty. */
 static int32_t run(specdec_context *c, const specdec_model *m, const char *text, const specdec_generate_params *gp,
                    specdec_token *out, specdec_stats *st) {
-    specdec_token *t = NULL;
-    size_t n = 0, n_hist = 0;
-    specdec_error err = {0};
-    if (specdec_tokenize(m, text, strlen(text), true, false, &t, &n, &err) != SPECDEC_OK) fail_msg("%s", err.message);
-    specdec_context_reset(c);
-    if (specdec_generate(c, t, n, gp, NULL, NULL, st, &err) != SPECDEC_OK) fail_msg("generate: %s", err.message);
-    const specdec_token *h = specdec_context_tokens(c, &n_hist);
-    assert_true(n_hist >= n && n_hist - n <= N_PREDICT);
-    memcpy(out, h + n, (n_hist - n) * sizeof *out);
-    specdec_free(t);
-    return (int32_t)(n_hist - n);
+    return api_generate_after(c, m, text, gp, out, N_PREDICT, st);
 }
 
 static specdec_generate_params params(specdec_spec_mode spec, bool sampled, specdec_suffix_cache *mem) {
