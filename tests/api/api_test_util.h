@@ -4,6 +4,8 @@
 #ifndef SD_TESTS_API_UTIL_H
 #define SD_TESTS_API_UTIL_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "specdec.h"
@@ -26,6 +28,30 @@ static inline specdec_context *api_context(const specdec_model *m, const specdec
     specdec_error err = {0};
     if (specdec_context_init(m, &cp, &c, &err) != SPECDEC_OK) fail_msg("context: %s", err.message);
     return c;
+}
+
+/* A bench prompt file's text (malloc'd, the caller frees it) with its first
+ * line "class: NAME" dropped; NAME into cls[cls_cap] when cls is not NULL
+ * ("" without such a line). Fails the test if the file cannot be read. */
+static inline char *api_bench_prompt(const char *path, char *cls, size_t cls_cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 1 << 16);
+    if (!buf) fail_msg("out of memory");
+    size_t len = fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    if (cls && cls_cap) cls[0] = 0;
+    char *nl = strchr(buf, '\n');
+    if (!strncmp(buf, "class:", 6) && nl) {
+        if (cls && cls_cap) {
+            char fmt[16];
+            snprintf(fmt, sizeof fmt, " %%%zus", cls_cap - 1);
+            sscanf(buf + 6, fmt, cls);
+        }
+        memmove(buf, nl + 1, strlen(nl + 1) + 1);
+    }
+    return buf;
 }
 
 /* Generates after text on c (emptied first); the new tokens into out[cap],

@@ -43,22 +43,9 @@ static int read_prompts(prompt *p) {
     assert_int_equal(glob("bench/prompts/*.txt", 0, NULL, &g), 0);
     int n = 0;
     for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += getenv("SD_ASAN") || getenv("SD_TEST_EMULATED") ? 3 : 1, n++) {
-        FILE *f = fopen(g.gl_pathv[i], "rb");
-        assert_non_null(f);
-        char *buf = calloc(1, 1 << 16);
-        size_t len = fread(buf, 1, (1 << 16) - 1, f);
-        fclose(f);
-        buf[len] = 0;
         const char *base = strrchr(g.gl_pathv[i], '/') + 1;
         snprintf(p[n].name, sizeof p[n].name, "%.*s", (int)(strlen(base) - 4), base);
-        p[n].cls[0] = 0;
-        char *text = buf;
-        if (!strncmp(text, "class:", 6) && strchr(text, '\n')) {
-            sscanf(text + 6, " %15s", p[n].cls);
-            text = strchr(text, '\n') + 1;
-        }
-        memmove(buf, text, strlen(text) + 1);
-        p[n].text = buf;
+        p[n].text = api_bench_prompt(g.gl_pathv[i], p[n].cls, sizeof p[n].cls);
     }
     globfree(&g);
     return n;

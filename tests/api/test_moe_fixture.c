@@ -45,15 +45,7 @@ static int read_prompts(char **texts, int stride) {
     assert_int_equal(glob("bench/prompts/*.txt", 0, NULL, &g), 0);
     int n = 0;
     for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += (size_t)stride * (getenv("SD_ASAN") ? 3 : 1)) {
-        FILE *f = fopen(g.gl_pathv[i], "rb");
-        assert_non_null(f);
-        char *buf = calloc(1, 1 << 16);
-        assert_non_null(buf);
-        size_t len = fread(buf, 1, (1 << 16) - 1, f);
-        fclose(f);
-        buf[len] = 0;
-        if (!strncmp(buf, "class:", 6) && strchr(buf, '\n')) memmove(buf, strchr(buf, '\n') + 1, strlen(strchr(buf, '\n')));
-        texts[n++] = buf;
+        texts[n++] = api_bench_prompt(g.gl_pathv[i], NULL, 0);
     }
     globfree(&g);
     return n;
