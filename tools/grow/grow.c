@@ -397,15 +397,26 @@ static sd_status grow_layer(grower *g, const grow_plan *p, int il, sd_err *err) 
     return st;
 }
 
-static bool overridden(const char *key) {
-    static const char *const keys[] = {
-        "general.name", "general.file_type", "qwen3.block_count", "qwen3.embedding_length",
-        "qwen3.feed_forward_length", "qwen3.attention.head_count", "qwen3.attention.head_count_kv",
-        "qwen3.attention.key_length", "qwen3.attention.value_length", "qwen3.rope.dimension_count",
-        "qwen3.attention.layer_norm_rms_epsilon"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+static bool in_list(const char *key, const char *const *keys, size_t n) {
+    for (size_t i = 0; i < n; i++)
         if (!strcmp(key, keys[i])) return true;
     return false;
+}
+
+sd_status grow_copy_metadata(grower *g, const char *const *shape_keys, size_t n, const char *shape_name,
+                             sd_err *err) {
+    static const char *const own[] = {"general.name", "general.file_type"};
+    sd_status st = SD_OK;
+    for (int64_t i = 0; !st && i < gguf_n_kv(g->small); i++) {
+        const char *key = gguf_kv_key(g->small, i);
+        if (!in_list(key, own, 2) && !in_list(key, shape_keys, n)) st = gguf_writer_copy_kv(g->w, g->small, i);
+    }
+    char gname[128];
+    snprintf(gname, sizeof gname, "grown %s %s", shape_name, ggml_type_get(g->type)->name);
+    st = st ? st : gguf_writer_set_str(g->w, "general.name", gname, strlen(gname));
+    st = st ? st : gguf_writer_set_u32(g->w, "general.file_type", tool_file_type(g->type));
+    (void)err; /* the writer's status; the caller names the failure */
+    return st;
 }
 
 /* Every key of the small file (tokenizer, rope base, context length) but the
@@ -413,13 +424,11 @@ static bool overridden(const char *key) {
 static sd_status grow_metadata(grower *g, const grow_plan *p, sd_err *err) {
     const grow_shape *t = p->shape;
     gguf_writer *w = g->w;
-    sd_status st = SD_OK;
-    for (int64_t i = 0; !st && i < gguf_n_kv(g->small); i++)
-        if (!overridden(gguf_kv_key(g->small, i))) st = gguf_writer_copy_kv(w, g->small, i);
-    char gname[128];
-    snprintf(gname, sizeof gname, "grown %s %s", t->name, ggml_type_get(g->type)->name);
-    st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
-    st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
+    static const char *const shape_keys[] = {
+        "qwen3.block_count", "qwen3.embedding_length", "qwen3.feed_forward_length", "qwen3.attention.head_count",
+        "qwen3.attention.head_count_kv", "qwen3.attention.key_length", "qwen3.attention.value_length",
+        "qwen3.rope.dimension_count", "qwen3.attention.layer_norm_rms_epsilon"};
+    sd_status st = grow_copy_metadata(g, shape_keys, sizeof shape_keys / sizeof *shape_keys, t->name, err);
     const tool_qwen3_shape q3 = {p->n_layer, t->n_embd, t->n_ff, t->n_head, t->n_head_kv, t->head_dim,
                                  (float)(p->s.eps / p->rho), NULL};
     st = st ? st : tool_write_qwen3_shape(w, &q3);

@@ -36,6 +36,12 @@ float *grow_small_f32(grower *g, const char *name, int64_t n_in, int64_t n_out, 
 sd_status grow_add_tensor(grower *g, const char *name, uint32_t type, int n_dims, int64_t n_in, int64_t n_out,
                           const float *data, void *ready, sd_err *err);
 
+/* Every key of the small file but general.name, general.file_type and the
+ * n shape keys (written by the caller for the grown shape), then the name
+ * "grown SHAPE TYPE" and the file type of g->type. */
+sd_status grow_copy_metadata(grower *g, const char *const *shape_keys, size_t n, const char *shape_name,
+                             sd_err *err);
+
 /* A zero matrix of g->type, one buffer per shape shared by every identity layer. */
 sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err);
 

@@ -541,29 +541,19 @@ static sd_status grow_mtp(grower *g, const q35_plan *p, sd_err *err) {
     return st;
 }
 
-static bool overridden(const char *key) {
-    static const char *const keys[] = {
-        "general.name", "general.file_type", "qwen35.block_count", "qwen35.embedding_length",
-        "qwen35.feed_forward_length", "qwen35.attention.head_count", "qwen35.attention.head_count_kv",
-        "qwen35.attention.key_length", "qwen35.attention.value_length", "qwen35.rope.dimension_count",
-        "qwen35.rope.dimension_sections", "qwen35.attention.layer_norm_rms_epsilon", "qwen35.ssm.state_size",
-        "qwen35.ssm.inner_size", "qwen35.ssm.time_step_rank", "qwen35.ssm.group_count",
-        "qwen35.attention.recurrent_layers", "qwen35.full_attention_interval"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(key, keys[i])) return true;
-    return false;
-}
+/* The shape keys grow_metadata writes for the grown shape (the rest is copied). */
+static const char *const q35_shape_keys[] = {
+    "qwen35.block_count", "qwen35.embedding_length",
+    "qwen35.feed_forward_length", "qwen35.attention.head_count", "qwen35.attention.head_count_kv",
+    "qwen35.attention.key_length", "qwen35.attention.value_length", "qwen35.rope.dimension_count",
+    "qwen35.rope.dimension_sections", "qwen35.attention.layer_norm_rms_epsilon", "qwen35.ssm.state_size",
+    "qwen35.ssm.inner_size", "qwen35.ssm.time_step_rank", "qwen35.ssm.group_count",
+    "qwen35.attention.recurrent_layers", "qwen35.full_attention_interval"};
 
 static sd_status grow_metadata(grower *g, const q35_plan *p, sd_err *err) {
     const q35_shape *t = p->t;
     gguf_writer *w = g->w;
-    sd_status st = SD_OK;
-    for (int64_t i = 0; !st && i < gguf_n_kv(g->small); i++)
-        if (!overridden(gguf_kv_key(g->small, i))) st = gguf_writer_copy_kv(w, g->small, i);
-    char gname[128];
-    snprintf(gname, sizeof gname, "grown %s %s", t->name, ggml_type_get(g->type)->name);
-    st = st ? st : gguf_writer_set_str(w, "general.name", gname, strlen(gname));
-    st = st ? st : gguf_writer_set_u32(w, "general.file_type", tool_file_type(g->type));
+    sd_status st = grow_copy_metadata(g, q35_shape_keys, sizeof q35_shape_keys / sizeof *q35_shape_keys, t->name, err);
     const int n_all = p->n_layer + p->s.n_nextn;
     const tool_qwen3_shape sh = {n_all, t->n_embd, t->n_ff, t->n_head, p->n_head_kv, t->head_dim,
                                  (float)(p->s.eps * p->e), "qwen35"};
