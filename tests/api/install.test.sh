@@ -22,9 +22,12 @@ for f in libspecdec.a libspecdec.so; do [ -e "$libdir/$f" ] || fail "not install
 export PKG_CONFIG_PATH=$(dirname "$pc")
 
 # Only the public API leaves the shared library.
-others=$(nm -D --defined-only "$libdir/libspecdec.so" | awk '{print $3}' | grep -v '^specdec_' || true)
+# (nm's output held first: `nm | grep -q` under pipefail fails when grep quits
+# early and nm, still writing, dies of SIGPIPE)
+exported=$(nm -D --defined-only "$libdir/libspecdec.so" | awk '{print $3}')
+others=$(grep -v '^specdec_' <<<"$exported" || true)
 [ -z "$others" ] || fail "libspecdec.so exports non-API symbols: $(echo $others | head -c 300)"
-nm -D --defined-only "$libdir/libspecdec.so" | grep -q ' specdec_generate$' || fail "specdec_generate not exported"
+grep -qx 'specdec_generate' <<<"$exported" || fail "specdec_generate not exported"
 
 # Shared: pkg-config alone; the loader finds the library through LD_LIBRARY_PATH.
 cc -std=c11 -Wall -Wextra -Werror examples/stream.c -o "$tmp/stream_shared" $(pkg-config --cflags --libs specdec) ||
