@@ -51,7 +51,7 @@ const { values: opt } = parseArgs({
 });
 const USAGE = `usage: bench/serve_race.sh -m MODEL.gguf [-m MODEL2.gguf] [--clients "1 2 4 8 16"] [-n 32]
     [--per-client 2] [--min-requests 4] [-t 2] [--parallel P] [--modes off,on,auto] [--engines specdec,llama.cpp]
-    [--serve-args "-md D.gguf"] [--on-args "--gate 0"] [--auto-args ""] [--prompts DIR] [--prompt-chars 160]
+    [--serve-args="-md D.gguf"] [--on-args="--gate 0"] [--auto-args=""] [--prompts DIR] [--prompt-chars 160]
     [--quick] [--json OUT.json]
   --quick: clients "1 2", requests = C (at least 2): a smoke run of a minute or two`;
 if (opt.help || !opt.m?.length) {
@@ -65,6 +65,7 @@ const MODES = opt.modes.split(",").filter(Boolean), ENGINES = new Set(opt.engine
 const bad = (m) => { console.error(`serve_race: ${m}`); process.exit(2); };
 if (CLIENTS.some((c) => !(Number.isInteger(c) && c >= 1))) bad(`--clients "${opt.clients}": whole numbers >= 1`);
 if (![N, T, PER, MINR].every((x) => Number.isInteger(x) && x >= 1)) bad("-n, -t, --per-client, --min-requests: whole numbers >= 1");
+for (const e of ENGINES) if (!["specdec", "llama.cpp"].includes(e)) bad(`--engines: ${e} is not specdec or llama.cpp`);
 for (const m of MODES) if (!["off", "on", "auto"].includes(m)) bad(`--modes: ${m} is not off, on or auto`);
 // the server takes --parallel in [1, 64] (src/server/front.c)
 const P = Math.min(64, opt.parallel ? +opt.parallel : Math.max(...CLIENTS));
@@ -104,6 +105,7 @@ async function startServer(model, ctx, extra) {
 }
 
 async function stopServer(s) {
+  if (s.proc.exitCode !== null || s.proc.signalCode !== null) return; // it died (the error says why)
   const done = new Promise((r) => s.proc.once("exit", r));
   s.proc.kill("SIGINT");
   await done;
@@ -273,7 +275,12 @@ const result = { node_llama_cpp: await getModuleVersion(), clients: CLIENTS, n: 
                  per_client: PER, min_requests: MINR, prompt_chars: +opt["prompt-chars"], modes: MODES,
                  on_args: opt["on-args"], auto_args: opt["auto-args"], serve_args: opt["serve-args"],
                  cpus: os.cpus().length, loadavg_start: load0, models: [] };
-for (const m of opt.m) result.models.push(await raceModel(m));
+try {
+  for (const m of opt.m) result.models.push(await raceModel(m));
+} catch (e) {
+  console.error(`serve_race: ${e.message}`);
+  process.exit(1);
+}
 result.loadavg_end = os.loadavg();
 result.wall_s = (performance.now() - t0) / 1000;
 
