@@ -681,6 +681,12 @@ static void print_plan(const char *small_path, const q35_plan *p, uint32_t type)
                 "%+.2f %%; %d layers, vocab %d): %d extra identity layers carry the smaller head\n",
                 have / 1e6, have * bpw / 1e9, ggml_type_get(type)->name, want / 1e6, want * bpw / 1e9,
                 100.0 * (have - want) / want, t->real_layers, Q35_REAL_VOCAB, p->n_layer - t->real_layers);
+    } else if (t->n_expert) { /* a reduced depth: its layers are real, its head is the small one */
+        const double have = per_token(t, p->n_head_kv, p->n_layer, p->gdn, s->n_vocab);
+        const double bpw = mat_bytes(type, 256, 1) / 256;
+        fprintf(stderr, "sd-genmodel: weights per token %.1f M (%.3f GB as %s); the real %d-row head would add %.1f M\n",
+                have / 1e6, have * bpw / 1e9, ggml_type_get(type)->name, Q35_REAL_VOCAB,
+                (double)(Q35_REAL_VOCAB - s->n_vocab) * t->n_embd / 1e6);
     }
 }
 
