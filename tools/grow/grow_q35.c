@@ -594,12 +594,21 @@ static sd_status moe_arch_keys(grower *g, const char **excl, size_t *n_excl, sd_
         if (gguf_kv_type(g->small, i) == GGUF_TYPE_STRING || gguf_kv_type(g->small, i) == GGUF_TYPE_ARRAY ||
             !gguf_kv_value(g->small, i, 0, &v))
             return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s is not a scalar: cannot rename it", g->small_path, key);
-        int64_t raw = 0; /* the value in its own type, host order */
+        union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; uint64_t u64;
+                int64_t i64; float f32; double f64; bool b; } raw; /* the value in its own type */
         switch (v.type) {
-        case GGUF_TYPE_FLOAT32: { float f = (float)v.v.f; memcpy(&raw, &f, sizeof f); } break;
-        case GGUF_TYPE_FLOAT64: memcpy(&raw, &v.v.f, sizeof v.v.f); break;
-        case GGUF_TYPE_BOOL: { bool b = v.v.b; memcpy(&raw, &b, sizeof b); } break;
-        default: raw = v.v.i; break; /* integers: little-endian low bytes */
+        case GGUF_TYPE_UINT8: raw.u8 = (uint8_t)v.v.u; break;
+        case GGUF_TYPE_INT8: raw.i8 = (int8_t)v.v.i; break;
+        case GGUF_TYPE_UINT16: raw.u16 = (uint16_t)v.v.u; break;
+        case GGUF_TYPE_INT16: raw.i16 = (int16_t)v.v.i; break;
+        case GGUF_TYPE_UINT32: raw.u32 = (uint32_t)v.v.u; break;
+        case GGUF_TYPE_INT32: raw.i32 = (int32_t)v.v.i; break;
+        case GGUF_TYPE_UINT64: raw.u64 = v.v.u; break;
+        case GGUF_TYPE_INT64: raw.i64 = v.v.i; break;
+        case GGUF_TYPE_FLOAT32: raw.f32 = (float)v.v.f; break;
+        case GGUF_TYPE_FLOAT64: raw.f64 = v.v.f; break;
+        case GGUF_TYPE_BOOL: raw.b = v.v.b; break;
+        default: return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s has an unknown type", g->small_path, key);
         }
         st = gguf_writer_set_val(g->w, k, v.type, &raw);
     }
