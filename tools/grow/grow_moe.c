@@ -32,7 +32,8 @@
  *    picks the k most excited of E trained units of the same hidden state, a
  *    projection trained on this model's residual stream. An identity layer
  *    (all experts 0) routes with the last small layer's gate rows.
- * Q8_0: the grown blocks are the small ones (powers of two), the 256 experts
+ * Q8_0: with a a power of two (a = 1 for the target fixture in these shapes)
+ * the grown blocks are the small ones up to exponent shifts; the E experts are
  * one quantized expert copied. Q4_K re-quantizes. */
 #include "grow/grow_moe.h"
 
