@@ -7,6 +7,10 @@
 #                      models/fixture-target.gguf; cache/models/grown-SHAPE-TYPE.gguf
 #                      SHAPE=qwen35-0.8b|2b|9b|27b: the hybrid models/fixture-q35-target.gguf;
 #                      SHAPE=qwen35-draft: models/fixture-q35-draft.gguf in the qwen35-0.8b shape.
+#                      SHAPE=qwen35-35b-a3b-L4|qwen35-35b-a3b: the same hybrid as a qwen35moe
+#                      (256 experts, top-8; tools/grow/grow_moe.c); -L4 is 4 layers (4.5 GB
+#                      at q8_0), the full 40-layer shape takes 23 GB even at q4_k: check
+#                      free -g and df before asking for it.
 #                      Before each grown file: its size (sd-genmodel --dry-run), the free
 #                      disk and an estimated time; it refuses when the disk lacks the
 #                      size + 2 GB, and shows the file growing while it is written.
@@ -14,6 +18,7 @@
 #   bench/models.sh qwen3-0.6b:q8_0 grown-draft:q8_0 ...
 #   bench/models.sh qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-2b:q8_0 qwen35-draft:q8_0   (Qwen3.5 hybrids)
 #   bench/models.sh grown-qwen35-27b:q4_k grown-qwen35-draft:q8_0     (~14.6 GB + 0.8 GB, ~3 min)
+#   bench/models.sh grown-qwen35-35b-a3b-L4:q8_0                      (~4.5 GB, ~1 min)
 # Needs the sd-genmodel tool: cmake --build build --target sd-genmodel
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +47,7 @@ for spec in "${specs[@]}"; do
       pid=$! t0=$SECONDS
       while kill -0 "$pid" 2>/dev/null; do
         sleep 10
-        f=$(ls "$out.part.tmp" "$out.part" 2>/dev/null | head -1) # the writer's temp name, then renamed
+        f=$(ls "$out.part.tmp" "$out.part" 2>/dev/null | head -1 || true) # the writer's temp name, then renamed (ls fails before either exists)
         if [ -n "$f" ]; then echo "models.sh: ... $(du -m "$f" | cut -f1) MB of ${gb} GB written ($((SECONDS - t0)) s)"
         else echo "models.sh: ... placing the small model's layers ($((SECONDS - t0)) s)"; fi
       done

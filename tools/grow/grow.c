@@ -309,22 +309,44 @@ sd_status grow_add_tensor(grower *g, const char *name, uint32_t type, int n_dims
     return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
 }
 
-/* A zero matrix, one buffer per shape shared by every identity layer (all-zero
- * blocks of every type are zeros). */
-sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+/* A zeroed buffer of g->type for [n_out][n_in], one per shape shared by
+ * every identity layer (all-zero blocks of every type are zeros). */
+void *grow_zero_data(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
     for (int i = 0; i < g->n_zeros; i++)
-        if (g->zeros[i].n_in == n_in && g->zeros[i].n_out == n_out)
-            return grow_add_tensor(g, name, g->type, 2, n_in, n_out, NULL, g->zeros[i].data, err);
+        if (g->zeros[i].n_in == n_in && g->zeros[i].n_out == n_out) return g->zeros[i].data;
     uint64_t row_bytes, bytes;
     if (g->n_zeros == GROW_MAX_ZEROS || !ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) ||
-        !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
-        return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
-                          ggml_type_get(g->type)->name);
+        !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes)) {
+        sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
+                   ggml_type_get(g->type)->name);
+        return NULL;
+    }
     /* calloc'd: zero bytes are zero values in every block format (the scales are 0) */
     void *z = grow_keep(g, bytes);
-    if (!z) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
+    if (!z) {
+        sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
+        return NULL;
+    }
     g->zeros[g->n_zeros++] = (struct zero_mat){n_in, n_out, z};
-    return grow_add_tensor(g, name, g->type, 2, n_in, n_out, NULL, z, err);
+    return z;
+}
+
+sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err) {
+    void *z = grow_zero_data(g, name, n_in, n_out, err);
+    return z ? grow_add_tensor(g, name, g->type, 2, n_in, n_out, NULL, z, err) : err->code;
+}
+
+sd_status grow_add_experts(grower *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, void *ready,
+                           sd_err *err) {
+    uint64_t row_bytes, bytes;
+    if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) ||
+        !sd_mul_u64(row_bytes, (uint64_t)(n_out * n_exp), &bytes))
+        return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
+                          ggml_type_get(g->type)->name);
+    const int64_t ne[3] = {n_in, n_out, n_exp};
+    g->total_bytes += bytes;
+    sd_status st = gguf_writer_add_tensor(g->w, name, g->type, 3, ne, ready, bytes);
+    return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
 }
 
 /* Grown matrix `name` (small [n][m] -> grown [N][M]): small row r goes to
@@ -483,10 +505,12 @@ static sd_status grow(const char *small_path, const grow_shape *shape, uint32_t 
 static void grow_usage(FILE *f) {
     fprintf(f, "usage: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE] [--dry-run]\n"
                "  a model of a realistic shape computing SMALL's function (tools/grow/grow.c,\n"
-               "  grow_q35.c)\n"
+               "  grow_q35.c, grow_moe.c)\n"
                "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny              (SMALL: qwen3)\n"
                "            qwen35-0.8b | qwen35-2b | qwen35-9b | qwen35-27b | qwen35-tiny\n"
                "                                                               (SMALL: qwen35)\n"
+               "            qwen35-35b-a3b | qwen35-35b-a3b-L4 | qwen35moe-tiny  (SMALL: qwen35;\n"
+               "                                                  grown as qwen35moe, grow_moe.c)\n"
                "  --type    f32 (default) | f16 | q8_0 | q4_k (norm weights are always f32)\n"
                "  --dry-run (qwen35 shapes) print the plan and the file size, write nothing\n");
 }

@@ -1,5 +1,5 @@
 /* The tensor-writing helpers of sd-genmodel --grow, shared by the qwen3
- * grower (grow.c) and the qwen35 one (grow_q35.c). */
+ * grower (grow.c), the qwen35 one (grow_q35.c) and its MoE FFN (grow_moe.c). */
 #ifndef SD_TOOLS_GROW_IO_H
 #define SD_TOOLS_GROW_IO_H
 
@@ -44,6 +44,15 @@ sd_status grow_copy_metadata(grower *g, const char *const *shape_keys, size_t n,
 
 /* A zero matrix of g->type, one buffer per shape shared by every identity layer. */
 sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err);
+
+/* The zeroed buffer behind grow_add_zero_matrix for [n_out][n_in] of g->type
+ * (owned by g); NULL with err set (name: the tensor it is for). */
+void *grow_zero_data(grower *g, const char *name, int64_t n_in, int64_t n_out, sd_err *err);
+
+/* Adds the 3-D expert tensor `name` of g->type, ne {n_in, n_out, n_exp}: ready
+ * holds its bytes (expert by expert, each n_out rows), borrowed until written. */
+sd_status grow_add_experts(grower *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, void *ready,
+                           sd_err *err);
 
 /* sd-genmodel --grow for a qwen35 SMALL into a qwen35 shape (grow_q35.c);
  * dry_run: print the plan and the file size, write nothing. Returns the exit

@@ -80,6 +80,12 @@
  *    lm head) equal the real model's (its 248320-row head): the small
  *    vocabulary's missing head rows are carried by extra identity layers.
  *
+ * 8. qwen35moe shapes (qwen35-35b-a3b[-L4], qwen35moe-tiny): everything above,
+ *    with each block's FFN (the MTP block's too) a mixture of experts that
+ *    computes the small dense FFN exactly whichever experts the router picks
+ *    (grow_moe.c has that construction and the router's). Per-token weights
+ *    (item 7) count the router, k experts and the shared expert.
+ *
  * Q4_K re-quantizes the values: a slightly different function (greedy text may
  * split at near-ties). */
 #include <math.h>
@@ -95,6 +101,7 @@
 #include "format/ggml_type.h"
 #include "format/gguf.h"
 #include "grow/grow_io.h"
+#include "grow/grow_moe.h"
 #include "numerics/quant.h"
 
 /* ---- shapes ---- */
@@ -103,7 +110,8 @@ typedef struct q35_shape {
     int n_embd, n_ff, n_head, n_head_kv, head_dim, n_rot, ssm_k, ssm_v, ssm_state;
     int sections[4];
     int real_layers;    /* > 0: byte-match the real model (every 4th layer attention) */
-    int fixed_layers;   /* or this many (test shape) */
+    int fixed_layers;   /* or this many (test shape, reduced depth) */
+    int n_expert, n_used, n_ff_exp, n_ff_shexp; /* qwen35moe (n_expert > 0): the FFN (grow_moe.c) */
 } q35_shape;
 
 #define Q35_REAL_VOCAB 248320 /* every Qwen3.5 / 3.6 model: token_embd and lm head rows */
@@ -121,12 +129,18 @@ typedef struct q35_shape {
  * 32 as 4B (n_embd 2560) / 9B, 64 as 27B. All: mrope sections [11, 11, 10]. */
 static const q35_shape Q35_SHAPES[] = {
     /* name          D     F      Nh Nkv Dh   R   HK  HV  S    sections        layers */
-    {"qwen35-0.8b", 1024, 3584, 8, 2, 256, 64, 16, 16, 128, {11, 11, 10, 0}, 24, 0},
-    {"qwen35-2b", 2048, 6144, 8, 2, 256, 64, 16, 16, 128, {11, 11, 10, 0}, 24, 0},
-    {"qwen35-9b", 4096, 12288, 16, 4, 256, 64, 16, 32, 128, {11, 11, 10, 0}, 32, 0},
-    {"qwen35-27b", 5120, 17408, 24, 4, 256, 64, 16, 48, 128, {11, 11, 10, 0}, 64, 0},
+    {"qwen35-0.8b", 1024, 3584, 8, 2, 256, 64, 16, 16, 128, {11, 11, 10, 0}, 24, 0, 0, 0, 0, 0},
+    {"qwen35-2b", 2048, 6144, 8, 2, 256, 64, 16, 16, 128, {11, 11, 10, 0}, 24, 0, 0, 0, 0, 0},
+    {"qwen35-9b", 4096, 12288, 16, 4, 256, 64, 16, 32, 128, {11, 11, 10, 0}, 32, 0, 0, 0, 0, 0},
+    {"qwen35-27b", 5120, 17408, 24, 4, 256, 64, 16, 48, 128, {11, 11, 10, 0}, 64, 0, 0, 0, 0, 0},
     /* test-sized, holds either fixture */
-    {"qwen35-tiny", 512, 1024, 12, 4, 64, 32, 4, 8, 64, {6, 5, 5, 0}, 0, 6},
+    {"qwen35-tiny", 512, 1024, 12, 4, 64, 32, 4, 8, 64, {6, 5, 5, 0}, 0, 6, 0, 0, 0, 0},
+    /* qwen35moe: docs/MOE.md "Published shapes" (as tools/genmodel.c); -L4 the
+     * same layers, 4 of them (the fixture's trunk), with the fixture's head;
+     * experts: count, used, width, shared width */
+    {"qwen35-35b-a3b", 2048, 512, 16, 2, 256, 64, 16, 32, 128, {11, 11, 10, 0}, 40, 0, 256, 8, 512, 512},
+    {"qwen35-35b-a3b-L4", 2048, 512, 16, 2, 256, 64, 16, 32, 128, {11, 11, 10, 0}, 0, 4, 256, 8, 512, 512},
+    {"qwen35moe-tiny", 512, 256, 12, 4, 64, 32, 4, 8, 64, {6, 5, 5, 0}, 0, 6, 8, 2, 256, 512},
 };
 #define N_Q35_SHAPES (sizeof Q35_SHAPES / sizeof Q35_SHAPES[0])
 
@@ -138,10 +152,16 @@ static const q35_shape *q35_shape_find(const char *name) {
 
 bool grow_q35_has_shape(const char *name) { return q35_shape_find(name) != NULL; }
 
+/* The shape's MoE FFN as grow_moe.c takes it (f: the small FFN's units). */
+static grow_moe moe_of(const q35_shape *t, int64_t d, int64_t f, int n_copy, double a) {
+    return (grow_moe){d, t->n_embd, f, n_copy, a, t->n_expert, t->n_used, t->n_ff_exp, t->n_ff_shexp};
+}
+
 /* Matrix weights of one layer of the given kind (read once per decoded token). */
 static double layer_params(const q35_shape *t, int n_head_kv, bool gdn) {
     double D = t->n_embd, vd = (double)t->ssm_v * t->ssm_state;
-    double ffn = 3.0 * D * t->n_ff;
+    grow_moe m = moe_of(t, 0, 0, 0, 0);
+    double ffn = t->n_expert ? grow_moe_active_params(&m) : 3.0 * D * t->n_ff;
     if (gdn) return D * ((2.0 * t->ssm_k * t->ssm_state + vd) + vd + 2.0 * t->ssm_v) + vd * D + ffn;
     double q = (double)t->n_head * t->head_dim, kv = (double)n_head_kv * t->head_dim;
     return D * (2 * q + 2 * kv) + q * D + ffn;
@@ -237,6 +257,7 @@ typedef struct q35_plan {
     bool gdn[256];
     int rho_h, rho_r, rho_s, m_v, k;
     double e, a, c;
+    grow_moe moe; /* n_expert > 0: a qwen35moe shape */
     /* axes (see the header comment) */
     axis st_w, st_r, head, embd_cols, every, ff, attn_q, attn_k, attn_v, attn_o, qk_dims, qkv, z, vo, vheads, ssm_norm, eh;
 } q35_plan;
@@ -362,7 +383,7 @@ static sd_status plan_init(q35_plan *p, const q35_small *s, const q35_shape *t, 
     p->s = *s, p->t = t;
     p->n_head_kv = t->n_head_kv > s->n_head_kv ? t->n_head_kv : s->n_head_kv;
     const int g = s->n_head / s->n_head_kv;
-    if (t->n_embd < s->n_embd || t->n_ff < s->n_ff || t->head_dim % s->head_dim || t->n_rot % s->n_rot ||
+    if (t->n_embd < s->n_embd || (!t->n_expert && t->n_ff < s->n_ff) || t->head_dim % s->head_dim || t->n_rot % s->n_rot ||
         t->head_dim - t->n_rot < s->head_dim - s->n_rot || t->n_head % p->n_head_kv || t->n_head / p->n_head_kv < g ||
         t->ssm_state % s->ssm_state || t->ssm_k % s->ssm_k || t->ssm_v < s->ssm_v)
         return sd_err_set(err, SD_ERR_ARG,
@@ -370,6 +391,8 @@ static sd_status plan_init(q35_plan *p, const q35_small *s, const q35_shape *t, 
                           "state size and GDN Q/K heads multiples of the model's, a GQA group >= %d", t->name, g);
     p->rho_h = t->head_dim / s->head_dim, p->rho_r = t->n_rot / s->n_rot, p->rho_s = t->ssm_state / s->ssm_state;
     choose_copies(p);
+    p->moe = moe_of(t, s->n_embd, s->n_ff, p->k, p->a);
+    if (t->n_expert && grow_moe_check(&p->moe, t->name, err)) return err->code;
     /* layers: the small ones, then the real pattern, as many as match the real bytes per token */
     bool real_gdn[256];
     for (int il = 0; il < 256; il++) {
@@ -517,6 +540,8 @@ static sd_status grow_block(layer_io *L, bool gdn) {
     sd_status st = vec(L, "attn_norm.weight", &p->st_r, block_norm_scale(p), 1.0f);
     st = st ? st : gdn ? grow_gdn(L) : grow_attention(L);
     st = st ? st : vec(L, "post_attention_norm.weight", &p->st_r, block_norm_scale(p), 1.0f);
+    if (p->moe.n_expert) /* identity layers route with the last small layer's gate */
+        return st ? st : grow_moe_ffn(L->g, &p->moe, L->real ? L->ils : p->s.n_layer - 1, L->il, L->real, L->err);
     st = st ? st : mat(L, "ffn_gate.weight", &p->st_r, &p->ff, 1.0);
     st = st ? st : mat(L, "ffn_up.weight", &p->st_r, &p->ff, 1.0);
     st = st ? st : mat(L, "ffn_down.weight", &p->ff, &p->st_w, 1.0);
@@ -550,24 +575,80 @@ static const char *const q35_shape_keys[] = {
     "qwen35.ssm.inner_size", "qwen35.ssm.time_step_rank", "qwen35.ssm.group_count",
     "qwen35.attention.recurrent_layers", "qwen35.full_attention_interval"};
 
+/* qwen35moe: general.architecture, then the small file's other qwen35.* keys
+ * (context length, rope base, conv kernel, nextn layers) under the new arch;
+ * they are scalars. excl gets every key it wrote, for grow_copy_metadata. */
+static sd_status moe_arch_keys(grower *g, const char **excl, size_t *n_excl, sd_err *err) {
+    sd_status st = gguf_writer_set_str(g->w, "general.architecture", "qwen35moe", 9);
+    excl[(*n_excl)++] = "general.architecture";
+    for (int64_t i = 0; !st && i < gguf_n_kv(g->small); i++) {
+        const char *key = gguf_kv_key(g->small, i);
+        bool shape = false;
+        for (size_t j = 0; j < sizeof q35_shape_keys / sizeof *q35_shape_keys; j++) shape |= !strcmp(key, q35_shape_keys[j]);
+        if (strncmp(key, "qwen35.", 7)) continue;
+        excl[(*n_excl)++] = key;
+        if (shape) continue;
+        gguf_value v;
+        char k[128];
+        snprintf(k, sizeof k, "qwen35moe.%s", key + 7);
+        if (gguf_kv_type(g->small, i) == GGUF_TYPE_STRING || gguf_kv_type(g->small, i) == GGUF_TYPE_ARRAY ||
+            !gguf_kv_value(g->small, i, 0, &v))
+            return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s is not a scalar: cannot rename it", g->small_path, key);
+        union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; uint64_t u64;
+                int64_t i64; float f32; double f64; bool b; } raw; /* the value in its own type */
+        switch (v.type) {
+        case GGUF_TYPE_UINT8: raw.u8 = (uint8_t)v.v.u; break;
+        case GGUF_TYPE_INT8: raw.i8 = (int8_t)v.v.i; break;
+        case GGUF_TYPE_UINT16: raw.u16 = (uint16_t)v.v.u; break;
+        case GGUF_TYPE_INT16: raw.i16 = (int16_t)v.v.i; break;
+        case GGUF_TYPE_UINT32: raw.u32 = (uint32_t)v.v.u; break;
+        case GGUF_TYPE_INT32: raw.i32 = (int32_t)v.v.i; break;
+        case GGUF_TYPE_UINT64: raw.u64 = v.v.u; break;
+        case GGUF_TYPE_INT64: raw.i64 = v.v.i; break;
+        case GGUF_TYPE_FLOAT32: raw.f32 = (float)v.v.f; break;
+        case GGUF_TYPE_FLOAT64: raw.f64 = v.v.f; break;
+        case GGUF_TYPE_BOOL: raw.b = v.v.b; break;
+        default: return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s has an unknown type", g->small_path, key);
+        }
+        st = gguf_writer_set_val(g->w, k, v.type, &raw);
+    }
+    return st ? sd_err_set(err, st, "cannot write metadata") : SD_OK;
+}
+
 static sd_status grow_metadata(grower *g, const q35_plan *p, sd_err *err) {
     const q35_shape *t = p->t;
     gguf_writer *w = g->w;
-    sd_status st = grow_copy_metadata(g, q35_shape_keys, sizeof q35_shape_keys / sizeof *q35_shape_keys, t->name, err);
+    const char *arch = t->n_expert ? "qwen35moe" : "qwen35";
+    const size_t n_shape = sizeof q35_shape_keys / sizeof *q35_shape_keys;
+    const char **excl = sd_malloc_array((size_t)gguf_n_kv(g->small) + n_shape + 1, sizeof *excl);
+    if (!excl) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    size_t n_excl = 0;
+    for (size_t j = 0; j < n_shape; j++) excl[n_excl++] = q35_shape_keys[j];
+    sd_status st = t->n_expert ? moe_arch_keys(g, excl, &n_excl, err) : SD_OK;
+    if (st) {
+        free(excl);
+        return st;
+    }
+    st = grow_copy_metadata(g, excl, n_excl, t->name, err);
+    free(excl);
     const int n_all = p->n_layer + p->s.n_nextn;
     const tool_qwen3_shape sh = {n_all, t->n_embd, t->n_ff, t->n_head, p->n_head_kv, t->head_dim,
-                                 (float)(p->s.eps * p->e), "qwen35"};
+                                 (float)(p->s.eps * p->e), arch};
+    char k[96];
+#define KEY(s) (snprintf(k, sizeof k, "%s.%s", arch, s), k)
     st = st ? st : tool_write_qwen3_shape(w, &sh);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.rope.dimension_count", (uint32_t)t->n_rot);
-    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.rope.dimension_sections", GGUF_TYPE_INT32, t->sections, 4);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.state_size", (uint32_t)t->ssm_state);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.inner_size", (uint32_t)(t->ssm_state * t->ssm_v));
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.time_step_rank", (uint32_t)t->ssm_v);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.ssm.group_count", (uint32_t)t->ssm_k);
+    st = st ? st : gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)t->n_rot);
+    st = st ? st : gguf_writer_set_arr_data(w, KEY("rope.dimension_sections"), GGUF_TYPE_INT32, t->sections, 4);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.state_size"), (uint32_t)t->ssm_state);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.inner_size"), (uint32_t)(t->ssm_state * t->ssm_v));
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.time_step_rank"), (uint32_t)t->ssm_v);
+    st = st ? st : gguf_writer_set_u32(w, KEY("ssm.group_count"), (uint32_t)t->ssm_k);
     bool rec[256];
     for (int il = 0; il < n_all; il++) rec[il] = il < p->n_layer && p->gdn[il];
-    st = st ? st : gguf_writer_set_arr_data(w, "qwen35.attention.recurrent_layers", GGUF_TYPE_BOOL, rec, (uint64_t)n_all);
-    st = st ? st : gguf_writer_set_u32(w, "qwen35.full_attention_interval", 4);
+    st = st ? st : gguf_writer_set_arr_data(w, KEY("attention.recurrent_layers"), GGUF_TYPE_BOOL, rec, (uint64_t)n_all);
+    st = st ? st : gguf_writer_set_u32(w, KEY("full_attention_interval"), 4);
+#undef KEY
+    if (!st && t->n_expert) st = grow_moe_keys(w, &p->moe, arch);
     return st ? sd_err_set(err, st, "cannot write metadata") : SD_OK;
 }
 
@@ -591,6 +672,11 @@ static void print_plan(const char *small_path, const q35_plan *p, uint32_t type)
     fprintf(stderr, "sd-genmodel: stream copies k = %d x a = %.6g, v copies m_v = %d, eps x %.6g, Q/K rows x %.6g%s\n",
             p->k, p->a, p->m_v, p->e, p->c,
             pow2(p->a) && pow2(p->c) ? "" : " (not all powers of two: some Q8_0 blocks re-round)");
+    if (t->n_expert)
+        fprintf(stderr, "sd-genmodel: qwen35moe FFN: %d experts of %d, top-%d, shared expert of %d: the small FFN's "
+                "%d units are %lld in every routed expert + %lld in the shared one (grow_moe.c)\n", t->n_expert,
+                t->n_ff_exp, t->n_used, t->n_ff_shexp, s->n_ff, (long long)(s->n_ff < t->n_ff_exp ? s->n_ff : t->n_ff_exp),
+                (long long)(s->n_ff < t->n_ff_exp ? 0 : s->n_ff - t->n_ff_exp));
     if (p->n_head_kv != t->n_head_kv)
         fprintf(stderr, "sd-genmodel: %d kv heads instead of the real %d: the model's %d k norms need a grown head each\n",
                 p->n_head_kv, t->n_head_kv, s->n_head_kv);
@@ -604,6 +690,12 @@ static void print_plan(const char *small_path, const q35_plan *p, uint32_t type)
                 "%+.2f %%; %d layers, vocab %d): %d extra identity layers carry the smaller head\n",
                 have / 1e6, have * bpw / 1e9, ggml_type_get(type)->name, want / 1e6, want * bpw / 1e9,
                 100.0 * (have - want) / want, t->real_layers, Q35_REAL_VOCAB, p->n_layer - t->real_layers);
+    } else if (t->n_expert) { /* a reduced depth: its layers are real, its head is the small one */
+        const double have = per_token(t, p->n_head_kv, p->n_layer, p->gdn, s->n_vocab);
+        const double bpw = mat_bytes(type, 256, 1) / 256;
+        fprintf(stderr, "sd-genmodel: weights per token %.1f M (%.3f GB as %s); the real %d-row head would add %.1f M\n",
+                have / 1e6, have * bpw / 1e9, ggml_type_get(type)->name, Q35_REAL_VOCAB,
+                (double)(Q35_REAL_VOCAB - s->n_vocab) * t->n_embd / 1e6);
     }
 }
 
@@ -613,7 +705,7 @@ static double file_bytes(const q35_plan *p, uint32_t type) {
     const int64_t D = t->n_embd, F = t->n_ff, NQ = (int64_t)t->n_head * t->head_dim;
     const int64_t NKV = (int64_t)p->n_head_kv * t->head_dim, vd = (int64_t)t->ssm_v * t->ssm_state;
     const int64_t cd = 2 * (int64_t)t->ssm_k * t->ssm_state + vd, V = p->s.n_vocab;
-    const double ffn = 2 * mat_bytes(type, D, F) + mat_bytes(type, F, D) + 8.0 * D;
+    const double ffn = (t->n_expert ? grow_moe_bytes(&p->moe, type) : 2 * mat_bytes(type, D, F) + mat_bytes(type, F, D)) + 8.0 * D;
     const double gdn = mat_bytes(type, D, cd) + mat_bytes(type, D, vd) + 2 * mat_bytes(type, D, t->ssm_v) +
                        mat_bytes(type, vd, D) + 4.0 * (p->s.conv_k * cd + 2 * t->ssm_v + t->ssm_state);
     const double att = mat_bytes(type, D, 2 * NQ) + 2 * mat_bytes(type, D, NKV) + mat_bytes(type, NQ, D) +

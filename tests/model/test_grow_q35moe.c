@@ -1,0 +1,187 @@
+/* sd-genmodel --grow into a qwen35moe shape (tools/grow/grow_moe.c): the
+ * dense-FFN hybrid fixture grown to "qwen35moe-tiny" (8 experts of 256, top-2,
+ * a shared expert of 512; the fixture's 768 FFN units split 256 routed + 512
+ * shared; 2 identity layers) computes the fixture's function. On the 64 tokens
+ * of bench/prompts/code-py.txt's start, in f32:
+ *   - the trunk logits and the MTP block's logits (pairs of the token and the
+ *     trunk's hidden) are within MAX_ABS of the fixture's converted to f32, with
+ *     the same argmax at every position;
+ *   - the router really routes: in every MoE layer the 64 tokens ran more
+ *     distinct experts than one token's k (so the match does not come from all
+ *     tokens taking the same experts) but the output is the same.
+ * And in q8_0: every expert of a grown ffn_up_exps holds the fixture's q8_0
+ * blocks of ffn_up's first 256 rows (the construction copies one quantized
+ * expert; the scales are powers of two). What remains of the f32 difference is
+ * rounding (the renormalised weights sum to 1 within k ulp, the split dot
+ * products, grow_q35.c's one inexact eps).
+ * Needs build/sd-genmodel and the specdec binary (SD_BUILD_DIR, SD_SPECDEC_BIN). */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/ggml_type.h"
+#include "model_test_util.h"
+#include "support/fixture_load.h"
+
+#define N_TOK 64
+#define MAX_ABS 2e-3
+#define FIXTURE "models/fixture-q35-target.gguf"
+
+static void run(const char *cmd) {
+    if (system(cmd) != 0) fail_msg("failed: %s", cmd);
+}
+
+static void grow(const char *type, char *out, size_t cap) {
+    const char *dir = getenv("SD_BUILD_DIR");
+    assert_non_null(dir);
+    tiny_model_temp_path(out, cap, "grown-q35moe");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s/sd-genmodel' --grow '%s' --shape qwen35moe-tiny --type %s -o '%s' 2>/dev/null",
+             dir, FIXTURE, type, out);
+    run(cmd);
+}
+
+static void to_f32(char *out, size_t cap) {
+    const char *bin = getenv("SD_SPECDEC_BIN");
+    assert_non_null(bin);
+    tiny_model_temp_path(out, cap, "small-q35moe-f32");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, FIXTURE, out);
+    run(cmd);
+}
+
+/* Trunk logits [N_TOK][n_vocab] and hiddens after output_norm; min_distinct:
+ * the fewest distinct experts any MoE layer ran (INT32_MAX for a dense model). */
+static float *trunk(const sd_model *m, const int32_t *tokens, float **h, int32_t *min_distinct) {
+    float *out = malloc((size_t)N_TOK * m->hp.n_vocab * sizeof *out);
+    *h = malloc((size_t)N_TOK * m->hp.n_embd * sizeof **h);
+    assert_non_null(out);
+    assert_non_null(*h);
+    sd_context *c = NULL;
+    sd_err err = {0};
+    assert_int_equal(sd_context_init(m, N_TOK, N_TOK, 2, &c, &err), SD_OK);
+    const int32_t id = m->hp.n_layer;
+    assert_int_equal(sd_context_request_hidden(c, &id, 1, &err), SD_OK);
+    assert_int_equal(sd_forward(c, tokens, N_TOK, out, &err), SD_OK);
+    for (int p = 0; p < N_TOK; p++)
+        memcpy(*h + (size_t)p * m->hp.n_embd, sd_context_hidden(c, p), (size_t)m->hp.n_embd * sizeof **h);
+    *min_distinct = INT32_MAX;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        int32_t u = sd_context_moe_distinct(c, il);
+        if (u >= 0 && u < *min_distinct) *min_distinct = u;
+    }
+    sd_context_free(c);
+    return out;
+}
+
+/* MTP logits [N_TOK - 1][n_vocab] of the pairs (tokens[p], h[p - 1]). */
+static float *mtp(const sd_model *m, const int32_t *tokens, const float *h) {
+    sd_model *v = NULL;
+    sd_context *c = NULL;
+    sd_err err = {0};
+    float *out = malloc((size_t)(N_TOK - 1) * m->hp.n_vocab * sizeof *out);
+    assert_non_null(out);
+    assert_int_equal(sd_mtp_view_init(m, &v, &err), SD_OK);
+    assert_int_equal(sd_context_init(v, N_TOK, N_TOK, 2, &c, &err), SD_OK);
+    assert_int_equal(sd_mtp_forward(c, tokens + 1, h, N_TOK - 1, NULL, N_TOK - 1, out, &err), SD_OK);
+    sd_context_free(c);
+    sd_mtp_view_free(v);
+    return out;
+}
+
+static void prompt_tokens(const sd_model *m, int32_t *tokens) {
+    FILE *f = fopen("bench/prompts/code-py.txt", "rb");
+    assert_non_null(f);
+    char text[4096];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    sd_err err = {0};
+    assert_int_equal(sd_tokenize(m->tok, text, len, false, false, &ids, &n, &err), SD_OK);
+    assert_true(n >= N_TOK);
+    memcpy(tokens, ids, N_TOK * sizeof *tokens);
+    free(ids);
+}
+
+static double worst_diff(const float *a, const float *b, int rows, int V) {
+    double worst = 0;
+    for (int p = 0; p < rows; p++) {
+        const float *x = a + (size_t)p * V, *y = b + (size_t)p * V;
+        for (int v = 0; v < V; v++) worst = fmax(worst, fabs((double)x[v] - y[v]));
+        assert_int_equal(test_argmax(x, V), test_argmax(y, V));
+    }
+    return worst;
+}
+
+static void test_f32(void **state) {
+    (void)state;
+    char small_path[256], grown_path[256];
+    to_f32(small_path, sizeof small_path);
+    grow("f32", grown_path, sizeof grown_path);
+    sd_model *s = load(small_path), *g = load(grown_path);
+    assert_int_equal(g->hp.n_expert, 8);
+    assert_int_equal(g->hp.n_expert_used, 2);
+    assert_int_equal(s->hp.n_vocab, g->hp.n_vocab);
+    assert_int_equal(s->hp.n_nextn, g->hp.n_nextn);
+    int32_t tokens[N_TOK], u_small, u_grown;
+    prompt_tokens(s, tokens);
+    float *hs = NULL, *hg = NULL;
+    float *ls = trunk(s, tokens, &hs, &u_small), *lg = trunk(g, tokens, &hg, &u_grown);
+    const int V = s->hp.n_vocab;
+    double w = worst_diff(ls, lg, N_TOK, V);
+    printf("q35 target -> qwen35moe-tiny, f32: trunk max |logit diff| %.3e over %d positions x %d logits; "
+           "fewest distinct experts of a layer %d (k = 2, E = 8)\n", w, N_TOK, V, u_grown);
+    assert_true(w < MAX_ABS);
+    assert_true(u_grown > 2 && u_grown != INT32_MAX);
+    float *ms = mtp(s, tokens, hs), *mg = mtp(g, tokens, hg);
+    double wm = worst_diff(ms, mg, N_TOK - 1, V);
+    printf("q35 target -> qwen35moe-tiny, f32: MTP   max |logit diff| %.3e over %d positions\n", wm, N_TOK - 1);
+    assert_true(wm < MAX_ABS);
+    free(ls), free(lg), free(hs), free(hg), free(ms), free(mg);
+    sd_model_free(s), sd_model_free(g);
+    remove(small_path), remove(grown_path);
+}
+
+static void test_q8_0_blocks(void **state) {
+    (void)state;
+    char grown_path[256];
+    grow("q8_0", grown_path, sizeof grown_path);
+    gguf_ctx *s = NULL, *g = NULL;
+    sd_err err = {0};
+    assert_int_equal(gguf_open(FIXTURE, &s, &err), SD_OK);
+    assert_int_equal(gguf_open(grown_path, &g, &err), SD_OK);
+    const gguf_tensor_info *a = gguf_find_tensor(s, "blk.1.ffn_up.weight"), *b = gguf_find_tensor(g, "blk.1.ffn_up_exps.weight");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(b->type, GGML_TYPE_Q8_0);
+    assert_int_equal(b->n_dims, 3);
+    const int64_t F = b->ne[1], E = b->ne[2];
+    assert_int_equal(F, 256);
+    assert_int_equal(E, 8);
+    uint64_t ra, rb;
+    assert_true(ggml_row_bytes(a->type, (uint64_t)a->ne[0], &ra) && ggml_row_bytes(b->type, (uint64_t)b->ne[0], &rb));
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < F; r++)
+            if (memcmp((const uint8_t *)a->data + r * ra, (const uint8_t *)b->data + (e * F + r) * rb, ra))
+                fail_msg("expert %lld row %lld: grown q8_0 blocks differ from the fixture's", (long long)e, (long long)r);
+    gguf_close(s), gguf_close(g);
+    remove(grown_path);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    test_passive_omp(argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f32),
+        cmocka_unit_test(test_q8_0_blocks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
