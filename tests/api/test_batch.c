@@ -5,7 +5,8 @@
  * its MTP block). Requests join mid-batch (a new one is added as soon as a
  * slot frees), leave at different lengths, one is cancelled half way (its
  * tokens a prefix of the lone run's). The steps are shared: fewer steps than
- * the requests' forwards. Also the refusals of specdec_batch_add. */
+ * the requests' forwards. Also the refusals of specdec_batch_add and the
+ * slot accessors (next_slot, slot_context). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,8 +237,13 @@ static void test_batch_refusals(void **state) {
     assert_int_equal(specdec_batch_add(b, t, 100, NULL, NULL, NULL, NULL, NULL, &err), SPECDEC_ERR_CONTEXT);
     assert_int_equal(specdec_batch_n_active(b), 0);
     int32_t slot = -1;
+    assert_int_equal(specdec_batch_next_slot(b), 0);
+    assert_non_null(specdec_batch_slot_context(b, 0));
+    assert_null(specdec_batch_slot_context(b, 1));
+    assert_null(specdec_batch_slot_context(NULL, 0));
     assert_int_equal(specdec_batch_add(b, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_OK);
     assert_int_equal(slot, 0);
+    assert_int_equal(specdec_batch_next_slot(b), -1);
     assert_int_equal(specdec_batch_add(b, t, 3, NULL, NULL, NULL, NULL, NULL, &err), SPECDEC_ERR_ARG);
     assert_non_null(strstr(err.message, "no free slot"));
     specdec_batch_free(b); /* cancels the running request */
