@@ -92,16 +92,16 @@ static void bw_done(const specdec_batch_result *r, void *user) {
 }
 
 /* Puts b's job into the next free batch slot: the prefix cache's best state
- * restored there first, then its checkpoint (when one is wanted and may
- * run) or its generation. Token trees are a single-sequence path: a batched
- * job verifies chains (the same tokens, both are lossless). */
-static void run_request(server *s, bw_slot *b, bool may_checkpoint) {
+ * restored there first, then its checkpoint (when one is wanted, on the
+ * job's first request) or its generation. Token trees are a single-sequence
+ * path: a batched job verifies chains (the same tokens, both are lossless). */
+static void run_request(server *s, bw_slot *b, bool first) {
     job *j = b->j;
     specdec_error err = {0};
     const int32_t slot = specdec_batch_next_slot(s->batch);
     specdec_context *ctx = specdec_batch_slot_context(s->batch, slot);
     pc_use *u = ctx ? &s->slot_use[slot] : NULL;
-    const bool want = u && prefix_cache_restore(&s->pc, u, ctx, j->prompt, j->n_prompt) && may_checkpoint;
+    const bool want = u && prefix_cache_restore(&s->pc, u, ctx, j->prompt, j->n_prompt, first) && first;
     specdec_generate_params gp = j->gp;
     gp.abort = NULL;
     gp.tree_nodes = 0;

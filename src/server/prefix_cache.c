@@ -95,7 +95,8 @@ static long best_entry(prefix_cache *pc, specdec_context *ctx, const specdec_tok
     return best;
 }
 
-bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n) {
+bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
+                          bool count) {
     u->reused = -1;
     if (pc->cap == 0 || n < 2) return false;
     pthread_mutex_lock(&pc->mu);
@@ -104,13 +105,15 @@ bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, con
     bool restored = false;
     if (best >= 0) {
         pc->e[best].used = ++pc->tick;
-        pc->hits++;
-        pc->restored_tokens += best_n;
+        if (count) {
+            pc->hits++;
+            pc->restored_tokens += best_n;
+        }
         const bool held = pc->e[best].id == u->live;
         restored = held || specdec_state_restore(ctx, pc->e[best].st, best_n, NULL) == SPECDEC_OK;
         if (!held) u->live = 0; /* ctx holds a prefix of it now */
     } else {
-        pc->misses++;
+        pc->misses += count;
         if (pc->hybrid) specdec_context_reset(ctx); /* no re-decode of another conversation's tokens */
         u->live = 0;
     }
@@ -129,7 +132,7 @@ void prefix_cache_checkpointed(prefix_cache *pc, pc_use *u, specdec_context *ctx
 void prefix_cache_enter(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
                         const specdec_generate_params *gp, void *user) {
     u->pre_ms = 0;
-    if (!prefix_cache_restore(pc, u, ctx, prompt, n)) return;
+    if (!prefix_cache_restore(pc, u, ctx, prompt, n, true)) return;
     specdec_generate_params g = *gp;
     g.n_predict = 0;
     g.check_lossless = false;

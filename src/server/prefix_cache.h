@@ -59,8 +59,11 @@ void prefix_cache_enter(prefix_cache *pc, pc_use *u, specdec_context *ctx, const
 /* The first half of enter: restores the best entry into ctx (u->reused says
  * what it gives; u->pre_ms is left as it is). Returns whether a hybrid's
  * checkpoint at n - 1 tokens is wanted: the caller then generates with
- * n_predict 0 over prompt[0..n-1) on ctx and calls prefix_cache_checkpointed. */
-bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n);
+ * n_predict 0 over prompt[0..n-1) on ctx and calls prefix_cache_checkpointed.
+ * count: whether this is the request's first look (hits, misses and restored
+ * tokens count once a request: not again after its checkpoint). */
+bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
+                          bool count);
 /* After that checkpoint's prefill (prefill_ms): stores ctx's state. */
 void prefix_cache_checkpointed(prefix_cache *pc, pc_use *u, specdec_context *ctx, double prefill_ms);
 /* After it (rc its status): the request's stats say what the cache gave
