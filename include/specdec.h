@@ -412,8 +412,10 @@ SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
  * it); an output longer than max_tokens keeps its last max_tokens tokens.
  * Memory: at most specdec_suffix_cache_info.bytes_max (about 2.7 KiB per
  * token: a suffix trie of depth 24 with counts), usually far less. Drafting
- * never changes the output (lossless). Not thread-safe: one generate call
- * at a time may use a memory. */
+ * never changes the output (lossless). Thread-safe: generate calls on
+ * several contexts at once (a batch's slots) may share one memory; it locks
+ * itself while one reads or adds. specdec_suffix_cache_free must not race
+ * with them. */
 typedef struct specdec_suffix_cache specdec_suffix_cache;
 
 /* A new, empty memory of at most max_tokens tokens (1..2^31 - 1) into *out.
