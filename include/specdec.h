@@ -412,8 +412,10 @@ SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
  * it); an output longer than max_tokens keeps its last max_tokens tokens.
  * Memory: at most specdec_suffix_cache_info.bytes_max (about 2.7 KiB per
  * token: a suffix trie of depth 24 with counts), usually far less. Drafting
- * never changes the output (lossless). Not thread-safe: one generate call
- * at a time may use a memory. */
+ * never changes the output (lossless). Thread-safe: generate calls on
+ * several contexts at once (a batch's slots) may share one memory; it locks
+ * itself while one reads or adds. specdec_suffix_cache_free must not race
+ * with them. */
 typedef struct specdec_suffix_cache specdec_suffix_cache;
 
 /* A new, empty memory of at most max_tokens tokens (1..2^31 - 1) into *out.
@@ -1043,9 +1045,11 @@ SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char
  * shares the steps. Speculation under load: each request's gate measures its
  * share of the steps it takes part in (the step's time at its batch size),
  * so drafting turns itself down when extra rows stop being free.
- * Not for batched requests: token trees (tree_nodes > 0), params.abort
- * (use specdec_batch_cancel) and params.suffix_cache (the slots run on their
- * own threads; a suffix memory serves one generate call at a time). A batch is driven from one thread: add, step,
+ * Not for batched requests: token trees (tree_nodes > 0) and params.abort
+ * (use specdec_batch_cancel). params.suffix_cache may be one memory shared
+ * by all the slots (it locks itself while a slot drafts from or adds to it).
+ * A slot's context can take a saved state before its request (a prefix
+ * cache: specdec_batch_next_slot, specdec_batch_slot_context). A batch is driven from one thread: add, step,
  * cancel and free must not be called concurrently; the callbacks run inside
  * specdec_batch_step (and specdec_batch_free) on that thread, and may call
  * specdec_batch_add and specdec_batch_cancel, not step or free. */
@@ -1089,7 +1093,8 @@ typedef struct specdec_batch_result {
 } specdec_batch_result;
 typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *user);
 
-/* Adds a request in a free slot (*slot, may be NULL): prompt[n_prompt] (>= 1
+/* Adds a request in the free slot specdec_batch_next_slot names (its id into
+ * *slot, may be NULL): prompt[n_prompt] (>= 1
  * tokens, copied) with params (NULL = defaults; copied with its stop
  * strings). on_piece (may be NULL) receives its text as specdec_generate's
  * callback does — returning false cancels it — and on_done (may be NULL) its
@@ -1097,7 +1102,7 @@ typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *use
  * starts at once (its prefill joins the next step). Errors (nothing added):
  * SPECDEC_ERR_ARG (NULL batch or prompt, an empty prompt, no free slot,
  * params refused as specdec_generate_params_check refuses them, tree_nodes
- * > 0, params->abort or params->suffix_cache set), SPECDEC_ERR_CONTEXT (the prompt does not fit
+ * > 0, params->abort set), SPECDEC_ERR_CONTEXT (the prompt does not fit
  * n_ctx), SPECDEC_ERR_NOMEM. */
 SPECDEC_API specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, size_t n_prompt,
                                              const specdec_generate_params *params, specdec_piece_cb on_piece,
@@ -1115,6 +1120,19 @@ SPECDEC_API specdec_status specdec_batch_step(specdec_batch *b, specdec_error *e
 /* Asks the request in slot to stop (stop_reason SPECDEC_STOP_CANCELLED); it
  * ends within a step or two. A free slot or an id out of range is ignored. */
 SPECDEC_API void specdec_batch_cancel(specdec_batch *b, int32_t slot);
+
+/* The slot the next specdec_batch_add takes: the lowest-numbered free one,
+ * or -1 when every slot holds a request (or b is NULL). */
+SPECDEC_API int32_t specdec_batch_next_slot(const specdec_batch *b);
+/* The context of slot `slot` (borrowed, owned by the batch; NULL for a NULL
+ * batch or an id out of range), for a prefix cache: while the slot is free
+ * (before specdec_batch_add puts a request there) or inside that request's
+ * done callback (its run has ended), on the batch's thread, the caller may
+ * save, match and restore states on it (specdec_state_*), read its tokens
+ * or reset it; the next request in the slot reuses what it then holds as
+ * specdec_generate reuses a context's prefix. Never generate on it: its
+ * forwards run only inside specdec_batch_step. */
+SPECDEC_API specdec_context *specdec_batch_slot_context(specdec_batch *b, int32_t slot);
 
 #ifdef __cplusplus
 }

@@ -313,6 +313,21 @@ specdec_status specdec_batch_step(specdec_batch *b, specdec_error *err) {
     return st == SD_OK ? SPECDEC_OK : sd_api_error(err, &e);
 }
 
+int32_t specdec_batch_next_slot(const specdec_batch *b) {
+    if (!b) return -1;
+    specdec_batch *m = (specdec_batch *)b; /* the lock only: request threads write the states */
+    int32_t id = -1;
+    pthread_mutex_lock(&m->mu);
+    for (int32_t i = 0; i < b->n_slots && id < 0; i++)
+        if (b->slots[i].state == SLOT_FREE) id = i;
+    pthread_mutex_unlock(&m->mu);
+    return id;
+}
+
+specdec_context *specdec_batch_slot_context(specdec_batch *b, int32_t slot) {
+    return b && slot >= 0 && slot < b->n_slots ? b->slots[slot].ctx : NULL;
+}
+
 void specdec_batch_cancel(specdec_batch *b, int32_t slot) {
     if (!b || slot < 0 || slot >= b->n_slots) return;
     pthread_mutex_lock(&b->mu);
@@ -348,13 +363,9 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     if (gp.tree_nodes > 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "token trees are not supported in a batch");
     if (gp.abort)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
-    if (gp.suffix_cache) /* the slots run on their own threads; the memory is one generate call at a time */
-        return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request cannot use a suffix memory");
-    sd_api_slot *s = NULL;
-    pthread_mutex_lock(&b->mu); /* only this thread frees a slot, but request threads write the states */
-    for (int32_t i = 0; i < b->n_slots && !s; i++)
-        if (b->slots[i].state == SLOT_FREE) s = &b->slots[i];
-    pthread_mutex_unlock(&b->mu);
+    /* only this thread frees a slot, but request threads write the states */
+    const int32_t id = specdec_batch_next_slot(b);
+    sd_api_slot *s = id >= 0 ? &b->slots[id] : NULL;
     if (!s) return sd_api_fail(err, SPECDEC_ERR_ARG, "no free slot (all %d hold a request)", b->n_slots);
     if (n_prompt > (size_t)specdec_context_n_ctx(s->ctx))
         return sd_api_fail(err, SPECDEC_ERR_CONTEXT, "the prompt has %zu tokens, more than the context size %d",

@@ -1,5 +1,6 @@
 /* The suffix memory behind its public handle (include/specdec.h): the
  * decode layer's sd_suffix_cache at SuffixDecoding's default depth. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "api/api_internal.h"
@@ -41,7 +42,8 @@ specdec_status specdec_suffix_cache_add(specdec_suffix_cache *cache, const specd
 void specdec_suffix_cache_get_info(const specdec_suffix_cache *cache, specdec_suffix_cache_info *info) {
     *info = (specdec_suffix_cache_info){0};
     if (!cache) return;
-    const sd_suffix_cache *m = &cache->mem;
+    sd_suffix_cache *m = (sd_suffix_cache *)&cache->mem; /* the lock only: generations may be adding */
+    pthread_mutex_lock(&m->mu);
     *info = (specdec_suffix_cache_info){.max_tokens = m->max_tokens,
                                         .n_tokens = m->n_tokens,
                                         .n_outputs = m->n_doc,
@@ -49,4 +51,5 @@ void specdec_suffix_cache_get_info(const specdec_suffix_cache *cache, specdec_su
                                         .n_evicted = m->n_evicted,
                                         .bytes = sd_suffix_cache_bytes(m),
                                         .bytes_max = sd_suffix_cache_bytes_max(m)};
+    pthread_mutex_unlock(&m->mu);
 }

@@ -21,6 +21,7 @@
  * offers the same chain with the next most frequent children as siblings,
  * for token trees (decode/tree.h). The verify loop decides every token:
  * lossless whatever is proposed. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,19 +85,35 @@ static bool best_chain(suffix_drafter *s, const int32_t *ctx, int32_t n, int k, 
     return true;
 }
 
+/* The memory may be shared by generations on other threads (a batch's
+ * slots): its trie is read under its lock, the chain copied out before it
+ * is released. */
+static void mem_lock(suffix_drafter *s) {
+    if (s->mem) pthread_mutex_lock(&s->mem->mu);
+}
+static void mem_unlock(suffix_drafter *s) {
+    if (s->mem) pthread_mutex_unlock(&s->mem->mu);
+}
+
 static int suffix_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
     (void)q;
     sd_stree_draft d;
     sd_stree *t;
-    if (!best_chain(self, ctx, n, k, &d, &t, err)) return -1;
-    memcpy(out, d.tok, (size_t)d.n * sizeof *out);
-    return d.n;
+    mem_lock(self);
+    const bool ok = best_chain(self, ctx, n, k, &d, &t, err);
+    if (ok) memcpy(out, d.tok, (size_t)d.n * sizeof *out);
+    mem_unlock(self);
+    return ok ? d.n : -1;
 }
 
 static int suffix_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err) {
     sd_stree_draft d;
     sd_stree *t;
-    if (!best_chain(self, ctx, n, k, &d, &t, err)) return -1;
+    mem_lock(self);
+    if (!best_chain(self, ctx, n, k, &d, &t, err)) {
+        mem_unlock(self);
+        return -1;
+    }
     int32_t ids[8];
     const int wt = w < 8 ? w : 8; /* the loop's trees are at most 8 wide; past that: no candidate */
     for (int i = 0; i < d.n; i++) {
@@ -105,6 +122,7 @@ static int suffix_propose_top(void *self, const int32_t *ctx, int32_t n, int k, 
         for (int j = 0; j < w; j++)
             cand[(size_t)i * (size_t)w + (size_t)j] = j < wt && ids[j] >= 0 ? t->node[ids[j]].tok : -1;
     }
+    mem_unlock(self);
     return d.n;
 }
 

@@ -16,6 +16,7 @@ sd_status sd_suffix_cache_init(sd_suffix_cache *c, int64_t max_tokens, int depth
     if (!sd_stree_init(&c->tree, depth)) return sd_err_set(err, SD_ERR_NOMEM, "suffix memory: out of memory");
     c->max_tokens = max_tokens;
     c->next_serial = 1;
+    pthread_mutex_init(&c->mu, NULL);
     return SD_OK;
 }
 
@@ -24,6 +25,7 @@ void sd_suffix_cache_free(sd_suffix_cache *c) {
     for (int32_t i = 0; i < c->n_doc; i++) free(c->doc[i].tok);
     free(c->doc);
     sd_stree_free(&c->tree);
+    pthread_mutex_destroy(&c->mu);
     memset(c, 0, sizeof *c);
 }
 
@@ -38,8 +40,7 @@ static void evict_oldest(sd_suffix_cache *c) {
     c->n_evicted++;
 }
 
-sd_status sd_suffix_cache_add(sd_suffix_cache *c, const int32_t *tok, int32_t n, sd_err *err) {
-    if (n <= 0) return SD_OK;
+static sd_status add_locked(sd_suffix_cache *c, const int32_t *tok, int32_t n, sd_err *err) {
     if (n > c->max_tokens) { /* its end is what a next request most likely repeats */
         tok += n - c->max_tokens;
         n = (int32_t)c->max_tokens;
@@ -71,6 +72,14 @@ sd_status sd_suffix_cache_add(sd_suffix_cache *c, const int32_t *tok, int32_t n,
     return SD_OK;
 }
 
+sd_status sd_suffix_cache_add(sd_suffix_cache *c, const int32_t *tok, int32_t n, sd_err *err) {
+    if (n <= 0) return SD_OK;
+    pthread_mutex_lock(&c->mu);
+    const sd_status st = add_locked(c, tok, n, err);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
 static int32_t index_of(const sd_suffix_cache *c, uint32_t serial) {
     for (int32_t i = c->n_doc - 1; i >= 0; i--) /* recent outputs are the likely ones */
         if (c->doc[i].serial == serial) return i;
@@ -78,11 +87,14 @@ static int32_t index_of(const sd_suffix_cache *c, uint32_t serial) {
 }
 
 void sd_suffix_cache_touch(sd_suffix_cache *c, uint32_t serial) {
+    pthread_mutex_lock(&c->mu);
     int32_t i = index_of(c, serial);
-    if (i < 0 || i == c->n_doc - 1) return;
-    sd_suffix_doc d = c->doc[i];
-    memmove(c->doc + i, c->doc + i + 1, (size_t)(c->n_doc - 1 - i) * sizeof *c->doc);
-    c->doc[c->n_doc - 1] = d;
+    if (i >= 0 && i < c->n_doc - 1) {
+        sd_suffix_doc d = c->doc[i];
+        memmove(c->doc + i, c->doc + i + 1, (size_t)(c->n_doc - 1 - i) * sizeof *c->doc);
+        c->doc[c->n_doc - 1] = d;
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 bool sd_suffix_cache_holds(const sd_suffix_cache *c, uint32_t serial) { return index_of(c, serial) >= 0; }

@@ -7,10 +7,13 @@
  * accepted came from a trie node it was the latest to pass (the drafter
  * calls sd_suffix_cache_touch). Memory: the copies of the outputs (4 bytes a
  * token) and the trie (at most sd_stree_bytes_per_token_max(depth) a token).
- * Not thread-safe: one generation at a time uses it. */
+ * Shared by concurrent generations (the slots of a batch, each drafting on its
+ * own thread): add and touch take mu; a reader of tree or doc (the drafter)
+ * holds mu while it reads. */
 #ifndef SD_DECODE_SUFFIX_CACHE_H
 #define SD_DECODE_SUFFIX_CACHE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -31,6 +34,7 @@ typedef struct sd_suffix_cache {
     sd_suffix_doc *doc;         /* least recently used first */
     int32_t n_doc, cap_doc;
     uint32_t next_serial;
+    pthread_mutex_t mu; /* guards everything above between generations on several threads */
 } sd_suffix_cache;
 
 /* An empty memory of at most max_tokens tokens (>= 1) and trie depth
@@ -43,11 +47,14 @@ void sd_suffix_cache_free(sd_suffix_cache *c);
  * budget keeps only its last max_tokens tokens. n = 0 adds nothing.
  * Errors: SD_ERR_NOMEM (the memory is then as before, less what was evicted). */
 sd_status sd_suffix_cache_add(sd_suffix_cache *c, const int32_t *tok, int32_t n, sd_err *err);
-/* Marks the output of that serial used now; nothing if it is gone. */
+/* Marks the output of that serial used now; nothing if it is gone. Takes mu
+ * (as add does): the caller must not hold it. */
 void sd_suffix_cache_touch(sd_suffix_cache *c, uint32_t serial);
-/* Whether the output of that serial is still held. */
+/* Whether the output of that serial is still held (caller holds mu, or no
+ * other thread uses c). */
 bool sd_suffix_cache_holds(const sd_suffix_cache *c, uint32_t serial);
-/* Bytes held: trie, token copies, the output list. */
+/* Bytes held: trie, token copies, the output list (caller holds mu, or no
+ * other thread uses c). */
 size_t sd_suffix_cache_bytes(const sd_suffix_cache *c);
 /* The most bytes c can ever hold: the trie's initial pool and table, the
  * trie's bound per token for max_tokens + 1 tokens (one token of headroom:

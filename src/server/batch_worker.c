@@ -4,7 +4,19 @@
  * jobs' clients have gone (cancel), and runs one step: one forward over the
  * rows every running job needs next. Pieces reach each job through its own
  * channel (job_on_piece, inside the step, on this thread), so outputs never
- * mix; a job that ends frees its slot for the next waiting one. */
+ * mix; a job that ends frees its slot for the next waiting one.
+ *
+ * The prefix cache (--cache-ram) is shared by the slots: before a job's
+ * request goes into a batch slot, the cached state sharing the longest
+ * prefix with its prompt is restored into that slot's context; when it
+ * ends (its done callback), the slot's state is stored. Both happen on this
+ * thread while the slot holds no running request, so the cache needs no
+ * more than its own lock (for /metrics). A hybrid's prompt checkpoint (its
+ * recurrent state at all but the last prompt token, prefix_cache.h) is a
+ * request of its own (n_predict 0) that runs in the batch first; the job's
+ * generation then starts from it, in whichever slot is free. The suffix
+ * memory (--suffix-tokens) is handed to every slot's request: it locks
+ * itself while a slot drafts from it or adds its output. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,74 +24,145 @@
 
 #include "server/server.h"
 
-/* A slot's job and the batch's id for it. */
+/* A job holder: the job, the batch slot its request runs in, and whether
+ * that request is the job's checkpoint (or the checkpoint has ended and
+ * the generation is to start at the next turn). */
 typedef struct bw_slot {
     server *s;
     job *j;
     int32_t id;
+    bool checkpoint, resume;
+    double pre_ms; /* the checkpoint's prefill time, added to the job's */
 } bw_slot;
 
 static bool bw_piece(const specdec_piece *p, void *user) {
     bw_slot *b = user;
+    if (b->checkpoint) return !atomic_load(&b->j->cancel); /* a prefill: nothing for the client */
     return job_on_piece(p, b->j);
 }
 
-static void bw_done(const specdec_batch_result *r, void *user) {
-    bw_slot *b = user;
+/* The job leaves its holder (after job_finish). */
+static void end_job(bw_slot *b) {
     job *j = b->j;
-    job_finish(b->s, j, r->status, r->err, r->stats);
     pthread_mutex_lock(&b->s->qmu);
     b->j = NULL;
+    b->checkpoint = b->resume = false;
     b->s->n_active--;
     b->s->busy = b->s->n_active > 0;
     pthread_mutex_unlock(&b->s->qmu);
     job_release(j);
 }
 
-/* Ends a job that never ran (cancelled while waiting, or refused by the batch). */
+/* Ends a job that never ran or whose checkpoint was cancelled. */
 static void finish_unrun(server *s, job *j, specdec_status rc, const specdec_error *err) {
     specdec_stats st;
     memset(&st, 0, sizeof st);
     st.stop_reason = SPECDEC_STOP_CANCELLED;
     job_finish(s, j, rc, err, &st);
-    job_release(j);
 }
 
-/* Starts job j in the free slot b. Token trees are a single-sequence path:
- * a batched job verifies chains (the same tokens, both are lossless). */
-static void start_job(server *s, bw_slot *b, job *j) {
+/* Inside the step, the slot's run over: its state into the cache. */
+static void bw_done(const specdec_batch_result *r, void *user) {
+    bw_slot *b = user;
+    server *s = b->s;
+    specdec_context *ctx = specdec_batch_slot_context(s->batch, r->slot);
+    pc_use *u = &s->slot_use[r->slot];
+    if (b->checkpoint) {
+        const bool cancelled = r->stats->stop_reason == SPECDEC_STOP_CANCELLED || atomic_load(&b->j->cancel);
+        if (r->status == SPECDEC_OK && !cancelled) {
+            b->pre_ms = r->stats->t_prefill_ms;
+            prefix_cache_checkpointed(&s->pc, u, ctx, b->pre_ms);
+        } else {
+            u->live = 0;
+        }
+        if (!cancelled) { /* a failed checkpoint is only a cache miss: the generation goes on */
+            b->resume = true;
+            return;
+        }
+        specdec_error err = {0};
+        finish_unrun(s, b->j, SPECDEC_OK, &err);
+        end_job(b);
+        return;
+    }
+    specdec_stats st = *r->stats;
+    u->pre_ms = b->pre_ms;
+    prefix_cache_leave(&s->pc, u, ctx, r->status, &st);
+    job_finish(s, b->j, r->status, r->err, &st);
+    end_job(b);
+}
+
+/* Puts b's job into the next free batch slot: the prefix cache's best state
+ * restored there first, then its checkpoint (when one is wanted, on the
+ * job's first request) or its generation. Token trees are a single-sequence
+ * path: a batched job verifies chains (the same tokens, both are lossless). */
+static void run_request(server *s, bw_slot *b, bool first) {
+    job *j = b->j;
     specdec_error err = {0};
+    const int32_t slot = specdec_batch_next_slot(s->batch);
+    specdec_context *ctx = specdec_batch_slot_context(s->batch, slot);
+    pc_use *u = ctx ? &s->slot_use[slot] : NULL;
+    const bool want = u && prefix_cache_restore(&s->pc, u, ctx, j->prompt, j->n_prompt, first) && first;
+    specdec_generate_params gp = j->gp;
+    gp.abort = NULL;
+    gp.tree_nodes = 0;
+    gp.suffix_cache = s->suffix; /* the server's memory of earlier outputs, shared by the slots */
+    size_t n = j->n_prompt;
+    if (want) {
+        gp.n_predict = 0;
+        gp.check_lossless = false;
+        n--;
+    }
+    b->checkpoint = want;
+    specdec_status rc = specdec_batch_add(s->batch, j->prompt, n, &gp, bw_piece, bw_done, b, &b->id, &err);
+    if (rc != SPECDEC_OK) {
+        if (u) u->live = 0;
+        b->checkpoint = false;
+        specdec_stats st;
+        memset(&st, 0, sizeof st);
+        job_finish(s, j, rc, &err, &st);
+        end_job(b);
+    }
+}
+
+/* Starts job j in the free holder b. */
+static void start_job(server *s, bw_slot *b, job *j) {
+    pthread_mutex_lock(&s->qmu);
+    b->j = j;
+    b->pre_ms = 0;
+    s->n_active++;
+    s->busy = true;
+    pthread_mutex_unlock(&s->qmu);
     if (atomic_load(&j->cancel)) {
+        specdec_error err = {0};
         finish_unrun(s, j, SPECDEC_OK, &err);
+        end_job(b);
         return;
     }
     pthread_mutex_lock(&j->mu);
     j->running = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    specdec_generate_params gp = j->gp;
-    gp.abort = NULL;
-    gp.tree_nodes = 0;
-    pthread_mutex_lock(&s->qmu);
-    b->j = j;
-    s->n_active++;
-    s->busy = true;
-    pthread_mutex_unlock(&s->qmu);
-    specdec_status rc = specdec_batch_add(s->batch, j->prompt, j->n_prompt, &gp, bw_piece, bw_done, b, &b->id, &err);
-    if (rc != SPECDEC_OK) {
-        pthread_mutex_lock(&s->qmu);
-        b->j = NULL;
-        s->n_active--;
-        s->busy = s->n_active > 0;
-        pthread_mutex_unlock(&s->qmu);
-        specdec_stats st;
-        memset(&st, 0, sizeof st);
-        job_finish(s, j, rc, &err, &st);
-        job_release(j);
+    run_request(s, b, true);
+}
+
+/* The jobs whose checkpoint ended: their generation starts now (a job
+ * cancelled meanwhile ends instead). */
+static void resume_jobs(server *s) {
+    for (int i = 0; i < s->opts.parallel; i++) {
+        bw_slot *b = &s->slots[i];
+        if (!b->j || !b->resume) continue;
+        b->resume = false;
+        if (s->stopping || atomic_load(&b->j->cancel)) {
+            specdec_error err = {0};
+            finish_unrun(s, b->j, SPECDEC_OK, &err);
+            end_job(b);
+        } else {
+            run_request(s, b, false);
+        }
     }
 }
 
-/* Under qmu: a free slot, or NULL. */
+/* Under qmu: a free holder, or NULL. */
 static bw_slot *free_slot(server *s) {
     for (int i = 0; i < s->opts.parallel; i++)
         if (!s->slots[i].j) return &s->slots[i];
@@ -89,8 +172,13 @@ static bw_slot *free_slot(server *s) {
 void *batch_worker_main(void *arg) {
     server *s = arg;
     s->slots = calloc((size_t)s->opts.parallel, sizeof *s->slots);
-    if (!s->slots) {
+    s->slot_use = calloc((size_t)s->opts.parallel, sizeof *s->slot_use);
+    if (!s->slots || !s->slot_use) {
         fprintf(stderr, "specdec: out of memory for the slots; the server cannot run requests\n");
+        free(s->slots);
+        free(s->slot_use);
+        s->slots = NULL;
+        s->slot_use = NULL;
         return NULL;
     }
     for (int i = 0; i < s->opts.parallel; i++) s->slots[i].s = s;
@@ -101,6 +189,9 @@ void *batch_worker_main(void *arg) {
             pthread_mutex_unlock(&s->qmu);
             break;
         }
+        pthread_mutex_unlock(&s->qmu);
+        resume_jobs(s);
+        pthread_mutex_lock(&s->qmu);
         /* waiting jobs into free slots: they join at the next step */
         bw_slot *b;
         while (s->q_len > 0 && (b = free_slot(s))) {
@@ -113,7 +204,7 @@ void *batch_worker_main(void *arg) {
         }
         /* clients that left, or a shutdown: their requests stop */
         for (int i = 0; i < s->opts.parallel; i++)
-            if (s->slots[i].j && (s->stopping || atomic_load(&s->slots[i].j->cancel)))
+            if (s->slots[i].j && !s->slots[i].resume && (s->stopping || atomic_load(&s->slots[i].j->cancel)))
                 specdec_batch_cancel(s->batch, s->slots[i].id);
         pthread_mutex_unlock(&s->qmu);
         specdec_error err = {0};
@@ -121,6 +212,8 @@ void *batch_worker_main(void *arg) {
             fprintf(stderr, "specdec serve: a batched step failed: %s\n", err.message);
     }
     free(s->slots);
+    free(s->slot_use);
     s->slots = NULL;
+    s->slot_use = NULL;
     return NULL;
 }

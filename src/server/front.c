@@ -42,13 +42,13 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                    "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
                    "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n"
                    "  --cache-ram MIB          prefix cache over many conversations: states kept per token prefix,\n"
-                   "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off;\n"
-                   "                           used with --parallel 1)\n"
+                   "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off);\n"
+                   "                           shared by the --parallel slots\n"
                    "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
                    "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
                    "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
-                   "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none;\n"
-                   "                           used with --parallel 1)\n",
+                   "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none);\n"
+                   "                           shared by the --parallel slots\n",
                 front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
@@ -180,15 +180,7 @@ bool front_load(server *s) {
     cp.n_ctx = s->opts.n_ctx;
     cp.n_threads = s->opts.n_threads;
     cp.draft = s->draft;
-    if (specdec_context_init(s->model, &cp, &s->ctx, &err)) {
-        fprintf(stderr, "specdec: %s\n", err.message);
-        return false;
-    }
-    if (specdec_generate_params_check(s->ctx, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
-        fprintf(stderr, "specdec: %s\n", err.message);
-        return false;
-    }
-    if (s->opts.parallel > 1) { /* the slots of the batched worker: contexts like s->ctx */
+    if (s->opts.parallel > 1) { /* the slots of the batched worker; no single context: it would go unused */
         specdec_batch_params bp = specdec_batch_default_params();
         bp.n_slots = s->opts.parallel;
         bp.ctx = cp;
@@ -196,6 +188,15 @@ bool front_load(server *s) {
             fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
             return false;
         }
+    } else if (specdec_context_init(s->model, &cp, &s->ctx, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
+    specdec_context *c0 = s->ctx ? s->ctx : specdec_batch_slot_context(s->batch, 0);
+    s->n_ctx = specdec_context_n_ctx(c0);
+    if (specdec_generate_params_check(c0, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
     }
     if (s->opts.suffix_tokens > 0 && specdec_suffix_cache_init(s->opts.suffix_tokens, &s->suffix, &err)) {
         fprintf(stderr, "specdec: %s\n", err.message);

@@ -53,10 +53,10 @@ bool server_submit(server *s, job *j) {
     return ok;
 }
 
-void server_queue_state(server *s, int *waiting, bool *busy) {
+void server_queue_state(server *s, int *waiting, int *running) {
     pthread_mutex_lock(&s->qmu);
     *waiting = s->q_len;
-    *busy = s->busy;
+    *running = s->batch ? s->n_active : s->busy ? 1 : 0;
     pthread_mutex_unlock(&s->qmu);
 }
 
@@ -106,9 +106,9 @@ static void run_job(server *s, job *j) {
         specdec_generate_params gp = j->gp;
         gp.abort = job_cancelled;
         gp.suffix_cache = s->suffix; /* the server's memory of earlier outputs */
-        prefix_cache_enter(&s->pc, s->ctx, j->prompt, j->n_prompt, &gp, j);
+        prefix_cache_enter(&s->pc, &s->pcu, s->ctx, j->prompt, j->n_prompt, &gp, j);
         rc = specdec_generate(s->ctx, j->prompt, j->n_prompt, &gp, job_on_piece, j, &st, &err);
-        prefix_cache_leave(&s->pc, s->ctx, rc, &st);
+        prefix_cache_leave(&s->pc, &s->pcu, s->ctx, rc, &st);
     }
     job_finish(s, j, rc, &err, &st);
 }

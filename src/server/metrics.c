@@ -40,8 +40,8 @@ void metrics_text(server *s, sd_strbuf *o) {
     m = s->m;
     pthread_mutex_unlock(&s->m.mu);
     int waiting;
-    bool busy;
-    server_queue_state(s, &waiting, &busy);
+    int running;
+    server_queue_state(s, &waiting, &running);
     sd_strbuf_printf(o, "# HELP specdec_requests_total Generation requests finished, by outcome.\n"
                    "# TYPE specdec_requests_total counter\n"
                    "specdec_requests_total{outcome=\"ok\"} %llu\n"
@@ -60,7 +60,7 @@ void metrics_text(server *s, sd_strbuf *o) {
     counter(o, "spec_decode_num_drafts_total", "Verify rounds (target forwards that checked drafts).", (double)m.drafts);
     gauge(o, "spec_decode_acceptance_rate", "Accepted / drafted tokens since start.",
           m.draft_tokens ? (double)m.accepted_tokens / (double)m.draft_tokens : 0);
-    gauge(o, "requests_processing", "Requests generating now.", busy ? 1 : 0);
+    gauge(o, "requests_processing", "Requests generating now (one per busy slot).", running);
     gauge(o, "requests_deferred", "Requests waiting in the queue.", waiting);
     prefix_cache_metrics(&s->pc, o);
 }

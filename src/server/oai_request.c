@@ -239,7 +239,7 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (ok && r->prompt_out) sd_strbuf_add(r->prompt_out, sd_strbuf_str(&prompt), prompt.len);
     sd_strbuf_free(&prompt);
     if (!ok) return false;
-    int n_ctx = specdec_context_n_ctx(s->ctx);
+    int n_ctx = s->n_ctx;
     if (j->n_prompt == 0) return http_fail(e, 400, "prompt", "the prompt is empty");
     if (j->n_prompt >= (size_t)n_ctx) {
         http_fail(e, 400, r->kind == JOB_CHAT ? "messages" : "prompt",

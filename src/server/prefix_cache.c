@@ -12,7 +12,6 @@ void prefix_cache_init(prefix_cache *pc, size_t cap_bytes, const specdec_model *
     specdec_model_layout l;
     pc->hybrid = specdec_model_layout_get(model, &l, NULL) == SPECDEC_OK && l.n_layer_gdn > 0;
     pthread_mutex_init(&pc->mu, NULL);
-    pc->reused = -1;
 }
 
 void prefix_cache_free(prefix_cache *pc) {
@@ -24,7 +23,6 @@ void prefix_cache_free(prefix_cache *pc) {
 
 /* Drops entry i (under mu). */
 static void drop(prefix_cache *pc, size_t i) {
-    if (pc->live == pc->e[i].st) pc->live = NULL;
     pc->bytes -= pc->e[i].bytes;
     specdec_state_free(pc->e[i].st);
     pc->e[i] = pc->e[--pc->n];
@@ -51,12 +49,12 @@ static bool is_prefix(const specdec_state *a, const specdec_state *b) {
 /* Saves ctx's state as a new entry (the budget never exceeded: room is made
  * before the copy). Entries it makes useless go: for a dense model those
  * whose tokens it extends, for a hybrid only one with the same tokens. */
-static void store(prefix_cache *pc, specdec_context *ctx) {
+static void store(prefix_cache *pc, pc_use *u, specdec_context *ctx) {
     const size_t need = specdec_state_size(ctx);
     size_t n_tok = 0;
     specdec_context_tokens(ctx, &n_tok);
+    u->live = 0; /* ctx has moved on from whatever entry it held */
     pthread_mutex_lock(&pc->mu);
-    pc->live = NULL; /* ctx has moved on from whatever entry it held */
     if (need > pc->cap || n_tok < 2) { pthread_mutex_unlock(&pc->mu); return; }
     make_room(pc, need);
     specdec_state *st = NULL;
@@ -74,10 +72,10 @@ static void store(prefix_cache *pc, specdec_context *ctx) {
         specdec_state_tokens(st, &nb);
         if (is_prefix(pc->e[i].st, st) && (!pc->hybrid || na == nb)) drop(pc, i);
     }
-    pc->e[pc->n++] = (pc_entry){st, specdec_state_bytes(st), ++pc->tick};
+    pc->e[pc->n++] = (pc_entry){st, specdec_state_bytes(st), ++pc->tick, ++pc->next_id};
     pc->bytes += specdec_state_bytes(st);
     pc->stores++;
-    pc->live = st;
+    u->live = pc->next_id;
     pthread_mutex_unlock(&pc->mu);
 }
 
@@ -97,32 +95,44 @@ static long best_entry(prefix_cache *pc, specdec_context *ctx, const specdec_tok
     return best;
 }
 
-void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_token *prompt, size_t n,
-                        const specdec_generate_params *gp, void *user) {
-    pc->reused = -1;
-    pc->pre_ms = 0;
-    if (pc->cap == 0 || n < 2) return;
+bool prefix_cache_restore(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
+                          bool count) {
+    u->reused = -1;
+    if (pc->cap == 0 || n < 2) return false;
     pthread_mutex_lock(&pc->mu);
     size_t best_n = 0;
     long best = best_entry(pc, ctx, prompt, n, &best_n);
     bool restored = false;
     if (best >= 0) {
         pc->e[best].used = ++pc->tick;
-        pc->hits++;
-        pc->restored_tokens += best_n;
-        restored = pc->e[best].st == pc->live ||
-                   specdec_state_restore(ctx, pc->e[best].st, best_n, NULL) == SPECDEC_OK;
-        if (pc->e[best].st != pc->live) pc->live = NULL; /* ctx holds a prefix of it now */
+        if (count) {
+            pc->hits++;
+            pc->restored_tokens += best_n;
+        }
+        const bool held = pc->e[best].id == u->live;
+        restored = held || specdec_state_restore(ctx, pc->e[best].st, best_n, NULL) == SPECDEC_OK;
+        if (!held) u->live = 0; /* ctx holds a prefix of it now */
     } else {
-        pc->misses++;
+        pc->misses += count;
         if (pc->hybrid) specdec_context_reset(ctx); /* no re-decode of another conversation's tokens */
-        pc->live = NULL;
+        u->live = 0;
     }
     pthread_mutex_unlock(&pc->mu);
-    pc->reused = restored ? (int32_t)best_n : pc->hybrid ? 0 : -1; /* -1: the library's own reuse stands */
-    if (!pc->hybrid || best_n + 1 >= n - 1) return;
+    u->reused = restored ? (int32_t)best_n : pc->hybrid ? 0 : -1; /* -1: the library's own reuse stands */
     /* A hybrid's checkpoint at the prompt's end: its recurrent state exists
      * only where it is taken, and the next turn's prompt repeats this one. */
+    return pc->hybrid && best_n + 1 < n - 1;
+}
+
+void prefix_cache_checkpointed(prefix_cache *pc, pc_use *u, specdec_context *ctx, double prefill_ms) {
+    u->pre_ms = prefill_ms;
+    store(pc, u, ctx);
+}
+
+void prefix_cache_enter(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
+                        const specdec_generate_params *gp, void *user) {
+    u->pre_ms = 0;
+    if (!prefix_cache_restore(pc, u, ctx, prompt, n, true)) return;
     specdec_generate_params g = *gp;
     g.n_predict = 0;
     g.check_lossless = false;
@@ -130,23 +140,20 @@ void prefix_cache_enter(prefix_cache *pc, specdec_context *ctx, const specdec_to
     if (specdec_generate(ctx, prompt, n - 1, &g, NULL, user, &st, NULL) != SPECDEC_OK ||
         st.stop_reason == SPECDEC_STOP_CANCELLED)
         return;
-    pc->pre_ms = st.t_prefill_ms;
-    store(pc, ctx);
+    prefix_cache_checkpointed(pc, u, ctx, st.t_prefill_ms);
 }
 
-void prefix_cache_leave(prefix_cache *pc, specdec_context *ctx, specdec_status rc, specdec_stats *st) {
+void prefix_cache_leave(prefix_cache *pc, pc_use *u, specdec_context *ctx, specdec_status rc, specdec_stats *st) {
     if (pc->cap == 0) return;
-    if (pc->reused >= 0 && rc == SPECDEC_OK) {
-        st->n_cached = pc->reused;
-        st->t_prefill_ms += pc->pre_ms;
+    if (u->reused >= 0 && rc == SPECDEC_OK) {
+        st->n_cached = u->reused;
+        st->t_prefill_ms += u->pre_ms;
     }
     if (rc != SPECDEC_OK) {
-        pthread_mutex_lock(&pc->mu);
-        pc->live = NULL;
-        pthread_mutex_unlock(&pc->mu);
+        u->live = 0;
         return;
     }
-    store(pc, ctx);
+    store(pc, u, ctx);
 }
 
 void prefix_cache_metrics(prefix_cache *pc, sd_strbuf *o) {

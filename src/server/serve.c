@@ -34,14 +34,6 @@ int cmd_serve(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     int rc = front_parse(argc, argv, true, &s.opts);
     if (rc) return rc < 0 ? 0 : rc;
-    if (s.opts.parallel > 1 && (s.opts.cache_ram_mib > 0 || s.opts.suffix_tokens > 0)) {
-        /* Both are kept by the one-at-a-time loop; the batched slots' request
-         * threads run without them (sharing them would need locking per use). */
-        fprintf(stderr, "specdec serve: note: --parallel %d runs without the prefix cache (--cache-ram) and the suffix "
-                        "memory (--suffix-tokens); they serve --parallel 1\n", s.opts.parallel);
-        s.opts.cache_ram_mib = 0;
-        s.opts.suffix_tokens = 0;
-    }
     /* Signals go to sigwait below, not to whichever thread runs. */
     sigset_t set;
     sigemptyset(&set);

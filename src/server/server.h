@@ -78,9 +78,11 @@ typedef struct metrics {
 typedef struct server {
     server_opts opts;
     specdec_model *model, *draft;
-    specdec_context *ctx;
+    specdec_context *ctx; /* the one-at-a-time loop's (--parallel 1; NULL with a batch) */
+    int32_t n_ctx;        /* positions of a request's context (ctx's or each batch slot's) */
     /* The outputs of earlier requests, for suffix drafting (--spec suffix,
-     * auto): kept for the server's lifetime, used by one generation at a time. */
+     * auto): kept for the server's lifetime, shared by the batch's slots (it
+     * locks itself). */
     specdec_suffix_cache *suffix;
     const char *template_family; /* resolved chat formatter, NULL if none fits (chat requests get 400) */
     char template_error[512];
@@ -100,8 +102,10 @@ typedef struct server {
      * step, and the job of each of its slots (NULL: free), under qmu. */
     specdec_batch *batch;
     struct bw_slot *slots;
-    int n_active;
+    int n_active; /* slots holding a job (its checkpoint or its generation), under qmu */
     prefix_cache pc; /* used by the inference thread; /metrics reads it */
+    pc_use pcu;      /* ctx's use of it */
+    pc_use *slot_use; /* [parallel]: each batch slot context's use of it (batch_worker.c) */
 } server;
 
 /* Jobs (job.c). */
@@ -109,8 +113,9 @@ job *job_new(job_kind kind);
 void job_release(job *j); /* drops one reference; frees at zero */
 /* Queues j (taking a reference); false when the queue is full (the caller answers 503). */
 bool server_submit(server *s, job *j);
-/* Waiting jobs and whether one is running, for /metrics and /props. */
-void server_queue_state(server *s, int *waiting, bool *busy);
+/* Waiting jobs and running ones (in the batch's slots, or the one of the
+ * one-at-a-time loop), for /metrics and /props. */
+void server_queue_state(server *s, int *waiting, int *running);
 int server_worker_start(server *s);
 void server_worker_stop(server *s);
 /* job.c, for the batched worker too: the piece callback (user = the job) and

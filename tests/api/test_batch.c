@@ -5,7 +5,9 @@
  * its MTP block). Requests join mid-batch (a new one is added as soon as a
  * slot frees), leave at different lengths, one is cancelled half way (its
  * tokens a prefix of the lone run's). The steps are shared: fewer steps than
- * the requests' forwards. Also the refusals of specdec_batch_add. */
+ * the requests' forwards. With one suffix memory shared by the slots the
+ * tokens are still the lone runs'. Also the refusals of specdec_batch_add
+ * and the slot accessors (next_slot, slot_context). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,11 +121,15 @@ static void run_alone(const specdec_model *m, const specdec_model *draft, int i,
     specdec_context_free(c);
 }
 
+/* The suffix memory every batched request shares (test_batch_suffix), or NULL. */
+static specdec_suffix_cache *shared_mem;
+
 static void add(specdec_batch *b, const specdec_model *m, int i, float temp, specdec_spec_mode spec, outcome *o) {
     memset(o, 0, sizeof *o);
     size_t n = 0;
     specdec_token *t = tokens_of(m, i, &n);
     specdec_generate_params gp = params_of(i, temp, spec);
+    gp.suffix_cache = shared_mem;
     specdec_error err = {0};
     if (specdec_batch_add(b, t, n, &gp, on_piece, on_done, o, &o->slot, &err) != SPECDEC_OK)
         fail_msg("add %d: %s", i, err.message);
@@ -214,6 +220,22 @@ static void test_batch_hybrid(void **state) {
     check_config("models/fixture-q35-target.gguf", NULL, SPECDEC_SPEC_AUTO, 0.8f);
 }
 
+/* One suffix memory shared by the slots (their drafters read it on their own
+ * threads, finished requests add to it while others draft): every request's
+ * tokens are still those it gets alone without a memory, and the memory
+ * holds the outputs. */
+static void test_batch_suffix(void **state) {
+    (void)state;
+    specdec_error err = {0};
+    assert_int_equal(specdec_suffix_cache_init(4096, &shared_mem, &err), SPECDEC_OK);
+    check_config("models/fixture-target.gguf", NULL, SPECDEC_SPEC_SUFFIX, 0);
+    specdec_suffix_cache_info info;
+    specdec_suffix_cache_get_info(shared_mem, &info);
+    assert_true(info.n_added >= N_REQ - 1); /* the cancelled one may end before it has any output */
+    specdec_suffix_cache_free(shared_mem);
+    shared_mem = NULL;
+}
+
 /* specdec_batch_add refuses what it cannot serve, with nothing added. */
 static void test_batch_refusals(void **state) {
     (void)state;
@@ -236,8 +258,13 @@ static void test_batch_refusals(void **state) {
     assert_int_equal(specdec_batch_add(b, t, 100, NULL, NULL, NULL, NULL, NULL, &err), SPECDEC_ERR_CONTEXT);
     assert_int_equal(specdec_batch_n_active(b), 0);
     int32_t slot = -1;
+    assert_int_equal(specdec_batch_next_slot(b), 0);
+    assert_non_null(specdec_batch_slot_context(b, 0));
+    assert_null(specdec_batch_slot_context(b, 1));
+    assert_null(specdec_batch_slot_context(NULL, 0));
     assert_int_equal(specdec_batch_add(b, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_OK);
     assert_int_equal(slot, 0);
+    assert_int_equal(specdec_batch_next_slot(b), -1);
     assert_int_equal(specdec_batch_add(b, t, 3, NULL, NULL, NULL, NULL, NULL, &err), SPECDEC_ERR_ARG);
     assert_non_null(strstr(err.message, "no free slot"));
     specdec_batch_free(b); /* cancels the running request */
@@ -251,6 +278,7 @@ int main(void) {
         cmocka_unit_test(test_batch_dense),
         cmocka_unit_test(test_batch_dense_draft),
         cmocka_unit_test(test_batch_hybrid),
+        cmocka_unit_test(test_batch_suffix),
         cmocka_unit_test(test_batch_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
