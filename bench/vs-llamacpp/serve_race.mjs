@@ -17,6 +17,11 @@
 //   auto  "speculative": true on a server with the default gate, which closes
 //         per request when drafting stops paying (under load, DESIGN.md §3,
 //         docs/BATCHING.md "Speculation under load")
+// Every server starts with --cache-ram 0 --suffix-tokens 0 (before
+// --serve-args, which may override them): one server serves every client
+// count and mode with the same prompt ids per request index, so a prefix
+// cache or a suffix memory would give later rows cache hits and remembered
+// drafts that the earlier rows did not get.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -26,6 +31,8 @@ import { getModuleVersion } from "node-llama-cpp";
 import { loadPrompts } from "./lib.mjs";
 import { llamaOpen, llamaRace, requestPrompts, pct } from "./parallel_seqs.mjs";
 
+// No memory across requests (see the header): the same ids return row after row.
+const NO_REUSE = "--cache-ram 0 --suffix-tokens 0";
 const ROOT = path.resolve(new URL("../..", import.meta.url).pathname);
 const { values: opt } = parseArgs({
   options: {
@@ -53,7 +60,9 @@ const USAGE = `usage: bench/serve_race.sh -m MODEL.gguf [-m MODEL2.gguf] [--clie
     [--per-client 2] [--min-requests 4] [-t 2] [--parallel P] [--modes off,on,auto] [--engines specdec,llama.cpp]
     [--serve-args="-md D.gguf"] [--on-args="--gate 0"] [--auto-args=""] [--prompts DIR] [--prompt-chars 160]
     [--quick] [--json OUT.json]
-  --quick: clients "1 2", requests = C (at least 2): a smoke run of a minute or two`;
+  --quick: clients "1 2", requests = C (at least 2): a smoke run of a minute or two
+  every server starts with ${NO_REUSE} (no prefix cache, no suffix memory: the same prompt
+  ids return at every client count); --serve-args may override them`;
 if (opt.help || !opt.m?.length) {
   (opt.help ? console.log : console.error)(USAGE);
   process.exit(opt.help ? 0 : 2);
@@ -88,7 +97,7 @@ function promptTexts() {
 // ---- specdec serve ----
 async function startServer(model, ctx, extra) {
   const args = ["serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "--queue", "4096", "--parallel", String(P),
-    "-t", String(T), "-c", String(ctx), ...words(opt["serve-args"]), ...words(extra)];
+    "-t", String(T), "-c", String(ctx), ...words(NO_REUSE), ...words(opt["serve-args"]), ...words(extra)];
   const proc = spawn(opt.specdec, args, { stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   const port = await new Promise((resolve, reject) => {
@@ -273,7 +282,7 @@ const fmt = (x, d = 0) => (x == null ? "–" : x.toFixed(d));
 const t0 = performance.now(), load0 = os.loadavg();
 const result = { node_llama_cpp: await getModuleVersion(), clients: CLIENTS, n: N, threads: T, parallel: P,
                  per_client: PER, min_requests: MINR, prompt_chars: +opt["prompt-chars"], modes: MODES,
-                 on_args: opt["on-args"], auto_args: opt["auto-args"], serve_args: opt["serve-args"],
+                 on_args: opt["on-args"], auto_args: opt["auto-args"], serve_args: opt["serve-args"], serve_defaults: NO_REUSE,
                  cpus: os.cpus().length, loadavg_start: load0, models: [] };
 try {
   for (const m of opt.m) result.models.push(await raceModel(m));
@@ -286,7 +295,7 @@ result.wall_s = (performance.now() - t0) / 1000;
 
 for (const m of result.models) {
   console.log(`\n### ${path.basename(m.model)}: ${N} tokens, temperature 0, ${T} threads each, context ${m.ctx_per_seq} per ` +
-    `sequence, specdec serve --parallel ${m.parallel} over HTTP, llama.cpp ${result.node_llama_cpp} in-process (no HTTP)\n`);
+    `sequence, specdec serve --parallel ${m.parallel} ${NO_REUSE}${opt["serve-args"] ? " " + opt["serve-args"] : ""} over HTTP, llama.cpp ${result.node_llama_cpp} in-process (no HTTP)\n`);
   console.log(`| clients | engine | mode | total tok/s | p50 ms | p99 ms | acceptance | ratio vs C=${CLIENTS[0]} |`);
   console.log("|---:|---|---|---:|---:|---:|---:|---:|");
   for (const r of m.rows)
