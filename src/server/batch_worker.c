@@ -14,7 +14,8 @@
  * more than its own lock (for /metrics). A hybrid's prompt checkpoint (its
  * recurrent state at all but the last prompt token, prefix_cache.h) is a
  * request of its own (n_predict 0) that runs in the batch first; the job's
- * generation then starts from it, in whichever slot is free. The suffix
+ * generation then starts from it, in whichever slot is free (see
+ * run_request for what that costs when it is another slot). The suffix
  * memory (--suffix-tokens) is handed to every slot's request: it locks
  * itself while a slot drafts from it or adds its output. */
 #define _POSIX_C_SOURCE 200809L
@@ -32,7 +33,8 @@ typedef struct bw_slot {
     job *j;
     int32_t id;
     bool checkpoint, resume;
-    double pre_ms; /* the checkpoint's prefill time, added to the job's */
+    double pre_ms;   /* the checkpoint's prefill time, added to the job's */
+    int32_t reused;  /* the cache's first look for the job (pc_use.reused): what the job reports */
 } bw_slot;
 
 static bool bw_piece(const specdec_piece *p, void *user) {
@@ -91,6 +93,37 @@ static void bw_done(const specdec_batch_result *r, void *user) {
     end_job(b);
 }
 
+/* Whether ctx holds exactly prompt[0..m) (and so the state after it). */
+static bool holds_prefix(specdec_context *ctx, const specdec_token *prompt, size_t m) {
+    size_t nt = 0;
+    const specdec_token *t = specdec_context_tokens(ctx, &nt);
+    return nt == m && (m == 0 || (t && !memcmp(t, prompt, m * sizeof *t)));
+}
+
+/* The prefix cache's part before b's request in ctx (slot u); returns
+ * whether a checkpoint is wanted. On the first request: the best state is
+ * restored and its count kept as what the job reports. On the generation
+ * after a checkpoint: the slot the batch names may be the checkpoint's own,
+ * still holding prompt[0..n-1) (stored in the cache or not: a state over
+ * --cache-ram, or evicted): generate reuses it as it is, no look. In
+ * another slot the look restores the checkpoint from the cache (a copy of
+ * the state); when the cache lost it, the prompt is prefilled again: the
+ * batch names the lowest free slot and the checkpoint's cannot be asked
+ * for. Either way the job reports its first look: its own checkpoint is no
+ * cache hit, and a second look worse than the first (the cache lost both)
+ * reports that. */
+static bool cache_before(server *s, bw_slot *b, specdec_context *ctx, pc_use *u, bool first) {
+    const job *j = b->j;
+    if (!first && holds_prefix(ctx, j->prompt, j->n_prompt - 1)) {
+        u->reused = b->reused;
+        return false;
+    }
+    const bool want = prefix_cache_restore(&s->pc, u, ctx, j->prompt, j->n_prompt, first) && first;
+    if (first) b->reused = u->reused;
+    else if (u->reused > b->reused) u->reused = b->reused;
+    return want;
+}
+
 /* Puts b's job into the next free batch slot: the prefix cache's best state
  * restored there first, then its checkpoint (when one is wanted, on the
  * job's first request) or its generation. Token trees are a single-sequence
@@ -101,7 +134,7 @@ static void run_request(server *s, bw_slot *b, bool first) {
     const int32_t slot = specdec_batch_next_slot(s->batch);
     specdec_context *ctx = specdec_batch_slot_context(s->batch, slot);
     pc_use *u = ctx ? &s->slot_use[slot] : NULL;
-    const bool want = u && prefix_cache_restore(&s->pc, u, ctx, j->prompt, j->n_prompt, first) && first;
+    const bool want = u && cache_before(s, b, ctx, u, first);
     specdec_generate_params gp = j->gp;
     gp.abort = NULL;
     gp.tree_nodes = 0;

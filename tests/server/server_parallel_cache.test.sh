@@ -4,7 +4,9 @@
 # (one client thread each, its turns in order), on the dense fixture with
 # its draft model and on the qwen35 hybrid (whose prompt checkpoints run as
 # requests of their own in the batch). Turn 2 and later of each reuse a saved
-# state (cache_n > 0; the cache counts the hits), and every answer is byte
+# state (cache_n > 0; the cache counts the hits), turn 1 of each, sent at
+# once to fresh slots and an empty cache, reuses nothing (cache_n 0: on the
+# hybrid its own checkpoint is no hit), and every answer is byte
 # for byte the answer of a cache-less --parallel 1 server playing the
 # conversations one turn at a time. Then /metrics' requests_processing
 # counts the slots generating now: above 1 while 4 streams run, 0 after.
@@ -20,9 +22,11 @@ sys.path.insert(0, "tests/server")
 import conversations as cv
 base, out = sys.argv[1], sys.argv[2]
 res, errors = [], []
+start = threading.Barrier(4)  # the first turns go out together, before any has stored a state
 def conv(i):
     try:
         msgs = [{"role": "user", "content": cv.TOPICS[i]}]
+        start.wait(timeout=60)
         for turn in range(3):
             o, _ = cv.chat(base, msgs, i)
             a = o["choices"][0]["message"]["content"]
@@ -61,7 +65,9 @@ for r, p in zip(ref, par):
     assert r["answer"] == p["answer"], "%s conv %d turn %d: --parallel 4 %r, alone %r" % (name, r["conv"], r["turn"], p["answer"], r["answer"])
     if p["turn"] > 0:
         assert p["cache_n"] > 0, "%s conv %d turn %d: cache_n 0 on --parallel 4" % (name, p["conv"], p["turn"])
-print("ok  %s --parallel 4: turn 2+ cache_n %s, %s hits; answers equal to a cache-less --parallel 1 server's" % (name, [p["cache_n"] for p in par if p["turn"] > 0], sys.argv[4]))
+    else:
+        assert p["cache_n"] == 0, "%s conv %d turn 1: cache_n %d on --parallel 4, want 0 (a first turn)" % (name, p["conv"], p["cache_n"])
+print("ok  %s --parallel 4: turn 1 cache_n 0, turn 2+ cache_n %s, %s hits; answers equal to a cache-less --parallel 1 server's" % (name, [p["cache_n"] for p in par if p["turn"] > 0], sys.argv[4]))
 PY
 }
 
