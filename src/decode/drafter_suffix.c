@@ -66,28 +66,33 @@ static bool sync(suffix_drafter *s, const int32_t *ctx, int32_t n) {
     return true;
 }
 
-/* The winning chain of the two tries into *d; which trie in *tree. */
-static bool best_chain(suffix_drafter *s, const int32_t *ctx, int32_t n, int k, sd_stree_draft *d, sd_stree **tree,
-                       sd_err *err) {
+/* The chain of this request's own trie into *d (*tree its trie), after
+ * bringing that trie up to ctx[0..n): no lock, the trie is the request's. */
+static bool own_chain(suffix_drafter *s, const int32_t *ctx, int32_t n, int k, sd_stree_draft *d, sd_stree **tree,
+                      sd_err *err) {
     if (!sync(s, ctx, n)) return sd_err_set(err, SD_ERR_NOMEM, "suffix drafter: out of memory"), false;
     sd_stree_speculate(&s->ctx, ctx, n, k, SPEC_FACTOR, MIN_PROB, d);
     *tree = &s->ctx;
     s->last_doc = 0;
-    if (s->mem && s->mem->n_doc > 0) {
-        sd_stree_draft m;
-        sd_stree_speculate(&s->mem->tree, ctx, n, k, SPEC_FACTOR, MIN_PROB, &m);
-        if (m.n > 0 && m.score > d->score && chain_in_vocab(&m, s->n_vocab)) {
-            *d = m;
-            *tree = &s->mem->tree;
-            s->last_doc = s->mem->tree.node[m.node[0]].doc;
-        }
-    }
     return true;
+}
+
+/* The memory's chain replaces *d when it scores strictly higher (*tree then
+ * the memory's trie). The caller holds the memory's lock. */
+static void mem_chain(suffix_drafter *s, const int32_t *ctx, int32_t n, int k, sd_stree_draft *d, sd_stree **tree) {
+    if (!s->mem || s->mem->n_doc == 0) return;
+    sd_stree_draft m;
+    sd_stree_speculate(&s->mem->tree, ctx, n, k, SPEC_FACTOR, MIN_PROB, &m);
+    if (m.n > 0 && m.score > d->score && chain_in_vocab(&m, s->n_vocab)) {
+        *d = m;
+        *tree = &s->mem->tree;
+        s->last_doc = s->mem->tree.node[m.node[0]].doc;
+    }
 }
 
 /* The memory may be shared by generations on other threads (a batch's
  * slots): its trie is read under its lock, the chain copied out before it
- * is released. */
+ * is released; the request's own trie is synced and read before, unlocked. */
 static void mem_lock(suffix_drafter *s) {
     if (s->mem) pthread_mutex_lock(&s->mem->mu);
 }
@@ -99,21 +104,20 @@ static int suffix_propose(void *self, const int32_t *ctx, int32_t n, int k, int3
     (void)q;
     sd_stree_draft d;
     sd_stree *t;
+    if (!own_chain(self, ctx, n, k, &d, &t, err)) return -1;
     mem_lock(self);
-    const bool ok = best_chain(self, ctx, n, k, &d, &t, err);
-    if (ok) memcpy(out, d.tok, (size_t)d.n * sizeof *out);
+    mem_chain(self, ctx, n, k, &d, &t);
+    memcpy(out, d.tok, (size_t)d.n * sizeof *out);
     mem_unlock(self);
-    return ok ? d.n : -1;
+    return d.n;
 }
 
 static int suffix_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err) {
     sd_stree_draft d;
     sd_stree *t;
-    mem_lock(self);
-    if (!best_chain(self, ctx, n, k, &d, &t, err)) {
-        mem_unlock(self);
-        return -1;
-    }
+    if (!own_chain(self, ctx, n, k, &d, &t, err)) return -1;
+    mem_lock(self); /* held while t may be the memory's trie */
+    mem_chain(self, ctx, n, k, &d, &t);
     int32_t ids[8];
     const int wt = w < 8 ? w : 8; /* the loop's trees are at most 8 wide; past that: no candidate */
     for (int i = 0; i < d.n; i++) {
