@@ -11,7 +11,8 @@
  *     tokens taking the same experts) but the output is the same.
  * And in q8_0: every expert of a grown ffn_up_exps holds the fixture's q8_0
  * blocks of ffn_up's first 256 rows (the construction copies one quantized
- * expert; the scales are powers of two). What remains of the f32 difference is
+ * expert; the scales are powers of two) in its first n_embd columns, and
+ * zeros in the rest. What remains of the f32 difference is
  * rounding (the renormalised weights sum to 1 within k ulp, the split dot
  * products, grow_q35.c's one inexact eps).
  * Needs build/sd-genmodel and the specdec binary (SD_BUILD_DIR, SD_SPECDEC_BIN). */
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "format/ggml_type.h"
+#include "numerics/quant.h"
 #include "model_test_util.h"
 #include "support/fixture_load.h"
 
@@ -161,17 +163,29 @@ static void test_q8_0_blocks(void **state) {
     const gguf_tensor_info *a = gguf_find_tensor(s, "blk.1.ffn_up.weight"), *b = gguf_find_tensor(g, "blk.1.ffn_up_exps.weight");
     assert_non_null(a);
     assert_non_null(b);
+    assert_int_equal(a->type, GGML_TYPE_Q8_0); /* block for block only against q8_0 blocks */
     assert_int_equal(b->type, GGML_TYPE_Q8_0);
     assert_int_equal(b->n_dims, 3);
-    const int64_t F = b->ne[1], E = b->ne[2];
+    const int64_t d = a->ne[0], D = b->ne[0], F = b->ne[1], E = b->ne[2];
     assert_int_equal(F, 256);
     assert_int_equal(E, 8);
+    assert_true(D > d); /* the grown rows have columns [d, D) to hold zeros */
     uint64_t ra, rb;
-    assert_true(ggml_row_bytes(a->type, (uint64_t)a->ne[0], &ra) && ggml_row_bytes(b->type, (uint64_t)b->ne[0], &rb));
+    assert_true(ggml_row_bytes(a->type, (uint64_t)d, &ra) && ggml_row_bytes(b->type, (uint64_t)D, &rb));
+    float *tail = malloc((size_t)(D - d) * sizeof *tail);
+    assert_non_null(tail);
     for (int64_t e = 0; e < E; e++)
-        for (int64_t r = 0; r < F; r++)
-            if (memcmp((const uint8_t *)a->data + r * ra, (const uint8_t *)b->data + (e * F + r) * rb, ra))
+        for (int64_t r = 0; r < F; r++) {
+            const uint8_t *row = (const uint8_t *)b->data + (e * F + r) * rb;
+            if (memcmp((const uint8_t *)a->data + r * ra, row, ra))
                 fail_msg("expert %lld row %lld: grown q8_0 blocks differ from the fixture's", (long long)e, (long long)r);
+            sd_dequantize_row(GGML_TYPE_Q8_0, row + ra, tail, D - d); /* ra: whole blocks (d % 32 == 0) */
+            for (int64_t c = 0; c < D - d; c++)
+                if (tail[c] != 0.0f)
+                    fail_msg("expert %lld row %lld column %lld: %g, not the zero of columns [d, D)", (long long)e,
+                             (long long)r, (long long)(d + c), (double)tail[c]);
+        }
+    free(tail);
     gguf_close(s), gguf_close(g);
     remove(grown_path);
 }
