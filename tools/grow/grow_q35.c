@@ -590,7 +590,10 @@ static sd_status moe_arch_keys(grower *g, const char **excl, size_t *n_excl, sd_
         if (shape) continue;
         gguf_value v;
         char k[128];
-        snprintf(k, sizeof k, "qwen35moe.%s", key + 7);
+        const int nk = snprintf(k, sizeof k, "qwen35moe.%s", key + 7);
+        if (nk < 0 || (size_t)nk >= sizeof k) /* a cut name would write a different key */
+            return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s is too long to rename (qwen35moe.* over %zu bytes)",
+                              g->small_path, key, sizeof k - 1);
         if (gguf_kv_type(g->small, i) == GGUF_TYPE_STRING || gguf_kv_type(g->small, i) == GGUF_TYPE_ARRAY ||
             !gguf_kv_value(g->small, i, 0, &v))
             return sd_err_set(err, SD_ERR_UNSUPPORTED, "%s: key %s is not a scalar: cannot rename it", g->small_path, key);
