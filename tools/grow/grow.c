@@ -338,11 +338,14 @@ sd_status grow_add_zero_matrix(grower *g, const char *name, int64_t n_in, int64_
 
 sd_status grow_add_experts(grower *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, void *ready,
                            sd_err *err) {
-    uint64_t row_bytes, bytes;
-    if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) ||
-        !sd_mul_u64(row_bytes, (uint64_t)(n_out * n_exp), &bytes))
+    uint64_t row_bytes, rows, bytes;
+    if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes))
         return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
                           ggml_type_get(g->type)->name);
+    if (n_out < 0 || n_exp < 0 || !sd_mul_u64((uint64_t)n_out, (uint64_t)n_exp, &rows) ||
+        !sd_mul_u64(row_bytes, rows, &bytes))
+        return sd_err_set(err, SD_ERR_ARG, "%s: %lld rows x %lld experts of %llu bytes overflow", name,
+                          (long long)n_out, (long long)n_exp, (unsigned long long)row_bytes);
     const int64_t ne[3] = {n_in, n_out, n_exp};
     g->total_bytes += bytes;
     sd_status st = gguf_writer_add_tensor(g->w, name, g->type, 3, ne, ready, bytes);

@@ -84,8 +84,11 @@ static sd_status add_same_experts(grower *g, const grow_moe *m, const char *name
         return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
                           ggml_type_get(g->type)->name);
     }
-    const size_t one_bytes = (size_t)row_bytes * (size_t)n_out;
-    uint8_t *dst = grow_keep(g, one_bytes * (size_t)m->n_expert);
+    size_t one_bytes = 0, all_bytes = 0;
+    uint8_t *dst = sd_mul_size((size_t)row_bytes, (size_t)n_out, &one_bytes) &&
+                           sd_mul_size(one_bytes, (size_t)m->n_expert, &all_bytes)
+                       ? grow_keep(g, all_bytes)
+                       : NULL;
     if (!dst) {
         free(one);
         return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
