@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "format/ggml_type.h"
+#include "grow_test_util.h"
 #include "model_test_util.h"
 #include "support/fixture_load.h"
 
@@ -66,28 +67,13 @@ static float *logits_of(const sd_model *m, const int32_t *tokens) {
     return out;
 }
 
-static void prompt_tokens(const sd_model *m, int32_t *tokens) {
-    FILE *f = fopen("bench/prompts/code-py.txt", "rb");
-    assert_non_null(f);
-    char text[4096];
-    size_t len = fread(text, 1, sizeof text, f);
-    fclose(f);
-    int32_t *ids = NULL;
-    size_t n = 0;
-    sd_err err = {0};
-    assert_int_equal(sd_tokenize(m->tok, text, len, false, false, &ids, &n, &err), SD_OK);
-    assert_true(n >= N_TOK);
-    memcpy(tokens, ids, N_TOK * sizeof *tokens);
-    free(ids);
-}
-
 /* Loads both files, compares the logits of the prompt. */
 static void compare(const char *small_path, const char *grown_path, const char *label) {
     sd_model *s = load(small_path), *g = load(grown_path);
     assert_int_equal(s->hp.n_vocab, g->hp.n_vocab);
     assert_true(g->hp.n_embd > s->hp.n_embd && g->hp.n_layer > s->hp.n_layer);
     int32_t tokens[N_TOK];
-    prompt_tokens(s, tokens);
+    grow_prompt_tokens(s, tokens, N_TOK);
     float *ls = logits_of(s, tokens), *lg = logits_of(g, tokens);
     int V = s->hp.n_vocab;
     double worst = 0;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "format/ggml_type.h"
+#include "grow_test_util.h"
 #include "model_test_util.h"
 #include "support/fixture_load.h"
 
@@ -74,36 +75,6 @@ static float *trunk(const sd_model *m, const int32_t *tokens, float **h) {
     return out;
 }
 
-/* MTP logits [N_TOK - 1][n_vocab] of the pairs (tokens[p], h[p - 1]). */
-static float *mtp(const sd_model *m, const int32_t *tokens, const float *h) {
-    sd_model *v = NULL;
-    sd_context *c = NULL;
-    sd_err err = {0};
-    float *out = malloc((size_t)(N_TOK - 1) * m->hp.n_vocab * sizeof *out);
-    assert_non_null(out);
-    assert_int_equal(sd_mtp_view_init(m, &v, &err), SD_OK);
-    assert_int_equal(sd_context_init(v, N_TOK, N_TOK, 2, &c, &err), SD_OK);
-    assert_int_equal(sd_mtp_forward(c, tokens + 1, h, N_TOK - 1, NULL, N_TOK - 1, out, &err), SD_OK);
-    sd_context_free(c);
-    sd_mtp_view_free(v);
-    return out;
-}
-
-static void prompt_tokens(const sd_model *m, int32_t *tokens) {
-    FILE *f = fopen("bench/prompts/code-py.txt", "rb");
-    assert_non_null(f);
-    char text[4096];
-    size_t len = fread(text, 1, sizeof text, f);
-    fclose(f);
-    int32_t *ids = NULL;
-    size_t n = 0;
-    sd_err err = {0};
-    assert_int_equal(sd_tokenize(m->tok, text, len, false, false, &ids, &n, &err), SD_OK);
-    assert_true(n >= N_TOK);
-    memcpy(tokens, ids, N_TOK * sizeof *tokens);
-    free(ids);
-}
-
 static double worst_diff(const float *a, const float *b, int rows, int V, bool argmax) {
     double worst = 0;
     for (int p = 0; p < rows; p++) {
@@ -121,7 +92,7 @@ static double compare(const char *small_path, const char *grown_path, const char
     assert_true(g->hp.n_embd >= s->hp.n_embd && g->hp.n_layer >= s->hp.n_layer);
     assert_int_equal(s->hp.n_nextn, g->hp.n_nextn);
     int32_t tokens[N_TOK];
-    prompt_tokens(s, tokens);
+    grow_prompt_tokens(s, tokens, N_TOK);
     float *hs = NULL, *hg = NULL;
     float *ls = trunk(s, tokens, &hs), *lg = trunk(g, tokens, &hg);
     const int V = s->hp.n_vocab;
@@ -129,7 +100,7 @@ static double compare(const char *small_path, const char *grown_path, const char
     printf("%-36s trunk max |logit diff| %.3e over %d positions x %d logits\n", label, w, N_TOK, V);
     assert_true(w < tol);
     if (s->hp.n_nextn) {
-        float *ms = mtp(s, tokens, hs), *mg = mtp(g, tokens, hg);
+        float *ms = grow_mtp_logits(s, tokens, hs, N_TOK), *mg = grow_mtp_logits(g, tokens, hg, N_TOK);
         double wm = worst_diff(ms, mg, N_TOK - 1, V, argmax);
         printf("%-36s MTP   max |logit diff| %.3e over %d positions\n", label, wm, N_TOK - 1);
         assert_true(wm < tol);
