@@ -17,12 +17,12 @@ TOPICS = ["def add(a, b):", "Write a haiku about rain.", "List three colors.", "
           "Explain recursion briefly.", "import os\nfor f in", "Name a prime number.", "Say hello in French."]
 
 
-def chat(base, msgs, conv, header=None, timeout=120):
+def chat(base, msgs, conv, header=None, timeout=120, key=None):
     body = {"messages": msgs, "max_tokens": MAX_TOKENS}
     if conv % 2: body.update(temperature=0.8, seed=1000 + conv)
     else: body["temperature"] = 0
     h = {"Content-Type": "application/json"}
-    if header: h[header] = "conv-%d" % conv
+    if header: h[header] = key if key is not None else "conv-%d" % conv
     req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(), h)
     with urllib.request.urlopen(req, timeout=timeout) as r:
         # nginx's $upstream_addr lists every replica tried ("a, b"): the last one answered

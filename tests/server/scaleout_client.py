@@ -30,6 +30,7 @@ SERVE = ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf",
 LBB = "http://127.0.0.1:%d" % LB
 procs = {}
 N_CONV = 4 if os.environ.get("SD_ASAN") else 8  # under the sanitizers, fewer
+KEY = []  # conversation i's X-Conversation-Id, chosen in main() so both replicas get some
 
 
 def start(name, port, extra=()):
@@ -72,7 +73,7 @@ def stream(conv, out, on_first=None):
     upstream, chunks, done, error."""
     body = dict(cv.LONG, max_tokens=cv.long_tokens(LBB, 3.0, "X-Conversation-Id"), stream=True)
     req = urllib.request.Request(LBB + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json", "X-Conversation-Id": "conv-%d" % conv})
+                                 {"Content-Type": "application/json", "X-Conversation-Id": KEY[conv]})
     out.update(chunks=0, done=False, error=None)
     try:
         with urllib.request.urlopen(req, timeout=300) as r:
@@ -102,12 +103,24 @@ def main():
     start("r0", P0)
     start("r1", P1)
     a0, a1 = "127.0.0.1:%d" % P0, "127.0.0.1:%d" % P1
+    # Where a key hashes depends on the replicas' (free, so random) ports: with
+    # fixed keys, all N_CONV conversations land on one replica in about
+    # 2 / 2^N_CONV of the runs. Probe keys with a cheap GET through nginx and
+    # give half the conversations keys of each replica.
+    by = {a0: [], a1: []}
+    for n in range(256):
+        req = urllib.request.Request(LBB + "/v1/models", headers={"X-Conversation-Id": "conv-%d" % n})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            by.setdefault(r.headers.get("X-Upstream", "").split(", ")[-1], []).append("conv-%d" % n)
+        if len(by[a0]) >= N_CONV and len(by[a1]) >= N_CONV: break
+    assert len(by[a0]) >= N_CONV // 2 and len(by[a1]) >= N_CONV // 2, "key probe: %r" % by
+    KEY[:] = [by[(a0, a1)[i % 2]][i // 2] for i in range(N_CONV)]
     convs = [[{"role": "user", "content": cv.TOPICS[i % len(cv.TOPICS)]}] for i in range(N_CONV)]
     home = {}
 
     def turn(t, expect_home=True):
         for i, c in enumerate(convs):
-            o, up = cv.chat(LBB, c, i, "X-Conversation-Id")
+            o, up = cv.chat(LBB, c, i, "X-Conversation-Id", key=KEY[i])
             a = o["choices"][0]["message"]["content"]
             assert a == ref[(i, t)], "conv %d turn %d via %s: %r, want %r" % (i, t, up, a, ref[(i, t)])
             if t == 0: home[i] = up
@@ -147,7 +160,7 @@ def main():
     start("r0", P0)
     time.sleep(2.5)  # the rendered config's fail_timeout=2s: nginx tries replica 0 again
     for _ in range(40):
-        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k, "X-Conversation-Id")
+        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k, "X-Conversation-Id", key=KEY[k])
         if up == a0: break
         time.sleep(0.5)
     assert up == a0, "conversation %d never went back to replica 0" % k
@@ -158,7 +171,7 @@ def main():
         p0.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         # the same conversation key as the stream: it hashes to the draining replica
-        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k, "X-Conversation-Id")
+        o, up = cv.chat(LBB, [{"role": "user", "content": "hi"}], k, "X-Conversation-Id", key=KEY[k])
         side.update(up=up, answer=o["choices"][0]["message"]["content"])
 
     th = threading.Thread(target=stream, args=(k, drained, on_first))
