@@ -31,30 +31,6 @@
 #define N_TOK 64
 #define MAX_ABS 1e-3
 
-static void run(const char *cmd) {
-    if (system(cmd) != 0) fail_msg("failed: %s", cmd);
-}
-
-/* The grown file of small at shape/type, in a temp path. */
-static void grow(const char *small, const char *type, char *out, size_t cap) {
-    const char *dir = getenv("SD_BUILD_DIR");
-    assert_non_null(dir);
-    tiny_model_temp_path(out, cap, "grown");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/sd-genmodel' --grow '%s' --shape tiny --type %s -o '%s' 2>/dev/null", dir, small,
-             type, out);
-    run(cmd);
-}
-
-static void to_f32(const char *in, char *out, size_t cap) {
-    const char *bin = getenv("SD_SPECDEC_BIN");
-    assert_non_null(bin);
-    tiny_model_temp_path(out, cap, "small-f32");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, in, out);
-    run(cmd);
-}
-
 /* [N_TOK][n_vocab] logits of the prompt's first N_TOK tokens. */
 static float *logits_of(const sd_model *m, const int32_t *tokens) {
     float *out = malloc((size_t)N_TOK * m->hp.n_vocab * sizeof *out);
@@ -91,8 +67,8 @@ static void compare(const char *small_path, const char *grown_path, const char *
 static void test_target_f32(void **state) {
     (void)state;
     char small[256], grown[256];
-    to_f32("models/fixture-target.gguf", small, sizeof small);
-    grow("models/fixture-target.gguf", "f32", grown, sizeof grown);
+    grow_to_f32("models/fixture-target.gguf", "small-f32", small, sizeof small);
+    grow_file("models/fixture-target.gguf", "tiny", "f32", "grown", grown, sizeof grown);
     compare(small, grown, "target -> tiny, f32");
     remove(small), remove(grown);
 }
@@ -100,8 +76,8 @@ static void test_target_f32(void **state) {
 static void test_draft_f32(void **state) {
     (void)state;
     char small[256], grown[256];
-    to_f32("models/fixture-draft.gguf", small, sizeof small);
-    grow("models/fixture-draft.gguf", "f32", grown, sizeof grown);
+    grow_to_f32("models/fixture-draft.gguf", "small-f32", small, sizeof small);
+    grow_file("models/fixture-draft.gguf", "tiny", "f32", "grown", grown, sizeof grown);
     compare(small, grown, "draft -> tiny, f32");
     remove(small), remove(grown);
 }
@@ -125,7 +101,7 @@ static void check_same_blocks(const gguf_ctx *s, const gguf_ctx *g, const char *
 static void test_draft_q8_0(void **state) {
     (void)state;
     char grown[256];
-    grow("models/fixture-draft.gguf", "q8_0", grown, sizeof grown);
+    grow_file("models/fixture-draft.gguf", "tiny", "q8_0", "grown", grown, sizeof grown);
     gguf_ctx *s = NULL, *g = NULL;
     sd_err err = {0};
     assert_int_equal(gguf_open("models/fixture-draft.gguf", &s, &err), SD_OK);

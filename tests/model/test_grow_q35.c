@@ -34,47 +34,6 @@
 #define N_TOK 64
 #define MAX_ABS 2e-3
 
-static void run(const char *cmd) {
-    if (system(cmd) != 0) fail_msg("failed: %s", cmd);
-}
-
-static void grow(const char *small, const char *type, char *out, size_t cap) {
-    const char *dir = getenv("SD_BUILD_DIR");
-    assert_non_null(dir);
-    tiny_model_temp_path(out, cap, "grown-q35");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/sd-genmodel' --grow '%s' --shape qwen35-tiny --type %s -o '%s' 2>/dev/null", dir,
-             small, type, out);
-    run(cmd);
-}
-
-static void to_f32(const char *in, char *out, size_t cap) {
-    const char *bin = getenv("SD_SPECDEC_BIN");
-    assert_non_null(bin);
-    tiny_model_temp_path(out, cap, "small-q35-f32");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, in, out);
-    run(cmd);
-}
-
-/* Trunk logits [N_TOK][n_vocab] and hiddens after output_norm [N_TOK][n_embd]. */
-static float *trunk(const sd_model *m, const int32_t *tokens, float **h) {
-    float *out = malloc((size_t)N_TOK * m->hp.n_vocab * sizeof *out);
-    *h = malloc((size_t)N_TOK * m->hp.n_embd * sizeof **h);
-    assert_non_null(out);
-    assert_non_null(*h);
-    sd_context *c = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_context_init(m, N_TOK, N_TOK, 2, &c, &err), SD_OK);
-    const int32_t id = m->hp.n_layer;
-    assert_int_equal(sd_context_request_hidden(c, &id, 1, &err), SD_OK);
-    assert_int_equal(sd_forward(c, tokens, N_TOK, out, &err), SD_OK);
-    for (int p = 0; p < N_TOK; p++)
-        memcpy(*h + (size_t)p * m->hp.n_embd, sd_context_hidden(c, p), (size_t)m->hp.n_embd * sizeof **h);
-    sd_context_free(c);
-    return out;
-}
-
 static double worst_diff(const float *a, const float *b, int rows, int V, bool argmax) {
     double worst = 0;
     for (int p = 0; p < rows; p++) {
@@ -94,7 +53,7 @@ static double compare(const char *small_path, const char *grown_path, const char
     int32_t tokens[N_TOK];
     grow_prompt_tokens(s, tokens, N_TOK);
     float *hs = NULL, *hg = NULL;
-    float *ls = trunk(s, tokens, &hs), *lg = trunk(g, tokens, &hg);
+    float *ls = grow_trunk(s, tokens, N_TOK, &hs, NULL), *lg = grow_trunk(g, tokens, N_TOK, &hg, NULL);
     const int V = s->hp.n_vocab;
     double w = worst_diff(ls, lg, N_TOK, V, argmax);
     printf("%-36s trunk max |logit diff| %.3e over %d positions x %d logits\n", label, w, N_TOK, V);
@@ -114,8 +73,8 @@ static double compare(const char *small_path, const char *grown_path, const char
 static void test_target_f32(void **state) {
     (void)state;
     char small[256], grown[256];
-    to_f32("models/fixture-q35-target.gguf", small, sizeof small);
-    grow("models/fixture-q35-target.gguf", "f32", grown, sizeof grown);
+    grow_to_f32("models/fixture-q35-target.gguf", "small-q35-f32", small, sizeof small);
+    grow_file("models/fixture-q35-target.gguf", "qwen35-tiny", "f32", "grown-q35", grown, sizeof grown);
     compare(small, grown, "q35 target -> qwen35-tiny, f32", MAX_ABS, true);
     remove(small), remove(grown);
 }
@@ -123,8 +82,8 @@ static void test_target_f32(void **state) {
 static void test_draft_f32(void **state) {
     (void)state;
     char small[256], grown[256];
-    to_f32("models/fixture-q35-draft.gguf", small, sizeof small);
-    grow("models/fixture-q35-draft.gguf", "f32", grown, sizeof grown);
+    grow_to_f32("models/fixture-q35-draft.gguf", "small-q35-f32", small, sizeof small);
+    grow_file("models/fixture-q35-draft.gguf", "qwen35-tiny", "f32", "grown-q35", grown, sizeof grown);
     compare(small, grown, "q35 draft -> qwen35-tiny, f32", MAX_ABS, true);
     remove(small), remove(grown);
 }
@@ -146,7 +105,7 @@ static void check_same_blocks(const gguf_ctx *s, const gguf_ctx *g, const char *
 static void test_target_q8_0(void **state) {
     (void)state;
     char grown[256];
-    grow("models/fixture-q35-target.gguf", "q8_0", grown, sizeof grown);
+    grow_file("models/fixture-q35-target.gguf", "qwen35-tiny", "q8_0", "grown-q35", grown, sizeof grown);
     gguf_ctx *s = NULL, *g = NULL;
     sd_err err = {0};
     assert_int_equal(gguf_open("models/fixture-q35-target.gguf", &s, &err), SD_OK);
@@ -161,7 +120,7 @@ static void test_target_q8_0(void **state) {
      * an int8 rounding here and there (measured: 0.032 against the 0.10 that
      * Q8_0 itself moves the fixture's logits): the bound is half the latter. */
     char small_f32[256];
-    to_f32("models/fixture-q35-target.gguf", small_f32, sizeof small_f32);
+    grow_to_f32("models/fixture-q35-target.gguf", "small-q35-f32", small_f32, sizeof small_f32);
     double q8_noise = compare(small_f32, "models/fixture-q35-target.gguf", "q35 target: f32 vs q8_0", 1e9, false);
     compare("models/fixture-q35-target.gguf", grown, "q35 target -> qwen35-tiny, q8_0", q8_noise / 2, true);
     remove(grown), remove(small_f32);

@@ -37,53 +37,6 @@
 #define MAX_ABS 2e-3
 #define FIXTURE "models/fixture-q35-target.gguf"
 
-static void run(const char *cmd) {
-    if (system(cmd) != 0) fail_msg("failed: %s", cmd);
-}
-
-static void grow(const char *type, char *out, size_t cap) {
-    const char *dir = getenv("SD_BUILD_DIR");
-    assert_non_null(dir);
-    tiny_model_temp_path(out, cap, "grown-q35moe");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s/sd-genmodel' --grow '%s' --shape qwen35moe-tiny --type %s -o '%s' 2>/dev/null",
-             dir, FIXTURE, type, out);
-    run(cmd);
-}
-
-static void to_f32(char *out, size_t cap) {
-    const char *bin = getenv("SD_SPECDEC_BIN");
-    assert_non_null(bin);
-    tiny_model_temp_path(out, cap, "small-q35moe-f32");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, FIXTURE, out);
-    run(cmd);
-}
-
-/* Trunk logits [N_TOK][n_vocab] and hiddens after output_norm; min_distinct:
- * the fewest distinct experts any MoE layer ran (INT32_MAX for a dense model). */
-static float *trunk(const sd_model *m, const int32_t *tokens, float **h, int32_t *min_distinct) {
-    float *out = malloc((size_t)N_TOK * m->hp.n_vocab * sizeof *out);
-    *h = malloc((size_t)N_TOK * m->hp.n_embd * sizeof **h);
-    assert_non_null(out);
-    assert_non_null(*h);
-    sd_context *c = NULL;
-    sd_err err = {0};
-    assert_int_equal(sd_context_init(m, N_TOK, N_TOK, 2, &c, &err), SD_OK);
-    const int32_t id = m->hp.n_layer;
-    assert_int_equal(sd_context_request_hidden(c, &id, 1, &err), SD_OK);
-    assert_int_equal(sd_forward(c, tokens, N_TOK, out, &err), SD_OK);
-    for (int p = 0; p < N_TOK; p++)
-        memcpy(*h + (size_t)p * m->hp.n_embd, sd_context_hidden(c, p), (size_t)m->hp.n_embd * sizeof **h);
-    *min_distinct = INT32_MAX;
-    for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        int32_t u = sd_context_moe_distinct(c, il);
-        if (u >= 0 && u < *min_distinct) *min_distinct = u;
-    }
-    sd_context_free(c);
-    return out;
-}
-
 static double worst_diff(const float *a, const float *b, int rows, int V) {
     double worst = 0;
     for (int p = 0; p < rows; p++) {
@@ -97,8 +50,8 @@ static double worst_diff(const float *a, const float *b, int rows, int V) {
 static void test_f32(void **state) {
     (void)state;
     char small_path[256], grown_path[256];
-    to_f32(small_path, sizeof small_path);
-    grow("f32", grown_path, sizeof grown_path);
+    grow_to_f32(FIXTURE, "small-q35moe-f32", small_path, sizeof small_path);
+    grow_file(FIXTURE, "qwen35moe-tiny", "f32", "grown-q35moe", grown_path, sizeof grown_path);
     sd_model *s = load(small_path), *g = load(grown_path);
     assert_int_equal(g->hp.n_expert, 8);
     assert_int_equal(g->hp.n_expert_used, 2);
@@ -107,7 +60,7 @@ static void test_f32(void **state) {
     int32_t tokens[N_TOK], u_small, u_grown;
     grow_prompt_tokens(s, tokens, N_TOK);
     float *hs = NULL, *hg = NULL;
-    float *ls = trunk(s, tokens, &hs, &u_small), *lg = trunk(g, tokens, &hg, &u_grown);
+    float *ls = grow_trunk(s, tokens, N_TOK, &hs, &u_small), *lg = grow_trunk(g, tokens, N_TOK, &hg, &u_grown);
     const int V = s->hp.n_vocab;
     double w = worst_diff(ls, lg, N_TOK, V);
     printf("q35 target -> qwen35moe-tiny, f32: trunk max |logit diff| %.3e over %d positions x %d logits; "
@@ -126,7 +79,7 @@ static void test_f32(void **state) {
 static void test_q8_0_blocks(void **state) {
     (void)state;
     char grown_path[256];
-    grow("q8_0", grown_path, sizeof grown_path);
+    grow_file(FIXTURE, "qwen35moe-tiny", "q8_0", "grown-q35moe", grown_path, sizeof grown_path);
     gguf_ctx *s = NULL, *g = NULL;
     sd_err err = {0};
     assert_int_equal(gguf_open(FIXTURE, &s, &err), SD_OK);
