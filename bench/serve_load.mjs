@@ -4,6 +4,7 @@
 // and time to first token), and checks that nothing was lost: every request
 // got [DONE], a finish_reason and usage, or a 503 (retried until served).
 // usage: node serve_load.mjs BASE_URL CLIENTS REQUESTS MAX_TOKENS [SPECULATIVE=true]
+import { sseData } from "./sse.mjs";
 const [base, clients, requests, maxTokens, specArg] = process.argv.slice(2);
 const C = parseInt(clients, 10), R = parseInt(requests, 10), N = parseInt(maxTokens, 10);
 const speculative = specArg !== "false";
@@ -17,25 +18,14 @@ async function one(i) {
     const res = await fetch(base + "/v1/chat/completions", { method: "POST", headers: { "Content-Type": "application/json" }, body });
     if (res.status === 503) { await res.text(); await new Promise((r) => setTimeout(r, 50)); continue; }
     if (!res.ok) throw new Error(`request ${i}: HTTP ${res.status} ${await res.text()}`);
-    const reader = res.body.getReader(), dec = new TextDecoder();
-    let buf = "", ttft = null, done = false, finish = null, usage = null, timings = null;
-    for (;;) {
-      const { value, done: end } = await reader.read();
-      if (end) break;
-      buf += dec.decode(value, { stream: true });
-      let k;
-      while ((k = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, k); buf = buf.slice(k + 2);
-        if (!ev.startsWith("data: ")) continue;
-        const d = ev.slice(6);
-        if (d === "[DONE]") { done = true; continue; }
-        const c = JSON.parse(d);
-        if (c.error) throw new Error(`request ${i}: ${c.error.message}`);
-        if (ttft === null && c.choices?.[0]?.delta?.content) ttft = performance.now() - t0;
-        if (c.choices?.[0]?.finish_reason) finish = c.choices[0].finish_reason;
-        if (c.usage) usage = c.usage;
-        if (c.timings) timings = c.timings;
-      }
+    let ttft = null, done = false, finish = null, usage = null, timings = null;
+    for await (const c of sseData(res)) {
+      if (c === "[DONE]") { done = true; continue; }
+      if (c.error) throw new Error(`request ${i}: ${c.error.message}`);
+      if (ttft === null && c.choices?.[0]?.delta?.content) ttft = performance.now() - t0;
+      if (c.choices?.[0]?.finish_reason) finish = c.choices[0].finish_reason;
+      if (c.usage) usage = c.usage;
+      if (c.timings) timings = c.timings;
     }
     if (!done || !finish || !usage) throw new Error(`request ${i}: stream incomplete (done ${done}, finish ${finish})`);
     return { ms: performance.now() - t0, ttft: ttft ?? performance.now() - t0, tokens: usage.completion_tokens,

@@ -22,6 +22,7 @@
 // count and mode with the same prompt ids per request index, so a prefix
 // cache or a suffix memory would give later rows cache hits and remembered
 // drafts that the earlier rows did not get.
+import { sseData } from "../sse.mjs";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -130,24 +131,13 @@ async function request(base, ids, n, speculative) {
     const res = await fetch(base + "/v1/completions", { method: "POST", headers: { "Content-Type": "application/json" }, body });
     if (res.status === 503) { await res.text(); await new Promise((r) => setTimeout(r, 50)); continue; }
     if (!res.ok) throw new Error(`HTTP ${res.status} ${await res.text()}`);
-    const reader = res.body.getReader(), dec = new TextDecoder();
-    let buf = "", text = "", done = false, usage = null, timings = null;
-    for (;;) {
-      const { value, done: end } = await reader.read();
-      if (end) break;
-      buf += dec.decode(value, { stream: true });
-      let k;
-      while ((k = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, k); buf = buf.slice(k + 2);
-        if (!ev.startsWith("data: ")) continue;
-        const d = ev.slice(6);
-        if (d === "[DONE]") { done = true; continue; }
-        const c = JSON.parse(d);
-        if (c.error) throw new Error(c.error.message);
-        if (c.choices?.[0]?.text) text += c.choices[0].text;
-        if (c.usage) usage = c.usage;
-        if (c.timings) timings = c.timings;
-      }
+    let text = "", done = false, usage = null, timings = null;
+    for await (const c of sseData(res)) {
+      if (c === "[DONE]") { done = true; continue; }
+      if (c.error) throw new Error(c.error.message);
+      if (c.choices?.[0]?.text) text += c.choices[0].text;
+      if (c.usage) usage = c.usage;
+      if (c.timings) timings = c.timings;
     }
     if (!done || !usage) throw new Error(`stream incomplete (done ${done})`);
     return { ms: performance.now() - t0, tokens: usage.completion_tokens, text,
