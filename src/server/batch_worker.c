@@ -50,7 +50,6 @@ static void end_job(bw_slot *b) {
     b->j = NULL;
     b->checkpoint = b->resume = false;
     b->s->n_active--;
-    b->s->busy = b->s->n_active > 0;
     pthread_mutex_unlock(&b->s->qmu);
     job_release(j);
 }
@@ -163,7 +162,6 @@ static void start_job(server *s, bw_slot *b, job *j) {
     b->j = j;
     b->pre_ms = 0;
     s->n_active++;
-    s->busy = true;
     pthread_mutex_unlock(&s->qmu);
     if (atomic_load(&j->cancel)) {
         specdec_error err = {0};

@@ -56,7 +56,7 @@ bool server_submit(server *s, job *j) {
 void server_queue_state(server *s, int *waiting, int *running) {
     pthread_mutex_lock(&s->qmu);
     *waiting = s->q_len;
-    *running = s->batch ? s->n_active : s->busy ? 1 : 0;
+    *running = s->n_active;
     pthread_mutex_unlock(&s->qmu);
 }
 
@@ -133,12 +133,12 @@ static void *worker_main(void *arg) {
         job *j = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % s->opts.queue_max;
         s->q_len--;
-        s->busy = true;
+        s->n_active = 1;
         s->current = j;
         pthread_mutex_unlock(&s->qmu);
         run_job(s, j);
         pthread_mutex_lock(&s->qmu);
-        s->busy = false;
+        s->n_active = 0;
         s->current = NULL;
         pthread_mutex_unlock(&s->qmu);
         job_release(j);

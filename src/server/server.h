@@ -94,7 +94,7 @@ typedef struct server {
     pthread_cond_t qcv;
     job **queue;
     int q_head, q_len;
-    bool busy, stopping, draining; /* draining: SIGTERM came, new requests get 503 */
+    bool stopping, draining; /* draining: SIGTERM came, new requests get 503 */
     job *current; /* the running job, under qmu */
     pthread_t worker;
     metrics m;
@@ -102,7 +102,8 @@ typedef struct server {
      * step, and the job of each of its slots (NULL: free), under qmu. */
     specdec_batch *batch;
     struct bw_slot *slots;
-    int n_active; /* slots holding a job (its checkpoint or its generation), under qmu */
+    int n_active; /* jobs running, under qmu: slots holding a job (its checkpoint or its generation),
+                     or 0/1 for the one-at-a-time loop */
     prefix_cache pc; /* used by the inference thread; /metrics reads it */
     pc_use pcu;      /* ctx's use of it */
     pc_use *slot_use; /* [parallel]: each batch slot context's use of it (batch_worker.c) */
