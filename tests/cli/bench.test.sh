@@ -84,6 +84,27 @@ assert all(r["speedup_at_head_cost"] is not None and r["speedup_at_draft_cost"] 
 assert all(r["lossless_ok"] == r["lossless_n"] == 1 for r in o)
 PY
 
+# --temp 0.7 --seeds: each rep samples with its own seed, and each drafter's output must equal plain
+# sampling with that seed (a reference kept from the first seed would fail reps 2 and 3). The trained
+# fixture pair drafts and accepts.
+"$bin" bench -m "$root/models/fixture-target.gguf" -md "$root/models/fixture-draft.gguf" --prompts "$tmp/prompts" \
+  -n 16 --reps 3 -k 4 --tables classes --drafters ngram,draft --temp 0.7 --seeds 5,6,7 --json "$tmp/s.json" \
+  > "$tmp/s.md" 2> "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
+grep -q "Sampling at temperature 0.7, seeds 5, 6, 7" "$tmp/s.md" || { cat "$tmp/s.md"; exit 1; }
+grep -q "sampled rep" "$tmp/err.txt" || { echo "no 'sampled rep' progress"; cat "$tmp/err.txt"; exit 1; }
+python3 - "$tmp/s.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["temp"] == 0.7 and j["seeds"] == [5, 6, 7], (j["temp"], j["seeds"])
+acc = 0
+for c in j["classes"]:
+    assert 0 <= c["loop_share"] <= 1, c
+    for name, d in c["drafters"].items():
+        assert d["lossless_n"] == 3 and d["lossless_ok"] == 3, (c["prompt"], name, "not lossless per seed")
+        acc += d["accepted_per_round"]
+assert acc > 0, "no draft token accepted at temperature 0.7"
+PY
+
 # --greedy-ids: n ids, the same as the first ids of a longer run (greedy is a prefix property)
 a=$("$bin" bench -m "$tmp/t.gguf" --greedy-ids "Hello world" -n 6)
 b=$("$bin" bench -m "$tmp/t.gguf" --greedy-ids "Hello world" -n 9)
@@ -96,9 +117,12 @@ set +e
 "$bin" bench -m "$tmp/t.gguf" --tables bogus 2> "$tmp/e2"; rc2=$?
 "$bin" bench -m "$tmp/nope.gguf" --prompts "$tmp/prompts" 2> "$tmp/e3"; rc3=$?
 "$bin" bench -m "$tmp/t.gguf" --prompts "$tmp/empty-dir" 2> "$tmp/e4"; rc4=$?
+"$bin" bench -m "$tmp/t.gguf" --temp -1 2> "$tmp/e5"; rc5=$?
+"$bin" bench -m "$tmp/t.gguf" --seeds 1,,x 2> "$tmp/e6"; rc6=$?
 set -e
-[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 1 ] && [ $rc4 -eq 1 ] || { echo "exit codes $rc1 $rc2 $rc3 $rc4"; exit 1; }
-for f in e1 e2 e3 e4; do
+[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 1 ] && [ $rc4 -eq 1 ] && [ $rc5 -eq 2 ] && [ $rc6 -eq 2 ] ||
+  { echo "exit codes $rc1 $rc2 $rc3 $rc4 $rc5 $rc6"; exit 1; }
+for f in e1 e2 e3 e4 e5 e6; do
   [ "$(wc -l < "$tmp/$f")" -eq 1 ] && grep -q '^specdec: ' "$tmp/$f" || { echo "$f:"; cat "$tmp/$f"; exit 1; }
 done
 "$bin" bench --help | grep -q "usage: specdec bench"

@@ -32,6 +32,7 @@
 #define BENCH_MAX_KS 8      /* K values of the window sweep */
 #define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
 #define BENCH_N_AB 2        /* the ab table's drafts: A (-md) and B (--draft-b) */
+#define BENCH_MAX_SEEDS 16     /* --seeds of the class table at --temp > 0 */
 #define BENCH_MAX_MOE_LAYERS 64 /* the experts table counts at most this many MoE layers */
 
 typedef struct bench_opts {
@@ -42,6 +43,13 @@ typedef struct bench_opts {
     int membw_mb;   /* bandwidth probe array size, MiB */
     int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
     bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
+    /* class table: temperature (0 = greedy) and the sampling seeds; rep r
+     * samples with seeds[r % n_seeds], every run of that rep (plain and each
+     * drafter) with the same seed, so each speculative output must equal the
+     * plain output of its seed byte for byte */
+    double temp;
+    uint64_t seeds[BENCH_MAX_SEEDS];
+    int n_seeds;
     bool t_classes, t_cv, t_ksweep, t_oracle, t_rollback, t_window, t_gate, t_ab, t_experts;
     bool oracle_gate; /* oracle table: the decode defaults (adaptive K up to k, gate on) instead of a fixed K */
     bool drafters[BENCH_N_DRAFTERS]; /* which of BENCH_DRAFTER_NAMES the class table runs */
@@ -96,7 +104,8 @@ typedef struct bench_mode_row {
 typedef struct bench_prompt_row {
     const bench_prompt *p;
     double greedy_tok_s, prefill_tok_s;
-    double loop_share; /* of the greedy output: tokens whose 8-gram (ending there) occurred before in prompt + output */
+    double loop_share; /* of the plain output (mean over reps at --temp > 0): tokens whose 8-gram (ending there)
+                          occurred before in prompt + output */
     bench_mode_row mode[BENCH_N_DRAFTERS];
 } bench_prompt_row;
 
@@ -238,6 +247,9 @@ int bench_oracle_k(const bench_opts *o);
 /* Decode parameters for bench runs: budget n_predict, no stop at EOG (every
  * run makes exactly n tokens), K = k fixed or adaptive, gate on or off. */
 sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate);
+/* p at the class table's --temp with the seed of rep (bench_opts.seeds);
+ * p unchanged at temp 0. */
+sd_spec_params bench_sampled(const bench_opts *o, sd_spec_params p, int rep);
 /* Runs one generation from an empty KV cache; ref (n_ref tokens, may be NULL)
  * is compared with the output. The output stays in e->scratch_ids. */
 sd_status bench_generate(bench_env *e, const bench_prompt *p, sd_drafter *dr,

@@ -29,8 +29,15 @@ static void md_classes(const bench_env *e, const bench_results *r) {
                o->gate == 0 ? "off" : o->gate > 0 ? "on" : "as the decode default");
     else
         printf("Drafters run with the decode defaults (adaptive K up to %d, hit-rate gate on). ", o->k);
+    if (o->temp > 0) {
+        printf("Sampling at temperature %g, seeds", o->temp);
+        for (int i = 0; i < o->n_seeds; i++) printf("%s %llu", i ? "," : "", (unsigned long long)o->seeds[i]);
+        printf(" (one per rep in turn): \"greedy\" columns are plain sampling with the rep's seed, and LOSSLESS "
+               "counts speculative outputs byte-equal to plain sampling with the same seed. ");
+    }
     printf("α = accepted / drafted; tok/fwd = generated tokens per target forward after prefill; loop = share of "
-           "the greedy output whose 8-gram ending there occurred earlier in prompt + output.\n\n");
+           "the plain output whose 8-gram ending there occurred earlier in prompt + output%s.\n\n",
+           o->temp > 0 ? " (mean over reps)" : "");
     printf("| prompt | class | n_prompt | prefill tok/s | greedy tok/s | loop | drafter | spec tok/s | speedup | α | accepted/round | tok/fwd | LOSSLESS |\n");
     printf("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < r->n_rows; i++) {
@@ -392,7 +399,13 @@ sd_status bench_write_json(const bench_env *e, const bench_results *r, const cha
                              (json_int_t)sd_model_weight_bytes(e->tm), "draft_weight_bytes",
                              (json_int_t)(e->dm ? sd_model_weight_bytes(e->dm) : 0));
     if (!root) return sd_err_set(err, SD_ERR_NOMEM, "json: out of memory");
-    if (r->n_rows) json_object_set_new(root, "classes", json_classes(r));
+    if (r->n_rows) {
+        json_object_set_new(root, "classes", json_classes(r));
+        json_t *seeds = json_array();
+        for (int i = 0; o->temp > 0 && i < o->n_seeds; i++) json_array_append_new(seeds, json_integer((json_int_t)o->seeds[i]));
+        json_object_set_new(root, "temp", json_real(o->temp));
+        json_object_set_new(root, "seeds", seeds);
+    }
     if (r->cv.present) json_object_set_new(root, "cv", json_cv(r));
     if (r->n_k) json_object_set_new(root, "ksweep", json_ksweep(r));
     if (r->n_oracle) json_object_set_new(root, "oracle", json_oracle(e, r));

@@ -33,6 +33,14 @@ sd_spec_params bench_params(const bench_opts *o, int k, bool adaptive, bool gate
     return p;
 }
 
+sd_spec_params bench_sampled(const bench_opts *o, sd_spec_params p, int rep) {
+    if (o->temp > 0) {
+        p.sampling.temp = (float)o->temp;
+        p.sampling.seed = o->seeds[rep % o->n_seeds];
+    }
+    return p;
+}
+
 /* Token callback: timestamps of the first and latest committed token. */
 typedef struct clock_cb {
     double t_first, t_last;

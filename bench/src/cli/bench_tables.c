@@ -93,25 +93,32 @@ static double loop_share(const bench_prompt *p, const int32_t *out, int32_t n) {
     return (double)looped / n;
 }
 
+/* Greedy: every rep's plain run is compared with the first one's output (the
+ * reference). At --temp > 0 each rep samples with its own seed, so its plain
+ * run is the reference of that rep's drafters. */
 static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_row *row, int idx,
                               sd_err *err) {
     const bench_opts *o = e->o;
     int32_t *ref = NULL, n_ref = 0;
-    double g_tok[64], g_pre[64];
+    double g_tok[64], g_pre[64], loop = 0;
     mode_acc acc[BENCH_N_DRAFTERS];
     memset(acc, 0, sizeof acc);
-    sd_spec_params plain = bench_params(o, o->k, false, false);
     /* Decode defaults for the drafters (adaptive K up to k, hit-rate gate on):
      * what a user of `specdec generate` gets; --fixed-k / --gate change them. */
-    sd_spec_params spec = bench_params(o, o->k, !o->fixed_k, true);
-    if (o->gate >= 0) spec.gate_misses = o->gate;
+    sd_spec_params spec0 = bench_params(o, o->k, !o->fixed_k, true);
+    if (o->gate >= 0) spec0.gate_misses = o->gate;
     sd_status st = SD_OK;
     int reps = o->reps > 64 ? 64 : o->reps;
+    const char *plain_name = o->temp > 0 ? "sampled" : "greedy";
     for (int r = 0; !st && r < reps; r++) {
+        sd_spec_params plain = bench_sampled(o, bench_params(o, o->k, false, false), r);
+        sd_spec_params spec = bench_sampled(o, spec0, r);
+        if (o->temp > 0) free(ref), ref = NULL, n_ref = 0;
         bench_run run;
-        bench_progress("classes %d/%d %s: greedy rep %d/%d", idx + 1, e->n_prompts, p->name, r + 1, reps);
-        st = bench_greedy(e, p, &plain, &ref, &n_ref, &run, err); /* the first run's ids: the reference */
+        bench_progress("classes %d/%d %s: %s rep %d/%d", idx + 1, e->n_prompts, p->name, plain_name, r + 1, reps);
+        st = bench_greedy(e, p, &plain, &ref, &n_ref, &run, err); /* the first plain run's ids: the reference */
         g_tok[r] = run.tok_s, g_pre[r] = run.prefill_tok_s;
+        if (!st && (r == 0 || o->temp > 0)) loop += loop_share(p, ref, n_ref);
         for (int d = 0; !st && d < BENCH_N_DRAFTERS; d++) {
             if (!drafter_available(e, d)) continue;
             bench_progress("classes %d/%d %s: %s rep %d/%d", idx + 1, e->n_prompts, p->name, BENCH_DRAFTER_NAMES[d], r + 1, reps);
@@ -122,9 +129,9 @@ static sd_status class_prompt(bench_env *e, const bench_prompt *p, bench_prompt_
             if (!st) acc_add(&acc[d], &run);
         }
     }
-    if (!st) row->loop_share = loop_share(p, ref, n_ref);
     free(ref);
     if (st) return st;
+    row->loop_share = loop / (o->temp > 0 ? reps : 1);
     row->p = p;
     row->greedy_tok_s = bench_median(g_tok, reps);
     row->prefill_tok_s = bench_median(g_pre, reps);

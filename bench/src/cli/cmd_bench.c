@@ -51,6 +51,10 @@ static void usage(FILE *f) {
         "                   all; mtp: the target's MTP block, qwen35 files with nextn_predict_layers 1)\n"
         "  --gate G         class table: zero-accept rounds that close the hit-rate gate, 0 = never\n"
         "                   (default: the decode default)\n"
+        "  --temp T         class table: sample at temperature T instead of greedy (default 0); each\n"
+        "                   rep r uses seed r of --seeds for the plain run and every drafter, and\n"
+        "                   LOSSLESS compares each speculative output with the plain one of its seed\n"
+        "  --seeds LIST     class table at --temp > 0: sampling seeds, one per rep in turn (default 42)\n"
         "  --fixed-k 0|1    class table: 1 = every round drafts -k tokens (default 0: adaptive K)\n"
         "  --isa NAME       kernels: scalar, avx2, avx512 or neon (default: the best this CPU runs)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
@@ -147,11 +151,28 @@ static bool parse_u64(const char *s, uint64_t *out) {
     return true;
 }
 
+static bool parse_seeds(bench_opts *o, const char *list) {
+    char buf[512];
+    if (strlen(list) >= sizeof buf) return false;
+    snprintf(buf, sizeof buf, "%s", list);
+    o->n_seeds = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+        if (o->n_seeds == BENCH_MAX_SEEDS || !parse_u64(tok, &o->seeds[o->n_seeds++])) return false;
+    return o->n_seeds > 0;
+}
+
+/* A temperature: finite, in [0, 100] as generate's --temp. */
+static bool parse_temp(const char *s, double *t) {
+    char *end;
+    *t = strtod(s, &end);
+    return *s && !*end && *t >= 0 && *t <= 100;
+}
+
 /* Every bench option takes a value. */
 static bool known_option(const char *a) {
     static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
                                         "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
-                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k", "--oracle-gate",
+                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k", "--oracle-gate", "--temp", "--seeds",
                                         "--isa"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
@@ -161,7 +182,8 @@ static bool known_option(const char *a) {
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
-                        .membw_mb = 256, .window_alpha = 0.7, .gate = -1};
+                        .membw_mb = 256, .window_alpha = 0.7, .gate = -1,
+                        .n_seeds = 1, .seeds = {42}};
     parse_tables(o, "classes,cv,ksweep,oracle,rollback");
     parse_alphas(o, "0.5,0.7,0.9");
     parse_ints("9,13,17", 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows);
@@ -202,6 +224,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
             if (!parse_int(v, 0, 1, &f)) return usage_error("bad --fixed-k (0 or 1)", v);
             o->fixed_k = f;
         }
+        else if (!strcmp(a, "--temp")) { if (!parse_temp(v, &o->temp)) return usage_error("bad --temp (0..100)", v); }
+        else if (!strcmp(a, "--seeds")) { if (!parse_seeds(o, v)) return usage_error("bad --seeds (at most 16 comma-separated integers)", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else if (!strcmp(a, "--isa")) {
             sd_isa isa;
