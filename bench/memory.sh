@@ -7,7 +7,8 @@
 #   /usr/bin/time -v BIN generate -m MODEL -p "..." -n 16 --spec none -c 256 -t 2 --json
 # (peak RSS = "Maximum resident set size"; load_s, decode_tok_s and the
 # weights' resident bytes from --json), then node vs-llamacpp/load_time.mjs
-# (loadModel + createContext, 2 threads, context 256). Prints one line per
+# (loadModel + createContext, 2 threads, context 256; its peak RSS too, the
+# node process's, by /usr/bin/time -v). Prints one line per
 # binary and one for llama.cpp with medians over the rounds, and the KV
 # cache the run touched: 17 positions (1 prompt + 16 generated) x n_layer x
 # 2 (K, V) x n_head_kv x head_dim x 2 bytes (f16), rounded up to whole pages
@@ -41,8 +42,10 @@ print(sys.argv[2], d.get("load_s", nan), d.get("decode_tok_s") or nan, d.get("we
 PY
     echo "round $r ${bins[$i]}: $(tail -1 "$tmp/ours-$i")" >&2
   done
-  (cd bench/vs-llamacpp && node load_time.mjs "$(realpath "../../$model" 2>/dev/null || realpath "$model")" 2 256) \
-    | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["load_s"])' >>"$tmp/llama"
+  (cd bench/vs-llamacpp && /usr/bin/time -v node load_time.mjs "$(realpath "../../$model" 2>/dev/null || realpath "$model")" 2 256) \
+    >"$tmp/l.json" 2>"$tmp/le.txt"
+  lrss=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$tmp/le.txt")
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["load_s"], sys.argv[2])' "$tmp/l.json" "$lrss" >>"$tmp/llama"
   echo "round $r llama.cpp: $(tail -1 "$tmp/llama")" >&2
 done
 /usr/bin/python3 - "$model" "$tmp" "${#bins[@]}" "${bins[@]}" <<'PY'
@@ -68,6 +71,8 @@ for i, b in enumerate(bins):
     print(f"{b}: peak RSS {rss / 2**20:.1f} MiB, less KV {(rss - kv_touched) / size:.3f}x file | load {st.median(float(r[1]) for r in rows):.3f} s"
           f" | decode {st.median(float(r[2]) for r in rows):.2f} tok/s | weights resident {st.median(int(r[3]) for r in rows) / 2**20:.1f} MiB"
           f" | rounds {len(rows)}: rss {[int(r[0]) // 1024 for r in rows]} MiB, load {[round(float(r[1]), 2) for r in rows]}, decode {[round(float(r[2]), 1) for r in rows]}")
-ll = [float(l) for l in open(f"{tmp}/llama")]
-print(f"llama.cpp (node-llama-cpp): load {st.median(ll):.3f} s (loadModel + createContext) | rounds {[round(x, 2) for x in ll]}")
+ll = [l.split() for l in open(f"{tmp}/llama")]
+lrss = st.median(int(r[1]) * 1024 for r in ll)
+print(f"llama.cpp (node-llama-cpp): peak RSS {lrss / 2**20:.1f} MiB of the node process, {lrss / size:.3f}x file"
+      f" | load {st.median(float(r[0]) for r in ll):.3f} s (loadModel + createContext) | rounds {[round(float(r[0]), 2) for r in ll]}")
 PY
