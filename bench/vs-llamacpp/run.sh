@@ -10,7 +10,8 @@
 #   TABLES=classes,cv,oracle (ours; llama.cpp measures the matching modes),
 #   ALPHAS=0.5,0.7,0.9, SEED=1 (the oracle's corruption, both engines),
 #   DRAFTERS=ngram[,draft] (or none: greedy only; llama.cpp has no "auto"),
-#   OUT=bench/out/race-<model name>, SPECDEC=build/specdec
+#   OUT=bench/out/race-<model name>, SPECDEC=build/specdec,
+#   LLAMA_MODES=greedy,ngram,... (llama.cpp's modes; default: those matching ours)
 # llama.cpp's speculative modes run through spec.mjs's verify loop (batched
 # verify + KV rollback, as llama.cpp's own speculative examples do), not
 # node-llama-cpp's token-predictor loop, which accepts at most one draft token
@@ -35,6 +36,9 @@ if [[ $TABLES == *classes* ]]; then
 fi
 [[ $TABLES == *oracle* ]] && modes+=,oracle
 [[ $TABLES == *cv* ]] && modes+=,cv
+# LLAMA_MODES overrides: e.g. greedy on a hybrid target, where llama.cpp's speculation
+# re-evaluates the whole context after every rejection (bench/RESULTS.md, 27B section)
+modes=${LLAMA_MODES:-$modes}
 ours_args=(-m "$model" --prompts "$PROMPTS" -n "$N" --reps 1 -t "$T" -k "$K" --tables "$TABLES" --alphas "$ALPHAS" --seed "$SEED" --drafters "$DRAFTERS")
 [ -n "$draft" ] && ours_args+=(-md "$draft")
 llama_args=(-m "$model" --prompts "$PROMPTS" -n "$N" --reps 1 -t "$T" -k "$K" --alphas "$ALPHAS" --seed "$SEED" --modes "$modes")
