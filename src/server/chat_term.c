@@ -8,6 +8,7 @@
  * far; at the prompt, a second Ctrl-C in a row quits. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,20 @@ static void catch_sigint(void) {
     sigaction(SIGINT, &sa, NULL);
 }
 
+/* Stdout is written with SIGINT held off (this thread; another thread or the
+ * unblocking takes it, and the flag is set all the same): with no
+ * SA_RESTART a Ctrl-C landing in a write to the terminal would fail it with
+ * EINTR, stdio would keep that as an error on stdout, and the exit would
+ * then report output that could not be written (status 1). */
+static void out_hold(sigset_t *old) {
+    sigset_t int_only;
+    sigemptyset(&int_only);
+    sigaddset(&int_only, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &int_only, old);
+}
+
+static void out_release(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
+
 static bool stop_requested(void *user) {
     (void)user;
     return interrupted != 0;
@@ -93,6 +108,8 @@ typedef struct turn {
 } turn;
 
 static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
+    sigset_t old;
+    out_hold(&old);
     if (nr) {
         if (!t->in_reasoning && t->tty) fputs("\x1b[2m", stdout);
         t->in_reasoning = true;
@@ -105,6 +122,7 @@ static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
         sd_strbuf_add(&t->answer, c, nc);
     }
     fflush(stdout);
+    out_release(&old);
 }
 
 static bool on_piece(const specdec_piece *p, void *user) {
@@ -210,9 +228,12 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
         show(&t, r, nr, cc, nc);
         specdec_reasoning_free(t.think);
     }
+    sigset_t old;
+    out_hold(&old);
     if (t.in_reasoning && tty) fputs("\x1b[0m", stdout);
     fputs("\n", stdout);
     fflush(stdout);
+    out_release(&old);
     if (rc) {
         fprintf(stderr, "specdec: %s\n", err.message);
         convo_pop(c);
@@ -247,9 +268,15 @@ int cmd_chat(int argc, char **argv) {
     catch_sigint();
     bool warned = false; /* a Ctrl-C at the prompt: the next one quits */
     for (;;) {
-        if (tty) { fputs("> ", stdout); fflush(stdout); }
+        if (tty) {
+            sigset_t old;
+            out_hold(&old);
+            fputs("> ", stdout);
+            fflush(stdout);
+            out_release(&old); /* a Ctrl-C held off meanwhile has set the flag now */
+        }
         errno = 0;
-        ssize_t n = getline(&line, &cap, stdin);
+        ssize_t n = interrupted ? (errno = EINTR, -1) : getline(&line, &cap, stdin);
         if (n < 0 && errno == EINTR && interrupted) {
             interrupted = 0;
             clearerr(stdin);
