@@ -7,7 +7,6 @@
  * dropped (one line says so). Ctrl-C stops an answer and keeps what came so
  * far; at the prompt, a second Ctrl-C in a row quits. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -275,9 +274,9 @@ int cmd_chat(int argc, char **argv) {
             fflush(stdout);
             out_release(&old); /* a Ctrl-C held off meanwhile has set the flag now */
         }
-        errno = 0;
-        ssize_t n = interrupted ? (errno = EINTR, -1) : getline(&line, &cap, stdin);
-        if (n < 0 && errno == EINTR && interrupted) {
+        /* Ctrl-C: getline fails with EINTR, or the flag was set before it ran */
+        ssize_t n = interrupted ? -1 : getline(&line, &cap, stdin);
+        if (n < 0 && interrupted) {
             interrupted = 0;
             clearerr(stdin);
             if (warned) { fputs("\n", stdout); break; }
