@@ -128,11 +128,20 @@ static void normal_row(float *row, int64_t n, float sigma, uint64_t seed, uint64
 }
 
 /* ---- tensors: buffers kept alive until the writer has written them ---- */
+/* An expert tensor drawn from a pool (--expert-pool P): row r of the tensor is
+ * pool row mix(seed, tensor, r) mod P, copied while the file is written. */
+typedef struct row_pool {
+    const uint8_t *rows; /* [P][row_bytes] quantized N(0, 0.02) rows */
+    uint64_t n_rows, row_bytes, seed, tensor;
+} row_pool;
+
 typedef struct gen {
     gguf_writer *w;
     void **bufs;
     int n_bufs, cap_bufs;
     uint32_t type;
+    uint32_t expert_type;   /* type of the ffn_*_exps tensors */
+    int64_t expert_pool;    /* 0: every expert row drawn; else rows from a pool this big */
     uint64_t seed;
     uint64_t n_tensors;
     uint64_t total_bytes;
@@ -150,18 +159,9 @@ static void *keep(gen *g, size_t bytes) {
     return p;
 }
 
-/* n_exp matrices of n_out rows by n_in columns, random: GGUF ne = {n_in, n_out}
- * (n_exp = 1), or the 3-D expert tensor {n_in, n_out, n_exp}, its rows expert by expert. */
-static sd_status add_experts(gen *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, sd_err *err) {
-    const int64_t n_out_per = n_out;
-    n_out *= n_exp;
-    uint64_t row_bytes, bytes;
-    if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) || !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
-        return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
-                          ggml_type_get(g->type)->name);
-    uint8_t *dst = keep(g, bytes);
-    if (!dst) return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate %llu bytes", name, (unsigned long long)bytes);
-    uint64_t tensor = ++g->n_tensors;
+/* n_rows random rows of n_in into dst (row_bytes each, type g->type), on all threads. */
+static bool random_rows(const gen *g, uint8_t *dst, uint64_t row_bytes, int64_t n_in, int64_t n_rows,
+                        uint64_t tensor) {
     bool oom = false;
 #pragma omp parallel
     {
@@ -171,7 +171,7 @@ static sd_status add_experts(gen *g, const char *name, int64_t n_in, int64_t n_o
             oom = true;
         }
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < n_out; r++) {
+        for (int64_t r = 0; r < n_rows; r++) {
             if (!row) continue;
             normal_row(row, n_in, 0.02f, g->seed, tensor, r);
             if (g->type == GGML_TYPE_F32) memcpy(dst + (size_t)r * row_bytes, row, (size_t)row_bytes);
@@ -179,7 +179,58 @@ static sd_status add_experts(gen *g, const char *name, int64_t n_in, int64_t n_o
         }
         free(row);
     }
-    if (oom) return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate a row", name);
+    return !oom;
+}
+
+static bool fill_from_pool(void *ctx, uint64_t offset, void *buf, size_t len) {
+    const row_pool *p = ctx;
+    uint8_t *out = buf;
+    while (len) {
+        uint64_t r = offset / p->row_bytes, in_row = offset % p->row_bytes;
+        uint64_t s = p->seed ^ (p->tensor * 0xD1B54A32D192ED03ull) ^ (r * 0x8CB92BA72F3D8DD7ull);
+        const uint8_t *src = p->rows + (splitmix64(&s) % p->n_rows) * p->row_bytes + in_row;
+        size_t n = p->row_bytes - in_row < len ? (size_t)(p->row_bytes - in_row) : len;
+        memcpy(out, src, n);
+        out += n, offset += n, len -= n;
+    }
+    return true;
+}
+
+/* An expert tensor {n_in, n_out, n_exp} whose rows come from a pool of
+ * g->expert_pool random rows (DESIGN.md §9.3: timing does not depend on the
+ * values; the file is written at disk speed and never held in memory). */
+static sd_status add_pooled(gen *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, uint64_t row_bytes,
+                            uint64_t bytes, uint64_t tensor, sd_err *err) {
+    row_pool *p = keep(g, sizeof *p);
+    uint64_t pool_bytes;
+    if (!p || !sd_mul_u64(row_bytes, (uint64_t)g->expert_pool, &pool_bytes))
+        return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", name);
+    uint8_t *rows = keep(g, (size_t)pool_bytes);
+    if (!rows || !random_rows(g, rows, row_bytes, n_in, g->expert_pool, tensor))
+        return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate the row pool", name);
+    *p = (row_pool){rows, (uint64_t)g->expert_pool, row_bytes, g->seed, tensor};
+    int64_t ne[3] = {n_in, n_out, n_exp};
+    g->total_bytes += bytes;
+    sd_status st = gguf_writer_add_tensor_fill(g->w, name, g->type, 3, ne, bytes, fill_from_pool, p);
+    return st ? sd_err_set(err, st, "%s: cannot add tensor", name) : SD_OK;
+}
+
+/* n_exp matrices of n_out rows by n_in columns, random: GGUF ne = {n_in, n_out}
+ * (n_exp = 1), or the 3-D expert tensor {n_in, n_out, n_exp}, its rows expert by expert. */
+static sd_status add_experts(gen *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, sd_err *err) {
+    const int64_t n_out_per = n_out;
+    n_out *= n_exp;
+    uint64_t row_bytes, bytes;
+    if (!ggml_row_bytes(g->type, (uint64_t)n_in, &row_bytes) || !sd_mul_u64(row_bytes, (uint64_t)n_out, &bytes))
+        return sd_err_set(err, SD_ERR_ARG, "%s: %lld columns do not fit type %s", name, (long long)n_in,
+                          ggml_type_get(g->type)->name);
+    uint64_t tensor = ++g->n_tensors;
+    if (n_exp > 1 && g->expert_pool > 0)
+        return add_pooled(g, name, n_in, n_out_per, n_exp, row_bytes, bytes, tensor, err);
+    uint8_t *dst = keep(g, bytes);
+    if (!dst) return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate %llu bytes", name, (unsigned long long)bytes);
+    if (!random_rows(g, dst, row_bytes, n_in, n_out, tensor))
+        return sd_err_set(err, SD_ERR_NOMEM, "%s: cannot allocate a row", name);
     int64_t ne[3] = {n_in, n_out_per, n_exp};
     g->total_bytes += bytes;
     sd_status st = gguf_writer_add_tensor(g->w, name, g->type, n_exp > 1 ? 3 : 2, ne, dst, bytes);
@@ -235,12 +286,13 @@ static sd_status add_ffn(gen *g, const shape *s, int il, sd_err *err) {
     }
     g->type = GGML_TYPE_F32;
     st = add_matrix(g, NAME("ffn_gate_inp.weight"), s->n_embd, s->n_expert, err);
+    if (st) return g->type = type, st;
+    g->type = g->expert_type;
+    st = add_experts(g, NAME("ffn_gate_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err);
+    if (!st) st = add_experts(g, NAME("ffn_up_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err);
+    if (!st) st = add_experts(g, NAME("ffn_down_exps.weight"), s->n_ff_exp, s->n_embd, s->n_expert, err);
     g->type = type;
-    if (st) return st;
-    if ((st = add_experts(g, NAME("ffn_gate_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err))) return st;
-    if ((st = add_experts(g, NAME("ffn_up_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err))) return st;
-    if ((st = add_experts(g, NAME("ffn_down_exps.weight"), s->n_ff_exp, s->n_embd, s->n_expert, err))) return st;
-    if (!s->n_ff_shexp) return SD_OK;
+    if (st || !s->n_ff_shexp) return st;
     if ((st = add_ramp(g, NAME("ffn_gate_inp_shexp.weight"), s->n_embd, -0.02f, 0.04f, err))) return st;
     if ((st = add_matrix(g, NAME("ffn_gate_shexp.weight"), s->n_embd, s->n_ff_shexp, err))) return st;
     if ((st = add_matrix(g, NAME("ffn_up_shexp.weight"), s->n_embd, s->n_ff_shexp, err))) return st;
@@ -412,6 +464,9 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     gguf_writer *w = g->w;
     char gname[96];
     snprintf(gname, sizeof gname, "random %s %s", s->name, ggml_type_get(g->type)->name);
+    if (s->n_expert && g->expert_type != g->type) /* says the mix, as a Q3_K_M file's name does */
+        snprintf(gname + strlen(gname), sizeof gname - strlen(gname), ", experts %s",
+                 ggml_type_get(g->expert_type)->name);
     sd_status st = SD_OK;
     if (s->hybrid) {
         const char *arch = s->n_expert ? "qwen35moe" : "qwen35";
@@ -463,8 +518,8 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     return SD_OK;
 }
 
-static sd_status generate(const shape *s, uint32_t type, const char *vocab_path, const char *out,
-                          uint64_t seed, sd_err *err) {
+static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, int64_t expert_pool,
+                          const char *vocab_path, const char *out, uint64_t seed, sd_err *err) {
     gguf_ctx *vocab = NULL;
     sd_status st = gguf_open(vocab_path, &vocab, err);
     if (st) return st;
@@ -481,7 +536,8 @@ static sd_status generate(const shape *s, uint32_t type, const char *vocab_path,
         }
         n_vocab = (uint64_t)s->n_vocab_pad;
     }
-    gen g = {.w = gguf_writer_init(), .type = type, .seed = seed};
+    gen g = {.w = gguf_writer_init(), .type = type, .expert_type = expert_type, .expert_pool = expert_pool,
+             .seed = seed};
     if (!g.w) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     if (!st) st = add_metadata(&g, s, vocab, (int64_t)n_vocab, err);
     /* Tied output (Qwen3-0.6B/1.7B and Qwen3.5-0.8B/2B tie_word_embeddings): no output.weight. */
@@ -511,16 +567,22 @@ static void usage(FILE *f) {
             "            qwen3-30b-a3b[-L4] | qwen3moe-tiny (qwen3moe),\n"
             "            qwen35-35b-a3b[-L4] | qwen35moe-tiny (qwen35moe): MoE,\n"
             "            -L4 = the same layers, 4 of them\n"
-            "  --type    q8_0 | q4_k | f16 | f32 (norm weights are always f32)\n"
+            "  --type    q8_0 | q4_k | q3_k | ... | f16 | f32 (norm weights are always f32)\n"
             "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied (default\n"
             "            tests/data/tokenizer/ggml-vocab-qwen2.gguf, ggml-vocab-qwen35.gguf for qwen35)\n"
             "  --seed    random seed (default 1)\n"
+            "  --expert-type TYPE  type of the ffn_*_exps tensors (default: --type), e.g. q3_k\n"
+            "            beside --type q4_k to fit a full MoE shape in memory\n"
+            "  --expert-pool P     draw each expert row from a pool of P random rows (P >= 16):\n"
+            "            the file is written at disk speed (minutes, not half an hour, for a\n"
+            "            full MoE shape) and expert tensors are never held in memory\n"
             "   or: sd-genmodel --grow SMALL.gguf --shape NAME -o OUT.gguf [--type TYPE]\n"
             "  a trained small qwen3 model grown to a realistic shape (sd-genmodel --grow x --help)\n");
 }
 
 int main(int argc, char **argv) {
-    const char *shape_name = NULL, *type_name = "q8_0", *out = NULL;
+    const char *shape_name = NULL, *type_name = "q8_0", *expert_type_name = NULL, *out = NULL;
+    int64_t expert_pool = 0;
     const char *vocab = NULL;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) /* a trained model inside a realistic shape: tools/grow/grow.c */
@@ -534,6 +596,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = argv[++i];
         else if (!strcmp(a, "--vocab")) vocab = argv[++i];
         else if (!strcmp(a, "--seed")) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--expert-type")) expert_type_name = argv[++i];
+        else if (!strcmp(a, "--expert-pool")) {
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 16 || v > (1 << 20))
+                return fprintf(stderr, "sd-genmodel: --expert-pool must be 16..1048576\n"), 2;
+            expert_pool = v;
+        }
         else return fprintf(stderr, "sd-genmodel: unknown option %s\n", a), 2;
     }
     if (!shape_name || !out) return usage(stderr), 2;
@@ -546,8 +616,13 @@ int main(int argc, char **argv) {
     int t = ggml_type_from_name(type_name);
     if (t < 0 || (t != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)t)))
         return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;
+    int te = expert_type_name ? ggml_type_from_name(expert_type_name) : t;
+    if (te < 0 || (te != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)te)))
+        return fprintf(stderr, "sd-genmodel: cannot write expert type '%s'\n", expert_type_name), 2;
+    if ((expert_type_name || expert_pool) && !s->n_expert)
+        return fprintf(stderr, "sd-genmodel: --expert-type/--expert-pool need a MoE shape\n"), 2;
     sd_err err = {0};
-    if (generate(s, (uint32_t)t, vocab, out, seed, &err)) {
+    if (generate(s, (uint32_t)t, (uint32_t)te, expert_pool, vocab, out, seed, &err)) {
         fprintf(stderr, "sd-genmodel: %s\n", err.msg);
         return 1;
     }

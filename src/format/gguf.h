@@ -214,6 +214,18 @@ sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
                                  uint32_t n_dims, const int64_t *ne, const void *data,
                                  uint64_t nbytes);
 
+/* Fills bytes [offset, offset + len) of a tensor's data into buf; false on
+ * failure (the write then fails with SD_ERR_IO). */
+typedef bool (*gguf_fill_fn)(void *ctx, uint64_t offset, void *buf, size_t len);
+
+/* Adds a tensor like gguf_writer_add_tensor whose data is produced while the
+ * file is written, in order, a chunk of at most 16 MiB at a time, by
+ * fill(ctx, ...): a generator never holds a tensor larger than the machine's
+ * memory (sd-genmodel's expert tensors). ctx is borrowed until
+ * gguf_writer_write returns. Errors as gguf_writer_add_tensor. */
+sd_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                      const int64_t *ne, uint64_t nbytes, gguf_fill_fn fill, void *ctx);
+
 /* Writes the file (to path.tmp, then renames, so a failure never leaves a
  * half-written file at path). SD_ERR_IO on failure. */
 sd_status gguf_writer_write(const gguf_writer *w, const char *path, sd_err *err);

@@ -25,6 +25,8 @@ typedef struct wtensor {
     int64_t ne[GGUF_MAX_DIMS];
     const void *data;
     uint64_t nbytes;
+    gguf_fill_fn fill; /* produces the data at write time when data is NULL */
+    void *fill_ctx;
 } wtensor;
 
 struct gguf_writer {
@@ -191,9 +193,10 @@ sd_status gguf_writer_copy_kv(gguf_writer *w, const gguf_ctx *src, int64_t i) {
     return gguf_writer_set_raw(w, kv->key, kv->type, kv->raw, kv->raw_size);
 }
 
-sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
-                                 const int64_t *ne, const void *data, uint64_t nbytes) {
-    if (strlen(name) > GGUF_MAX_NAME || n_dims < 1 || n_dims > GGUF_MAX_DIMS || (!data && nbytes)) return SD_ERR_ARG;
+static sd_status add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims, const int64_t *ne,
+                            const void *data, uint64_t nbytes, gguf_fill_fn fill, void *fill_ctx) {
+    if (strlen(name) > GGUF_MAX_NAME || n_dims < 1 || n_dims > GGUF_MAX_DIMS || (!data && !fill && nbytes))
+        return SD_ERR_ARG;
     uint64_t rows = 1, row, want;
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] <= 0) return SD_ERR_ARG;
@@ -209,9 +212,20 @@ sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
         return SD_ERR_NOMEM;
     }
     wtensor *t = &w->t[w->n_t++];
-    *t = (wtensor){nm, type, n_dims, {1, 1, 1, 1}, data, nbytes};
+    *t = (wtensor){nm, type, n_dims, {1, 1, 1, 1}, data, nbytes, data ? NULL : fill, fill_ctx};
     memcpy(t->ne, ne, n_dims * sizeof *ne);
     return SD_OK;
+}
+
+sd_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                 const int64_t *ne, const void *data, uint64_t nbytes) {
+    return add_tensor(w, name, type, n_dims, ne, data, nbytes, NULL, NULL);
+}
+
+sd_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                      const int64_t *ne, uint64_t nbytes, gguf_fill_fn fill, void *ctx) {
+    if (!fill) return SD_ERR_ARG;
+    return add_tensor(w, name, type, n_dims, ne, NULL, nbytes, fill, ctx);
 }
 
 /* ---- output: a FILE or a growing heap buffer ---- */
@@ -258,6 +272,24 @@ static void emit_pad(sink *s, uint64_t *pos, uint32_t align) {
     }
 }
 
+#define FILL_CHUNK ((size_t)16 << 20)
+
+/* A generated tensor's data, chunk by chunk through one buffer. */
+static void emit_filled(sink *s, const wtensor *t) {
+    size_t cap = t->nbytes < FILL_CHUNK ? (size_t)t->nbytes : FILL_CHUNK;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) {
+        s->failed = true;
+        return;
+    }
+    for (uint64_t off = 0; off < t->nbytes && !s->failed; off += cap) {
+        size_t n = t->nbytes - off < cap ? (size_t)(t->nbytes - off) : cap;
+        if (!t->fill(t->fill_ctx, off, buf, n)) s->failed = true;
+        else emit(s, buf, n);
+    }
+    free(buf);
+}
+
 static uint64_t padded(uint64_t n, uint32_t a) { return (n + a - 1) / a * a; }
 
 static void emit_all(const gguf_writer *w, sink *s) {
@@ -285,7 +317,8 @@ static void emit_all(const gguf_writer *w, sink *s) {
     }
     emit_pad(s, &pos, w->alignment);
     for (size_t i = 0; i < w->n_t; i++) {
-        emit(s, w->t[i].data, (size_t)w->t[i].nbytes);
+        if (w->t[i].fill) emit_filled(s, &w->t[i]);
+        else emit(s, w->t[i].data, (size_t)w->t[i].nbytes);
         pos += w->t[i].nbytes;
         emit_pad(s, &pos, w->alignment);
     }

@@ -55,4 +55,31 @@ set -e
 "$gen" --grow models/fixture-q35-target.gguf --shape qwen35-27b --type q4_k --dry-run 2>"$tmp/err"
 grep -q "the file will take 14.6[0-9] GB" "$tmp/err" && grep -q "real model's 25622.0 M" "$tmp/err" ||
   { echo "grow --dry-run 27b: $(cat "$tmp/err")"; exit 1; }
+# MoE with pooled expert rows and their own type: reproducible, the experts in q4_0 and the rest in q8_0,
+# each expert row one of the pool's (so two experts' rows repeat), and the file loads and decodes
+"$gen" --shape qwen3moe-tiny --type q8_0 --expert-type q4_0 --expert-pool 16 -o "$tmp/m.gguf" 2>/dev/null
+"$gen" --shape qwen3moe-tiny --type q8_0 --expert-type q4_0 --expert-pool 16 -o "$tmp/n.gguf" 2>/dev/null
+cmp -s "$tmp/m.gguf" "$tmp/n.gguf" || { echo "pooled: same seed, different files"; exit 1; }
+inspect=$("${SD_BUILD_DIR}/specdec" inspect "$tmp/m.gguf")
+grep -Eq "blk.1.ffn_down_exps.weight +q4_0 +\[32, 64, 8\]" <<<"$inspect" &&
+  grep -Eq "blk.1.attn_q.weight +q8_0" <<<"$inspect" && grep -q "experts q4_0" <<<"$inspect" ||
+  { echo "pooled: types not as asked"; exit 1; }
+/usr/bin/python3 - "$tmp/m.gguf" <<'PY' || { echo "pooled: expert rows are not drawn from a 16-row pool"; exit 1; }
+import sys
+sys.path.insert(0, "tools/reference")
+from torch_ref import GGUF  # noqa: E402  (its header reader)
+g = GGUF(sys.argv[1])
+ne, typ, off = g.tensors["blk.0.ffn_up_exps.weight"]
+rb = 18 * 64 // 32                        # a q4_0 row of 64: 2 blocks of 18 bytes
+start = g.data_start + off
+rows = {bytes(g.data[start + i * rb:start + (i + 1) * rb]) for i in range(32 * 8)}
+sys.exit(0 if typ == 2 and 2 <= len(rows) <= 16 else 1)
+PY
+"${SD_BUILD_DIR}/specdec" generate -m "$tmp/m.gguf" -p "Hello" -n 8 --spec none >/dev/null 2>&1 ||
+  { echo "pooled: the file does not decode"; exit 1; }
+for bad in "--shape tiny --expert-pool 16" "--shape qwen3moe-tiny --expert-pool 3" \
+           "--shape qwen3moe-tiny --expert-type nope"; do
+  set +e; "$gen" $bad -o "$tmp/x.gguf" 2>"$tmp/err"; rc=$?; set -e
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || { echo "'$bad': expected one line and exit 2, got $rc"; exit 1; }
+done
 echo "genmodel ok"

@@ -1,6 +1,7 @@
 /* format/gguf: write -> read round trip of every metadata type and several
  * tensor types, file output via path.tmp + rename, copy through the reader,
- * the ggml type table, and the five llama.cpp vocab files. */
+ * the ggml type table, and the five llama.cpp vocab files; tensors produced
+ * at write time by a callback (gguf_writer_add_tensor_fill). */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,6 +183,79 @@ static void test_copy_is_identical(void **state) {
     free(buf);
 }
 
+/* A fill source over a byte array: checks the writer asks for the bytes in
+ * order, each once, and can be told to fail. */
+typedef struct fill_src {
+    const uint8_t *data;
+    uint64_t next; /* the offset the writer must ask for next */
+    int calls;
+    bool fail;
+} fill_src;
+
+static bool fill_copy(void *ctx, uint64_t offset, void *buf, size_t len) {
+    fill_src *f = ctx;
+    assert_int_equal(offset, f->next);
+    memcpy(buf, f->data + offset, len);
+    f->next += len;
+    f->calls++;
+    return !f->fail;
+}
+
+/* Tensors whose data a callback produces at write time give the same bytes
+ * as borrowed data, also across the writer's 16 MiB chunks; a callback that
+ * fails fails the write and leaves no file behind. */
+static void test_fill_tensors(void **state) {
+    (void)state;
+    uint8_t *buf;
+    size_t size;
+    gguf_ctx *ctx = open_sample(&buf, &size, 32);
+    const int64_t big_ne[2] = {4096, 1100}; /* 17.2 MiB of f32: two chunks */
+    const uint64_t big_bytes = 4096 * 1100 * sizeof(float);
+    uint8_t *big = malloc(big_bytes);
+    assert_non_null(big);
+    for (uint64_t i = 0; i < big_bytes; i++) big[i] = (uint8_t)(i * 2654435761u >> 13);
+    gguf_writer *wd = gguf_writer_init(), *wf = gguf_writer_init();
+    fill_src src[N_SAMPLE_TENSORS + 1] = {0};
+    for (int64_t i = 0; i < gguf_n_tensors(ctx); i++) {
+        const gguf_tensor_info *t = gguf_tensor(ctx, i);
+        src[i].data = t->data;
+        assert_int_equal(gguf_writer_add_tensor(wd, t->name, t->type, t->n_dims, t->ne, t->data, t->nbytes), SD_OK);
+        assert_int_equal(gguf_writer_add_tensor_fill(wf, t->name, t->type, t->n_dims, t->ne, t->nbytes, fill_copy,
+                                                     &src[i]), SD_OK);
+    }
+    fill_src *bs = &src[gguf_n_tensors(ctx)];
+    bs->data = big;
+    assert_int_equal(gguf_writer_add_tensor(wd, "big", GGML_TYPE_F32, 2, big_ne, big, big_bytes), SD_OK);
+    assert_int_equal(gguf_writer_add_tensor_fill(wf, "big", GGML_TYPE_F32, 2, big_ne, big_bytes, fill_copy, bs), SD_OK);
+    assert_int_equal(gguf_writer_add_tensor_fill(wf, "nofill", GGML_TYPE_F32, 2, big_ne, big_bytes, NULL, bs),
+                     SD_ERR_ARG);
+    void *a, *b;
+    size_t na, nb;
+    assert_int_equal(gguf_writer_write_memory(wd, &a, &na, NULL), SD_OK);
+    assert_int_equal(gguf_writer_write_memory(wf, &b, &nb, NULL), SD_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    assert_int_equal(bs->next, big_bytes);
+    assert_int_equal(bs->calls, 2);
+    free(a), free(b);
+    /* a failing producer: SD_ERR_IO, neither path nor path.tmp left */
+    char dir[] = "/tmp/sd_gguf_XXXXXX", path[256], tmp[260];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    bs->next = 0, bs->fail = true;
+    for (int64_t i = 0; i < gguf_n_tensors(ctx); i++) src[i].next = 0;
+    sd_err e = {0};
+    assert_int_equal(gguf_writer_write(wf, path, &e), SD_ERR_IO);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access(tmp, F_OK), -1);
+    rmdir(dir);
+    gguf_writer_free(wd), gguf_writer_free(wf);
+    free(big);
+    gguf_close(ctx);
+    free(buf);
+}
+
 static void test_writer_refuses(void **state) {
     (void)state;
     gguf_writer *w = gguf_writer_init();
@@ -345,6 +419,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_special_files),
         cmocka_unit_test(test_roundtrip_memory), cmocka_unit_test(test_copy_is_identical),
+        cmocka_unit_test(test_fill_tensors),
         cmocka_unit_test(test_writer_refuses),   cmocka_unit_test(test_file_roundtrip),
         cmocka_unit_test(test_type_table),       cmocka_unit_test(test_vocab_files),
     };
