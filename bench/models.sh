@@ -14,6 +14,10 @@
 #                      Before each grown file: its size (sd-genmodel --dry-run), the free
 #                      disk and an estimated time; it refuses when the disk lacks the
 #                      size + 2 GB, and shows the file growing while it is written.
+#   SHAPE:TYPE+XTYPE   a random MoE shape whose ffn_*_exps tensors are XTYPE and the rest TYPE
+#                      (as a Q3_K_M file mixes types). Random MoE shapes draw their expert rows
+#                      from a pool of 4096 (sd-genmodel --expert-pool): minutes, not half an hour.
+#   bench/models.sh qwen3-30b-a3b:q4_k+q3_k qwen35-35b-a3b:q4_k+q3_k    (13.4 / 15.7 GB, ~2.5 / 3.5 min)
 #   bench/models.sh                 # the default set below
 #   bench/models.sh qwen3-0.6b:q8_0 grown-draft:q8_0 ...
 #   bench/models.sh qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-2b:q8_0 qwen35-draft:q8_0   (Qwen3.5 hybrids)
@@ -60,6 +64,7 @@ for spec in "${specs[@]}"; do
   case $shape in
     grown-draft) "$gen" --grow models/fixture-draft.gguf --shape draft --type "$type" -o "$out" ;;
     grown-*) "$gen" --grow models/fixture-target.gguf --shape "${shape#grown-}" --type "$type" -o "$out" ;;
+    *a3b*) "$gen" --shape "$shape" --type "${type%+*}" --expert-type "${type#*+}" --expert-pool 4096 -o "$out" ;;
     *) "$gen" --shape "$shape" --type "$type" -o "$out" ;;
   esac
 done
