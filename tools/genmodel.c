@@ -115,11 +115,16 @@ static uint64_t splitmix64(uint64_t *s) {
 
 static double uniform01(uint64_t *s) { return ((double)(splitmix64(s) >> 11) + 0.5) * 0x1.0p-53; }
 
-/* Fills row[n] with N(0, sigma): each row has its own stream (seed, tensor,
- * row), so the file is the same whatever the thread count. */
+/* The random stream of row r of a tensor: the file is the same whatever
+ * the thread count or the order rows are made in. */
+static uint64_t row_stream(uint64_t seed, uint64_t tensor, uint64_t r) {
+    return seed ^ (tensor * 0xD1B54A32D192ED03ull) ^ (r * 0x8CB92BA72F3D8DD7ull);
+}
+
+/* Fills row[n] with N(0, sigma) from the row's own stream. */
 static void normal_row(float *row, int64_t n, float sigma, uint64_t seed, uint64_t tensor,
                        int64_t r) {
-    uint64_t s = seed ^ (tensor * 0xD1B54A32D192ED03ull) ^ ((uint64_t)r * 0x8CB92BA72F3D8DD7ull);
+    uint64_t s = row_stream(seed, tensor, (uint64_t)r);
     for (int64_t i = 0; i < n; i += 2) {
         double u1 = uniform01(&s), u2 = uniform01(&s), rad = sqrt(-2.0 * log(u1));
         row[i] = (float)(sigma * rad * cos(TWO_PI * u2));
@@ -187,7 +192,7 @@ static bool fill_from_pool(void *ctx, uint64_t offset, void *buf, size_t len) {
     uint8_t *out = buf;
     while (len) {
         uint64_t r = offset / p->row_bytes, in_row = offset % p->row_bytes;
-        uint64_t s = p->seed ^ (p->tensor * 0xD1B54A32D192ED03ull) ^ (r * 0x8CB92BA72F3D8DD7ull);
+        uint64_t s = row_stream(p->seed, p->tensor, r);
         const uint8_t *src = p->rows + (splitmix64(&s) % p->n_rows) * p->row_bytes + in_row;
         size_t n = p->row_bytes - in_row < len ? (size_t)(p->row_bytes - in_row) : len;
         memcpy(out, src, n);
@@ -286,9 +291,8 @@ static sd_status add_ffn(gen *g, const shape *s, int il, sd_err *err) {
     }
     g->type = GGML_TYPE_F32;
     st = add_matrix(g, NAME("ffn_gate_inp.weight"), s->n_embd, s->n_expert, err);
-    if (st) return g->type = type, st;
     g->type = g->expert_type;
-    st = add_experts(g, NAME("ffn_gate_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err);
+    if (!st) st = add_experts(g, NAME("ffn_gate_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err);
     if (!st) st = add_experts(g, NAME("ffn_up_exps.weight"), s->n_embd, s->n_ff_exp, s->n_expert, err);
     if (!st) st = add_experts(g, NAME("ffn_down_exps.weight"), s->n_ff_exp, s->n_embd, s->n_expert, err);
     g->type = type;
@@ -580,6 +584,12 @@ static void usage(FILE *f) {
             "  a trained small qwen3 model grown to a realistic shape (sd-genmodel --grow x --help)\n");
 }
 
+/* The ggml type named, if sd-genmodel can write it (f32 or a quantizable type), else -1. */
+static int writable_type(const char *name) {
+    int t = ggml_type_from_name(name);
+    return t >= 0 && (t == GGML_TYPE_F32 || sd_type_quantizable((uint32_t)t)) ? t : -1;
+}
+
 int main(int argc, char **argv) {
     const char *shape_name = NULL, *type_name = "q8_0", *expert_type_name = NULL, *out = NULL;
     int64_t expert_pool = 0;
@@ -613,12 +623,10 @@ int main(int argc, char **argv) {
     if (!s) return fprintf(stderr, "sd-genmodel: unknown shape '%s'\n", shape_name), 2;
     if (!vocab)
         vocab = s->hybrid ? "tests/data/tokenizer/ggml-vocab-qwen35.gguf" : "tests/data/tokenizer/ggml-vocab-qwen2.gguf";
-    int t = ggml_type_from_name(type_name);
-    if (t < 0 || (t != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)t)))
-        return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;
-    int te = expert_type_name ? ggml_type_from_name(expert_type_name) : t;
-    if (te < 0 || (te != GGML_TYPE_F32 && !sd_type_quantizable((uint32_t)te)))
-        return fprintf(stderr, "sd-genmodel: cannot write expert type '%s'\n", expert_type_name), 2;
+    int t = writable_type(type_name);
+    if (t < 0) return fprintf(stderr, "sd-genmodel: cannot write type '%s'\n", type_name), 2;
+    int te = expert_type_name ? writable_type(expert_type_name) : t;
+    if (te < 0) return fprintf(stderr, "sd-genmodel: cannot write expert type '%s'\n", expert_type_name), 2;
     if ((expert_type_name || expert_pool) && !s->n_expert)
         return fprintf(stderr, "sd-genmodel: --expert-type/--expert-pool need a MoE shape\n"), 2;
     sd_err err = {0};

@@ -25,7 +25,7 @@ typedef struct wtensor {
     int64_t ne[GGUF_MAX_DIMS];
     const void *data;
     uint64_t nbytes;
-    gguf_fill_fn fill; /* produces the data at write time when data is NULL */
+    gguf_fill_fn fill; /* produces the data at write time (then data is NULL) */
     void *fill_ctx;
 } wtensor;
 
@@ -212,7 +212,7 @@ static sd_status add_tensor(gguf_writer *w, const char *name, uint32_t type, uin
         return SD_ERR_NOMEM;
     }
     wtensor *t = &w->t[w->n_t++];
-    *t = (wtensor){nm, type, n_dims, {1, 1, 1, 1}, data, nbytes, data ? NULL : fill, fill_ctx};
+    *t = (wtensor){nm, type, n_dims, {1, 1, 1, 1}, data, nbytes, fill, fill_ctx};
     memcpy(t->ne, ne, n_dims * sizeof *ne);
     return SD_OK;
 }
