@@ -14,8 +14,9 @@
 #                      Before each grown file: its size (sd-genmodel --dry-run), the free
 #                      disk and an estimated time; it refuses when the disk lacks the
 #                      size + 2 GB, and shows the file growing while it is written.
-#   SHAPE:TYPE+XTYPE   a random MoE shape whose ffn_*_exps tensors are XTYPE and the rest TYPE
-#                      (as a Q3_K_M file mixes types). Random MoE shapes draw their expert rows
+#   SHAPE:TYPE+XTYPE   one of the *-a3b MoE shapes (qwen3-30b-a3b[-L4], qwen35-35b-a3b[-L4]) whose
+#                      ffn_*_exps tensors are XTYPE and the rest TYPE (as a Q3_K_M file mixes
+#                      types; SHAPE:TYPE alone: all TYPE). These shapes draw their expert rows
 #                      from a pool of 4096 (sd-genmodel --expert-pool): minutes, not half an hour.
 #   bench/models.sh qwen3-30b-a3b:q4_k+q3_k qwen35-35b-a3b:q4_k+q3_k    (13.4 / 15.7 GB, ~2.5 / 3.5 min)
 #   bench/models.sh                 # the default set below
