@@ -31,13 +31,15 @@ static bool t1_known(const sd_gate *g) { return g->t_fwd[1] > 0; }
 
 int32_t sd_gate_k(const sd_gate *g) {
     if (!g->open) return 0;
-    if (g->economic && !t1_known(g) && g->rounds_open >= 2) return 0; /* one plain step measures t(1) */
+    /* The first step is plain: it measures t(1), so the speedup model can
+     * judge from round 2 on. Drafting first and measuring later cost a
+     * costly drafter a third failing round (an MTP head at α = 0 lost ~4%). */
+    if (g->economic && !t1_known(g)) return 0;
     return g->k;
 }
 
 static void close_gate(sd_gate *g) {
     g->open = false;
-    g->rounds_open = 0;
     g->interval = g->probe0;
     g->since_probe = 0;
     g->streak = 0;
@@ -92,7 +94,6 @@ void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
         if (j == k && g->k < g->k_max) g->k = 2 * g->k < g->k_max ? 2 * g->k : g->k_max;
         if (j == 0 && g->k > 1) g->k /= 2;
     }
-    g->rounds_open++;
     /* j hits, and one miss unless every draft token was accepted: the tokens
      * after the first rejection were never tried (§2's geometric model). */
     add_evidence(g, j, j + (j < k));
@@ -106,7 +107,11 @@ void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
             return;
         }
     }
-    if (!g->economic || !t1_known(g) || g->rounds_open < 2) return;
+    /* From the first round on: α̂ carries a prior worth one token (0.5), so
+     * one failed round reads as α̂ ≈ 0.24, not 0, and a drafter closes on it
+     * only where even that would not pay (c_v(2) + r > 1.24: a costly head on
+     * a mixture of experts, not a cheap draft on a dense model). */
+    if (!g->economic || !t1_known(g)) return;
     double speedup;
     int32_t kb = best_k(g, &speedup);
     if (speedup < 1.0) close_gate(g);
@@ -140,7 +145,6 @@ void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model) {
     g->open = true;
     g->probation = !g->costly;
     g->misses = 0;
-    g->rounds_open = 0;
     g->k = g->adaptive ? 1 : g->k_max;
 }
 

@@ -16,7 +16,8 @@
  *   round of K is E(α̂,K) / (c_v(K+1) + K·r), E = (1 - α̂^(K+1)) / (1 - α̂).
  *   The gate closes when no K predicts a speedup of at least 1, and K is cut
  *   to the best predicted one (so a cliff in c_v(S) is avoided). While the
- *   plain-step time t(1) is unknown, one plain step is taken to measure it.
+ *   plain-step time t(1) is unknown, the next step is plain and measures it
+ *   (the first step of a decode, unless the caller timed one before).
  * - While closed, the gate probes in the shadow of the plain steps: the
  *   drafter proposes one token, and the plain step's own result says whether
  *   it would have been accepted, at no target cost. A free drafter is probed
@@ -40,7 +41,7 @@ typedef struct sd_gate {
     int32_t k_max, misses_to_close, probe0;
     bool adaptive, costly, economic;
     bool open, probation;
-    int32_t k, misses, rounds_open;
+    int32_t k, misses;
     int32_t interval, since_probe, streak;
     double hits, trials;               /* decayed acceptance evidence: α̂ = hits / trials */
     double t_fwd[SD_GATE_MAX_S + 1];   /* smoothed seconds of a target forward over S rows, 0 = unseen */

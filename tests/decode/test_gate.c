@@ -59,31 +59,60 @@ static void test_model_formula(void **state) {
     assert_float_equal(sd_gate_cv(&g, 2), 2.2 / (0.7 * 2 + 0.3 * 6), 1e-12);
 }
 
-/* α = 0, a draft model at r = 0.08, c_v(2) = 1.15: closed within a few rounds
- * (one of them a plain step to measure t(1)), and model probes that miss do
- * not reopen it. */
+/* α = 0, a draft model at r = 0.08, c_v(2) = 1.15: the first step is plain
+ * and measures t(1), so the speedup model judges after the second failing
+ * round and closes then — not after a third (which drafting first and
+ * measuring t(1) later cost). Model probes that miss do not reopen it. */
 static void test_closes_at_zero_alpha(void **state) {
     (void)state;
     sd_gate g = make(true, 4);
-    long tried = 0, hit = 0;
-    int rounds = 0, steps = 0;
-    for (; steps < 200; steps++) {
-        if (sd_gate_k(&g) == 0 && g.open) { /* the calibration step */
+    assert_int_equal(sd_gate_k(&g), 0); /* t(1) unknown: a plain step first */
+    int rounds = 0;
+    for (int steps = 0; steps < 200 && g.open; steps++) {
+        if (sd_gate_k(&g) == 0) { /* the calibration step: the only t(1) */
             sd_gate_time_forward(&g, 1, 1.0);
             continue;
         }
-        if (!g.open) break;
-        teach_costs(&g, 0.15, 0, 0.08);
-        rounds += play_round(&g, 0.0, &tried, &hit) > 0;
+        /* as the decode loop: the round's draft and window timed, then judged */
+        int k = sd_gate_k(&g);
+        sd_gate_time_draft(&g, k, 0.08 * k);
+        sd_gate_time_forward(&g, k + 1, 1 + 0.15 * k);
+        sd_gate_round(&g, k, 0);
+        rounds++;
     }
     assert_false(g.open);
-    assert_true(rounds <= 3);
+    assert_int_equal(rounds, 2);
     bool run_model;
     int probes = 0;
     for (int i = 0; i < 300; i++)
         if (sd_gate_probe_due(&g, &run_model) && run_model) sd_gate_probe_result(&g, false, true), probes++;
     assert_false(g.open);
     assert_true(probes >= 2 && probes <= 300 / 16); /* the interval grows after misses */
+}
+
+/* The speedup model judges from the first round: a costly head on a steep
+ * c_v (a mixture of experts: c_v(2) = 1.42, r = 0.15) closes after one
+ * failed round, since even α̂ = 0.24 (the prior and one miss) predicts a
+ * loss; a cheap draft on a dense model (c_v(2) = 1.05, r = 0.06) stays open
+ * after the same miss. */
+static int rounds_to_close(double cv2, double r) {
+    sd_gate g = make(true, 4);
+    sd_gate_time_forward(&g, 1, 1.0); /* the calibration step */
+    int rounds = 0;
+    while (g.open && rounds < 10) {
+        int k = sd_gate_k(&g);
+        sd_gate_time_draft(&g, k, r * k);
+        sd_gate_time_forward(&g, k + 1, 1 + (cv2 - 1) * k);
+        sd_gate_round(&g, k, 0);
+        rounds++;
+    }
+    return rounds;
+}
+
+static void test_first_round_judged(void **state) {
+    (void)state;
+    assert_int_equal(rounds_to_close(1.42, 0.15), 1);
+    assert_true(rounds_to_close(1.05, 0.06) >= 2);
 }
 
 /* A model probe that costs as much as 2 plain steps is spaced at least
@@ -101,15 +130,15 @@ static void test_probe_budget(void **state) {
     assert_int_equal(first, 400);
 }
 
-/* α = 0.32 with an expensive draft (r = 0.45): no K pays, so it closes even
- * though rounds keep accepting some tokens (the miss rule alone would not),
- * and a probe hit at that α does not reopen it. */
+/* α = 0.5 with an expensive draft (r = 0.6): no K pays (K = 1: 1.5 / 1.65),
+ * so it closes even though rounds keep accepting some tokens (the miss rule
+ * alone would not), and a probe hit at that α does not reopen it. */
 static void test_closes_when_not_paying(void **state) {
     (void)state;
     sd_gate g = make(true, 4);
-    teach_costs(&g, 0.05, 0, 0.45);
+    teach_costs(&g, 0.05, 0, 0.6);
     long tried = 0, hit = 0;
-    for (int i = 0; i < 40 && g.open; i++) play_round(&g, 0.32, &tried, &hit);
+    for (int i = 0; i < 40 && g.open; i++) play_round(&g, 0.5, &tried, &hit);
     assert_false(g.open);
     assert_true(hit > 0);
     sd_gate_probe_result(&g, true, true);
@@ -228,6 +257,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_formula),
         cmocka_unit_test(test_closes_at_zero_alpha),
+        cmocka_unit_test(test_first_round_judged),
         cmocka_unit_test(test_closes_when_not_paying),
         cmocka_unit_test(test_probe_budget),
         cmocka_unit_test(test_k_follows_costs),

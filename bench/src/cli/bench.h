@@ -30,7 +30,7 @@
 #define BENCH_N_DRAFTERS 5  /* ngram, draft, auto, eagle3, mtp */
 #define BENCH_MAX_WINDOWS 4 /* S values of the window sweep */
 #define BENCH_MAX_KS 8      /* K values of the window sweep */
-#define BENCH_N_GATE 3      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft */
+#define BENCH_N_GATE 4      /* gate table drafters: oracle(α=0), the same at the draft's cost, draft, MTP */
 #define BENCH_N_AB 2        /* the ab table's drafts: A (-md) and B (--draft-b) */
 #define BENCH_MAX_SEEDS 16     /* --seeds of the class table at --temp > 0 */
 #define BENCH_MAX_MOE_LAYERS 64 /* the experts table counts at most this many MoE layers */

@@ -5,8 +5,9 @@
  * a useless drafter costs before and after the gate closes: the first
  * rounds, the shadow probes, and on a hybrid target the rollbacks of those
  * rounds. Drafters: the oracle at α = 0 (free, like n-gram), the same paying
- * the draft model's time (costly, probed every few steps), and the draft
- * model itself (a random-weight draft: α ≈ 0 for real). */
+ * the draft model's time (costly, probed every few steps), the draft model
+ * itself (a random-weight draft: α ≈ 0 for real), and the target's MTP head
+ * where it has one (a costly head; on random weights α ≈ 0 for real). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +24,17 @@ typedef struct gate_acc {
     int64_t plain_steps, draft_redecoded;
 } gate_acc;
 
-static const char *const GATE_NAMES[BENCH_N_GATE] = {"oracle(α=0)", "oracle(α=0) at draft cost", "draft"};
+static const char *const GATE_NAMES[BENCH_N_GATE] = {"oracle(α=0)", "oracle(α=0) at draft cost", "draft", "mtp"};
 
-/* Drafter i of the table (GATE_NAMES) into d; *skip when it needs a draft model there is none of. */
+/* Drafter i of the table (GATE_NAMES) into d; *skip when it needs a draft model or an MTP head there is
+ * none of. */
 static sd_status gate_drafter(bench_env *e, int i, const int32_t *ref, int32_t n_ref, uint64_t seed, sd_drafter *d,
                               bool *skip, sd_err *err) {
     const int32_t n_vocab = e->tm->hp.n_vocab, n_prompt = e->prompts[0].n_ids;
-    *skip = i > 0 && !e->dm;
+    *skip = i == 3 ? !e->tm->nextn.present : i > 0 && !e->dm;
     if (*skip) return SD_OK;
     if (i == 0) return sd_drafter_oracle_init(d, ref, n_ref, n_prompt, 0.0, n_vocab, seed, err);
-    if (i == 2) return bench_drafter_make(e, "draft", d, err);
+    if (i >= 2) return bench_drafter_make(e, GATE_NAMES[i], d, err);
     sd_drafter cost;
     sd_status st = bench_drafter_make(e, "draft", &cost, err);
     if (!st) st = sd_drafter_oracle_costed_init(d, ref, n_ref, n_prompt, 0.0, n_vocab, seed, &cost, err);
