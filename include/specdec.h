@@ -1049,7 +1049,8 @@ SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char
  * (use specdec_batch_cancel). params.suffix_cache may be one memory shared
  * by all the slots (it locks itself while a slot drafts from or adds to it).
  * A slot's context can take a saved state before its request (a prefix
- * cache: specdec_batch_next_slot, specdec_batch_slot_context). A batch is driven from one thread: add, step,
+ * cache: specdec_batch_next_slot, specdec_batch_slot_is_free, specdec_batch_slot_context,
+ * specdec_batch_add_at). A batch is driven from one thread: add, step,
  * cancel and free must not be called concurrently; the callbacks run inside
  * specdec_batch_step (and specdec_batch_free) on that thread, and may call
  * specdec_batch_add and specdec_batch_cancel, not step or free. */
@@ -1108,6 +1109,17 @@ SPECDEC_API specdec_status specdec_batch_add(specdec_batch *b, const specdec_tok
                                              const specdec_generate_params *params, specdec_piece_cb on_piece,
                                              specdec_batch_done_cb on_done, void *user, int32_t *slot,
                                              specdec_error *err);
+/* specdec_batch_add into the slot `at` (0..n_slots-1, which must be free;
+ * < 0: the lowest free one, as specdec_batch_add). For a caller that keeps
+ * a conversation where its state is: the slot whose context still holds the
+ * conversation's last turn (or a prompt checkpoint just taken there) reuses
+ * it as it is, where another slot would copy a cached state or prefill
+ * again. Errors: those of specdec_batch_add, and SPECDEC_ERR_ARG when `at`
+ * is out of range or holds a request (nothing added). */
+SPECDEC_API specdec_status specdec_batch_add_at(specdec_batch *b, int32_t at, const specdec_token *prompt,
+                                                size_t n_prompt, const specdec_generate_params *params,
+                                                specdec_piece_cb on_piece, specdec_batch_done_cb on_done,
+                                                void *user, int32_t *slot, specdec_error *err);
 
 /* One step: waits until every active request has asked for its next
  * forward (or ended), delivers the pieces and ends so far, runs one forward
@@ -1124,6 +1136,9 @@ SPECDEC_API void specdec_batch_cancel(specdec_batch *b, int32_t slot);
 /* The slot the next specdec_batch_add takes: the lowest-numbered free one,
  * or -1 when every slot holds a request (or b is NULL). */
 SPECDEC_API int32_t specdec_batch_next_slot(const specdec_batch *b);
+/* Whether slot `slot` holds no request (false for a NULL batch or an id out
+ * of range): specdec_batch_add_at may put one there. */
+SPECDEC_API bool specdec_batch_slot_is_free(const specdec_batch *b, int32_t slot);
 /* The context of slot `slot` (borrowed, owned by the batch; NULL for a NULL
  * batch or an id out of range), for a prefix cache: while the slot is free
  * (before specdec_batch_add puts a request there) or inside that request's

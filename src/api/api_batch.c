@@ -324,6 +324,15 @@ int32_t specdec_batch_next_slot(const specdec_batch *b) {
     return id;
 }
 
+bool specdec_batch_slot_is_free(const specdec_batch *b, int32_t slot) {
+    if (!b || slot < 0 || slot >= b->n_slots) return false;
+    specdec_batch *m = (specdec_batch *)b; /* the lock only, as next_slot */
+    pthread_mutex_lock(&m->mu);
+    const bool is_free = b->slots[slot].state == SLOT_FREE;
+    pthread_mutex_unlock(&m->mu);
+    return is_free;
+}
+
 specdec_context *specdec_batch_slot_context(specdec_batch *b, int32_t slot) {
     return b && slot >= 0 && slot < b->n_slots ? b->slots[slot].ctx : NULL;
 }
@@ -356,6 +365,12 @@ static specdec_status request_copy(sd_api_slot *s, const specdec_token *prompt, 
 specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, size_t n_prompt,
                                  const specdec_generate_params *params, specdec_piece_cb on_piece,
                                  specdec_batch_done_cb on_done, void *user, int32_t *slot, specdec_error *err) {
+    return specdec_batch_add_at(b, -1, prompt, n_prompt, params, on_piece, on_done, user, slot, err);
+}
+
+specdec_status specdec_batch_add_at(specdec_batch *b, int32_t at, const specdec_token *prompt, size_t n_prompt,
+                                    const specdec_generate_params *params, specdec_piece_cb on_piece,
+                                    specdec_batch_done_cb on_done, void *user, int32_t *slot, specdec_error *err) {
     if (slot) *slot = -1;
     if (!b || !prompt) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_batch_add: NULL argument");
     if (n_prompt == 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "the prompt is empty");
@@ -364,7 +379,10 @@ specdec_status specdec_batch_add(specdec_batch *b, const specdec_token *prompt, 
     if (gp.abort)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "a batched request has no abort hook: use specdec_batch_cancel");
     /* only this thread frees a slot, but request threads write the states */
-    const int32_t id = specdec_batch_next_slot(b);
+    if (at >= b->n_slots) return sd_api_fail(err, SPECDEC_ERR_ARG, "slot %d out of range (%d slots)", at, b->n_slots);
+    if (at >= 0 && !specdec_batch_slot_is_free(b, at))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "slot %d holds a request", at);
+    const int32_t id = at >= 0 ? at : specdec_batch_next_slot(b);
     sd_api_slot *s = id >= 0 ? &b->slots[id] : NULL;
     if (!s) return sd_api_fail(err, SPECDEC_ERR_ARG, "no free slot (all %d hold a request)", b->n_slots);
     if (n_prompt > (size_t)specdec_context_n_ctx(s->ctx))

@@ -14,8 +14,8 @@
  * more than its own lock (for /metrics). A hybrid's prompt checkpoint (its
  * recurrent state at all but the last prompt token, prefix_cache.h) is a
  * request of its own (n_predict 0) that runs in the batch first; the job's
- * generation then starts from it, in whichever slot is free (see
- * run_request for what that costs when it is another slot). The suffix
+ * generation then starts from it in the same slot. Slots are chosen so a
+ * conversation stays where its state is (choose_slot). The suffix
  * memory (--suffix-tokens) is handed to every slot's request: it locks
  * itself while a slot drafts from it or adds its output. */
 #define _POSIX_C_SOURCE 200809L
@@ -68,6 +68,7 @@ static void bw_done(const specdec_batch_result *r, void *user) {
     server *s = b->s;
     specdec_context *ctx = specdec_batch_slot_context(s->batch, r->slot);
     pc_use *u = &s->slot_use[r->slot];
+    s->slot_ended[r->slot] = ++s->ticks;
     if (b->checkpoint) {
         const bool cancelled = r->stats->stop_reason == SPECDEC_STOP_CANCELLED || atomic_load(&b->j->cancel);
         if (r->status == SPECDEC_OK && !cancelled) {
@@ -102,13 +103,12 @@ static bool holds_prefix(specdec_context *ctx, const specdec_token *prompt, size
 /* The prefix cache's part before b's request in ctx (slot u); returns
  * whether a checkpoint is wanted. On the first request: the best state is
  * restored and its count kept as what the job reports. On the generation
- * after a checkpoint: the slot the batch names may be the checkpoint's own,
- * still holding prompt[0..n-1) (stored in the cache or not: a state over
- * --cache-ram, or evicted): generate reuses it as it is, no look. In
- * another slot the look restores the checkpoint from the cache (a copy of
- * the state); when the cache lost it, the prompt is prefilled again: the
- * batch names the lowest free slot and the checkpoint's cannot be asked
- * for. Either way the job reports its first look: its own checkpoint is no
+ * after a checkpoint: in the checkpoint's own slot (choose_slot), ctx still
+ * holds prompt[0..n-1) (stored in the cache or not: a state over
+ * --cache-ram, or evicted): generate reuses it as it is, no look. Were that
+ * slot ever taken, the look restores the checkpoint from the cache (a copy
+ * of the state), or the prompt is prefilled again when the cache lost it.
+ * Either way the job reports its first look: its own checkpoint is no
  * cache hit, and a second look worse than the first (the cache lost both)
  * reports that. */
 static bool cache_before(server *s, bw_slot *b, specdec_context *ctx, pc_use *u, bool first) {
@@ -123,14 +123,55 @@ static bool cache_before(server *s, bw_slot *b, specdec_context *ctx, pc_use *u,
     return want;
 }
 
-/* Puts b's job into the next free batch slot: the prefix cache's best state
+/* Whether a job's checkpoint ended in slot i and its generation waits to
+ * start there (resume_jobs runs those before new jobs take slots). */
+static bool reserved(const server *s, int32_t i) {
+    for (int k = 0; k < s->opts.parallel; k++)
+        if (s->slots[k].j && s->slots[k].resume && s->slots[k].id == i) return true;
+    return false;
+}
+
+/* Tokens of prompt[n] that ctx holds from its start. */
+static size_t held_prefix(specdec_context *ctx, const specdec_token *prompt, size_t n, size_t *n_held) {
+    const specdec_token *t = specdec_context_tokens(ctx, n_held);
+    size_t m = 0;
+    while (t && m < *n_held && m < n && t[m] == prompt[m]) m++;
+    return m;
+}
+
+/* The batch slot for b's request, so that a conversation stays where its
+ * state is (llama-server's slots choose by prompt similarity likewise):
+ * - the generation after a checkpoint: the checkpoint's own slot, which
+ *   holds its state (another slot would copy it from the cache, or prefill
+ *   the prompt again when the cache dropped it);
+ * - else the free slot whose context holds the most of the prompt's start,
+ *   counted only where that is at least half of what the slot holds (the
+ *   prompt continues that conversation, not just its system prompt);
+ * - else the free slot idle longest (never used first), which keeps the
+ *   other conversations' states in their slots the longest.
+ * -1 when no slot is free. */
+static int32_t choose_slot(server *s, const bw_slot *b, bool first) {
+    if (!first && specdec_batch_slot_is_free(s->batch, b->id)) return b->id;
+    int32_t best = -1, idle = -1;
+    size_t best_m = 0;
+    for (int32_t i = 0; i < s->opts.parallel; i++) {
+        if (!specdec_batch_slot_is_free(s->batch, i) || reserved(s, i)) continue;
+        size_t n_held = 0;
+        const size_t m = held_prefix(specdec_batch_slot_context(s->batch, i), b->j->prompt, b->j->n_prompt, &n_held);
+        if (n_held > 0 && 2 * m >= n_held && m > best_m) best = i, best_m = m;
+        if (idle < 0 || s->slot_ended[i] < s->slot_ended[idle]) idle = i;
+    }
+    return best >= 0 ? best : idle;
+}
+
+/* Puts b's job into the batch slot choose_slot names: the prefix cache's best state
  * restored there first, then its checkpoint (when one is wanted, on the
  * job's first request) or its generation. Token trees are a single-sequence
  * path: a batched job verifies chains (the same tokens, both are lossless). */
 static void run_request(server *s, bw_slot *b, bool first) {
     job *j = b->j;
     specdec_error err = {0};
-    const int32_t slot = specdec_batch_next_slot(s->batch);
+    const int32_t slot = choose_slot(s, b, first);
     specdec_context *ctx = specdec_batch_slot_context(s->batch, slot);
     pc_use *u = ctx ? &s->slot_use[slot] : NULL;
     const bool want = u && cache_before(s, b, ctx, u, first);
@@ -145,7 +186,7 @@ static void run_request(server *s, bw_slot *b, bool first) {
         n--;
     }
     b->checkpoint = want;
-    specdec_status rc = specdec_batch_add(s->batch, j->prompt, n, &gp, bw_piece, bw_done, b, &b->id, &err);
+    specdec_status rc = specdec_batch_add_at(s->batch, slot, j->prompt, n, &gp, bw_piece, bw_done, b, &b->id, &err);
     if (rc != SPECDEC_OK) {
         if (u) u->live = 0;
         b->checkpoint = false;
@@ -200,16 +241,23 @@ static bw_slot *free_slot(server *s) {
     return NULL;
 }
 
+static void free_slots(server *s) {
+    free(s->slots);
+    free(s->slot_use);
+    free(s->slot_ended);
+    s->slots = NULL;
+    s->slot_use = NULL;
+    s->slot_ended = NULL;
+}
+
 void *batch_worker_main(void *arg) {
     server *s = arg;
     s->slots = calloc((size_t)s->opts.parallel, sizeof *s->slots);
     s->slot_use = calloc((size_t)s->opts.parallel, sizeof *s->slot_use);
-    if (!s->slots || !s->slot_use) {
+    s->slot_ended = calloc((size_t)s->opts.parallel, sizeof *s->slot_ended);
+    if (!s->slots || !s->slot_use || !s->slot_ended) {
         fprintf(stderr, "specdec: out of memory for the slots; the server cannot run requests\n");
-        free(s->slots);
-        free(s->slot_use);
-        s->slots = NULL;
-        s->slot_use = NULL;
+        free_slots(s);
         return NULL;
     }
     for (int i = 0; i < s->opts.parallel; i++) s->slots[i].s = s;
@@ -242,9 +290,6 @@ void *batch_worker_main(void *arg) {
         if (specdec_batch_step(s->batch, &err) != SPECDEC_OK)
             fprintf(stderr, "specdec serve: a batched step failed: %s\n", err.message);
     }
-    free(s->slots);
-    free(s->slot_use);
-    s->slots = NULL;
-    s->slot_use = NULL;
+    free_slots(s);
     return NULL;
 }

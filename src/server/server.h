@@ -107,6 +107,8 @@ typedef struct server {
     prefix_cache pc; /* used by the inference thread; /metrics reads it */
     pc_use pcu;      /* ctx's use of it */
     pc_use *slot_use; /* [parallel]: each batch slot context's use of it (batch_worker.c) */
+    uint64_t *slot_ended; /* [parallel]: when each batch slot's last request ended (a tick, 0: never) */
+    uint64_t ticks;       /* the worker's tick counter for slot_ended */
 } server;
 
 /* Jobs (job.c). */

@@ -7,7 +7,7 @@
  * tokens a prefix of the lone run's). The steps are shared: fewer steps than
  * the requests' forwards. With one suffix memory shared by the slots the
  * tokens are still the lone runs'. Also the refusals of specdec_batch_add
- * and the slot accessors (next_slot, slot_context). */
+ * and the slot accessors (next_slot, slot_is_free, slot_context, add_at). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,12 +236,14 @@ static void test_batch_suffix(void **state) {
     shared_mem = NULL;
 }
 
-/* specdec_batch_add refuses what it cannot serve, with nothing added. */
+/* specdec_batch_add refuses what it cannot serve, with nothing added; the
+ * slot accessors; specdec_batch_add_at puts a request into the slot asked
+ * for, and refuses one out of range or holding a request. */
 static void test_batch_refusals(void **state) {
     (void)state;
     specdec_model *m = api_load("models/fixture-target.gguf");
     specdec_batch_params bp = specdec_batch_default_params();
-    bp.n_slots = 1;
+    bp.n_slots = 2;
     bp.ctx.n_ctx = 64;
     bp.ctx.n_threads = 1;
     specdec_batch *b = NULL;
@@ -259,9 +261,23 @@ static void test_batch_refusals(void **state) {
     assert_int_equal(specdec_batch_n_active(b), 0);
     int32_t slot = -1;
     assert_int_equal(specdec_batch_next_slot(b), 0);
-    assert_non_null(specdec_batch_slot_context(b, 0));
-    assert_null(specdec_batch_slot_context(b, 1));
+    assert_non_null(specdec_batch_slot_context(b, 1));
+    assert_null(specdec_batch_slot_context(b, 2));
     assert_null(specdec_batch_slot_context(NULL, 0));
+    assert_true(specdec_batch_slot_is_free(b, 0) && specdec_batch_slot_is_free(b, 1));
+    assert_false(specdec_batch_slot_is_free(b, 2) || specdec_batch_slot_is_free(b, -1) ||
+                 specdec_batch_slot_is_free(NULL, 0));
+    assert_int_equal(specdec_batch_add_at(b, 2, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "out of range"));
+    assert_int_equal(slot, -1);
+    /* slot 1 asked for while 0 is the lowest free one */
+    assert_int_equal(specdec_batch_add_at(b, 1, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_OK);
+    assert_int_equal(slot, 1);
+    assert_false(specdec_batch_slot_is_free(b, 1));
+    assert_int_equal(specdec_batch_next_slot(b), 0);
+    assert_int_equal(specdec_batch_add_at(b, 1, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "holds a request"));
+    assert_int_equal(specdec_batch_n_active(b), 1);
     assert_int_equal(specdec_batch_add(b, t, 3, NULL, NULL, NULL, NULL, &slot, &err), SPECDEC_OK);
     assert_int_equal(slot, 0);
     assert_int_equal(specdec_batch_next_slot(b), -1);

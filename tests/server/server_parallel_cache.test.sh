@@ -10,6 +10,8 @@
 # for byte the answer of a cache-less --parallel 1 server playing the
 # conversations one turn at a time. Then /metrics' requests_processing
 # counts the slots generating now: above 1 while 4 streams run, 0 after.
+# Slot affinity: without a cache, each conversation's next turn finds its
+# last one in its slot.
 source "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
 metric() { curl -sf "$BASE/metrics" | sed -n "s/^specdec_$1 //p"; }
@@ -78,6 +80,28 @@ PY
 
 run_fixture dense -m models/fixture-target.gguf -md models/fixture-draft.gguf -c 2048
 run_fixture hybrid -m models/fixture-q35-target.gguf -c 2048
+
+# Slot affinity, no cache (--cache-ram 0): the 4 conversations played one
+# turn at a time, interleaved. Each turn goes to the slot that still holds
+# its conversation's last turn (or, for a new one, the slot idle longest), so
+# turn 2 and later reuse at least the whole previous prompt from the slot's
+# own KV cache. Taking the lowest free slot every time (the old choice) put
+# every request in slot 0, where the other conversations had overwritten it.
+start_server -m models/fixture-target.gguf -md models/fixture-draft.gguf -c 2048 -t 2 --parallel 4 --cache-ram 0
+python3 tests/server/conversations.py "$BASE" 4 3 "$TMP/affinity.json" || fail "affinity: the conversations"
+stop_server "$SERVER_PID"
+python3 - "$TMP/affinity.json" "$TMP/dense.ref.json" <<'PY' || fail "slot affinity: see above"
+import json, sys
+res, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+prev = {}
+for r, f in zip(res, ref):
+    assert r["answer"] == f["answer"], "conv %d turn %d: answer differs from --parallel 1's" % (r["conv"], r["turn"])
+    if r["turn"] > 0:
+        want = prev[r["conv"]]
+        assert r["cache_n"] >= want, "conv %d turn %d: cache_n %d, but its slot held the previous turn's %d prompt tokens" % (r["conv"], r["turn"] + 1, r["cache_n"], want)
+    prev[r["conv"]] = r["prompt_n"]
+print("ok  slot affinity, --parallel 4 --cache-ram 0: turn 2+ cache_n %s >= the previous prompt_n; answers equal" % [r["cache_n"] for r in res if r["turn"] > 0])
+PY
 
 # requests_processing while 4 streams run on 4 slots: polled every 20 ms
 start_server -m models/fixture-target.gguf -t 2 -c 4096 --parallel 4
