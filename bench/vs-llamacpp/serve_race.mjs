@@ -42,6 +42,7 @@ const { values: opt } = parseArgs({
     n: { type: "string", default: "32" },
     "per-client": { type: "string", default: "2" },
     "min-requests": { type: "string", default: "4" },
+    rounds: { type: "string", default: "1" },
     t: { type: "string", default: "2" },
     parallel: { type: "string" },
     modes: { type: "string", default: "off,on,auto" },
@@ -58,10 +59,12 @@ const { values: opt } = parseArgs({
   },
 });
 const USAGE = `usage: bench/serve_race.sh -m MODEL.gguf [-m MODEL2.gguf] [--clients "1 2 4 8 16"] [-n 32]
-    [--per-client 2] [--min-requests 4] [-t 2] [--parallel P] [--modes off,on,auto] [--engines specdec,llama.cpp]
+    [--per-client 2] [--min-requests 4] [--rounds 1] [-t 2] [--parallel P] [--modes off,on,auto] [--engines specdec,llama.cpp]
     [--serve-args="-md D.gguf"] [--on-args="--gate 0"] [--auto-args=""] [--prompts DIR] [--prompt-chars 160]
     [--quick] [--json OUT.json]
   --quick: clients "1 2", requests = C (at least 2): a smoke run of a minute or two
+  --rounds R: the whole client sweep R times over (every engine and mode at every C, then again), each
+  cell's figures the median over the rounds (the host's speed drifts: one round per cell is one sample)
   every server starts with ${NO_REUSE} (no prefix cache, no suffix memory: the same prompt
   ids return at every client count); --serve-args may override them`;
 if (opt.help || !opt.m?.length) {
@@ -70,10 +73,11 @@ if (opt.help || !opt.m?.length) {
 }
 if (opt.quick) Object.assign(opt, { clients: "1 2", "per-client": "1", "min-requests": "2" });
 const CLIENTS = opt.clients.trim().split(/[\s,]+/).map(Number);
-const N = +opt.n, T = +opt.t, PER = +opt["per-client"], MINR = +opt["min-requests"];
+const N = +opt.n, T = +opt.t, PER = +opt["per-client"], MINR = +opt["min-requests"], ROUNDS = +opt.rounds;
 const MODES = opt.modes.split(",").filter(Boolean), ENGINES = new Set(opt.engines.split(","));
 const bad = (m) => { console.error(`serve_race: ${m}`); process.exit(2); };
 if (CLIENTS.some((c) => !(Number.isInteger(c) && c >= 1))) bad(`--clients "${opt.clients}": whole numbers >= 1`);
+if (!(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 20)) bad(`--rounds ${opt.rounds}: a whole number in 1..20`);
 if (![N, T, PER, MINR].every((x) => Number.isInteger(x) && x >= 1)) bad("-n, -t, --per-client, --min-requests: whole numbers >= 1");
 for (const e of ENGINES) if (!["specdec", "llama.cpp"].includes(e)) bad(`--engines: ${e} is not specdec or llama.cpp`);
 for (const m of MODES) if (!["off", "on", "auto"].includes(m)) bad(`--modes: ${m} is not off, on or auto`);
@@ -188,27 +192,28 @@ async function raceModel(modelPath) {
     if (MODES.includes("on")) servers.on = await startServer(modelPath, ctx, opt["on-args"]);
     for (const s of Object.values(servers)) await request(s.base, ids[0].slice(0, 8), 2, true); // first touch, off the clock
   }
-  const rows = [], outs = {};
-  const keep = (engine, mode, c, r) => {
-    rows.push({ clients: c, engine, mode, ...r, outputs: undefined });
-    (outs[`${engine}/${mode}`] ??= {})[c] = r.outputs;
-    log(`C=${c} ${engine} ${mode}: ${r.tok_s.toFixed(2)} tok/s, p50 ${r.p50_ms.toFixed(0)} ms, ${r.wall_s.toFixed(1)} s`);
+  const samples = [], outs = {};
+  const keep = (engine, mode, c, r, round) => {
+    samples.push({ clients: c, engine, mode, round, ...r, outputs: undefined });
+    (outs[`${engine}/${mode}`] ??= {})[c] ??= r.outputs; // the first round's: the parity checks
+    log(`round ${round + 1}/${ROUNDS} C=${c} ${engine} ${mode}: ${r.tok_s.toFixed(2)} tok/s, p50 ${r.p50_ms.toFixed(0)} ms, ${r.wall_s.toFixed(1)} s`);
   };
   try {
-    for (const c of CLIENTS) {
+    for (let round = 0; round < ROUNDS; round++) for (const c of CLIENTS) {
       const R = requestsFor(c);
       for (const mode of ENGINES.has("specdec") ? MODES : []) {
         const s = mode === "on" ? servers.on : servers.auto;
-        keep("specdec", mode, c, await serverRace(s, ids, c, R, mode !== "off"));
+        keep("specdec", mode, c, await serverRace(s, ids, c, R, mode !== "off"), round);
       }
       if (ENGINES.has("llama.cpp")) {
         const r = await llamaRace(eng, { clients: c, requests: R, n: N, ctxPerSeq: ctx, ids });
-        keep("llama.cpp", "greedy", c, { ...r, acceptance: null }); // outputs as ids, for the token-level parity
+        keep("llama.cpp", "greedy", c, { ...r, acceptance: null }, round); // outputs as ids, for the token-level parity
       }
     }
   } finally {
     for (const s of Object.values(servers)) await stopServer(s);
   }
+  const rows = medianRows(samples);
   // ratios to the same engine and mode at the smallest client count
   for (const r of rows) {
     const base = rows.find((x) => x.engine === r.engine && x.mode === r.mode && x.clients === CLIENTS[0]);
@@ -220,11 +225,31 @@ async function raceModel(modelPath) {
     parity.lines.push(`goal (total tok/s at 8 clients >= 3x 1 client's): ` + rows.filter((r) => r.clients === goalC)
       .map((r) => `${r.engine} ${r.mode} ${r.ratio.toFixed(2)}x ${r.ratio >= 3 ? "met" : "not met"}`).join(", "));
   const out = { model: modelPath, ctx_per_seq: ctx, parallel: P, n_prompt: ids.map((x) => x.length),
-                servers: Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.args])), rows, parity,
+                servers: Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, s.args])), rows, samples, parity,
                 outputs: Object.fromEntries(Object.entries(outs).map(([k, v]) => [k, Object.fromEntries(
                   Object.entries(v).map(([c, o]) => [c, o.map((x) => (typeof x === "string" ? x : eng.model.detokenize(x)))]))])) };
   await eng.llama.dispose();
   return out;
+}
+
+// One row per engine, mode and client count: the medians over the rounds of
+// its total tok/s, p50 and p99 latency and acceptance, with every round's
+// tok/s beside them (tok_s_rounds).
+function medianRows(samples) {
+  const med = (xs) => {
+    const v = xs.filter((x) => x != null).sort((a, b) => a - b);
+    return v.length ? (v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2) : null;
+  };
+  const rows = [];
+  for (const s of samples) {
+    if (rows.some((r) => r.engine === s.engine && r.mode === s.mode && r.clients === s.clients)) continue;
+    const cell = samples.filter((x) => x.engine === s.engine && x.mode === s.mode && x.clients === s.clients);
+    rows.push({ clients: s.clients, engine: s.engine, mode: s.mode, requests: s.requests, tokens: s.tokens,
+                tok_s: med(cell.map((x) => x.tok_s)), p50_ms: med(cell.map((x) => x.p50_ms)),
+                p99_ms: med(cell.map((x) => x.p99_ms)), acceptance: med(cell.map((x) => x.acceptance)),
+                tok_s_rounds: cell.map((x) => x.tok_s) });
+  }
+  return rows;
 }
 
 // Lossless (specdec on / auto against off, request by request), batch
@@ -270,7 +295,7 @@ function parityOf(model, outs) {
 
 const fmt = (x, d = 0) => (x == null ? "–" : x.toFixed(d));
 const t0 = performance.now(), load0 = os.loadavg();
-const result = { node_llama_cpp: await getModuleVersion(), clients: CLIENTS, n: N, threads: T, parallel: P,
+const result = { node_llama_cpp: await getModuleVersion(), clients: CLIENTS, n: N, threads: T, parallel: P, rounds: ROUNDS,
                  per_client: PER, min_requests: MINR, prompt_chars: +opt["prompt-chars"], modes: MODES,
                  on_args: opt["on-args"], auto_args: opt["auto-args"], serve_args: opt["serve-args"], serve_defaults: NO_REUSE,
                  cpus: os.cpus().length, loadavg_start: load0, models: [] };
@@ -286,11 +311,13 @@ result.wall_s = (performance.now() - t0) / 1000;
 for (const m of result.models) {
   console.log(`\n### ${path.basename(m.model)}: ${N} tokens, temperature 0, ${T} threads each, context ${m.ctx_per_seq} per ` +
     `sequence, specdec serve --parallel ${m.parallel} ${NO_REUSE}${opt["serve-args"] ? " " + opt["serve-args"] : ""} over HTTP, llama.cpp ${result.node_llama_cpp} in-process (no HTTP)\n`);
-  console.log(`| clients | engine | mode | total tok/s | p50 ms | p99 ms | acceptance | ratio vs C=${CLIENTS[0]} |`);
-  console.log("|---:|---|---|---:|---:|---:|---:|---:|");
+  const each = ROUNDS > 1 ? ` (each round) |` : ` |`;
+  console.log(`| clients | engine | mode | total tok/s${ROUNDS > 1 ? `, median of ${ROUNDS}` : ""} | p50 ms | p99 ms | acceptance | ratio vs C=${CLIENTS[0]}${each}`);
+  console.log(`|---:|---|---|---:|---:|---:|---:|---:|${ROUNDS > 1 ? "---|" : ""}`);
   for (const r of m.rows)
     console.log(`| ${r.clients} | ${r.engine} | ${r.mode} | ${fmt(r.tok_s, 1)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ` +
-      `${r.acceptance == null ? "–" : (100 * r.acceptance).toFixed(1) + "%"} | ${fmt(r.ratio, 2)}x |`);
+      `${r.acceptance == null ? "–" : (100 * r.acceptance).toFixed(1) + "%"} | ${fmt(r.ratio, 2)}x |` +
+      (ROUNDS > 1 ? ` ${r.tok_s_rounds.map((x) => x.toFixed(1)).join(" / ")} |` : ""));
   console.log("");
   for (const l of m.parity.lines) console.log(l);
 }
