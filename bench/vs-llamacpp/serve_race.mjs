@@ -311,8 +311,8 @@ result.wall_s = (performance.now() - t0) / 1000;
 for (const m of result.models) {
   console.log(`\n### ${path.basename(m.model)}: ${N} tokens, temperature 0, ${T} threads each, context ${m.ctx_per_seq} per ` +
     `sequence, specdec serve --parallel ${m.parallel} ${NO_REUSE}${opt["serve-args"] ? " " + opt["serve-args"] : ""} over HTTP, llama.cpp ${result.node_llama_cpp} in-process (no HTTP)\n`);
-  const each = ROUNDS > 1 ? ` (each round) |` : ` |`;
-  console.log(`| clients | engine | mode | total tok/s${ROUNDS > 1 ? `, median of ${ROUNDS}` : ""} | p50 ms | p99 ms | acceptance | ratio vs C=${CLIENTS[0]}${each}`);
+  const each = ROUNDS > 1 ? ` tok/s of each round |` : "";
+  console.log(`| clients | engine | mode | total tok/s${ROUNDS > 1 ? `, median of ${ROUNDS}` : ""} | p50 ms | p99 ms | acceptance | ratio vs C=${CLIENTS[0]} |${each}`);
   console.log(`|---:|---|---|---:|---:|---:|---:|---:|${ROUNDS > 1 ? "---|" : ""}`);
   for (const r of m.rows)
     console.log(`| ${r.clients} | ${r.engine} | ${r.mode} | ${fmt(r.tok_s, 1)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ` +
