@@ -2,7 +2,7 @@
 # specdec bench's hybrid tables on the qwen35 fixture pair: rollback (every
 # discipline), the window S/K sweep (only K < S, every row lossless, at least
 # one forward per round), the gate at α = 0 (every drafter lossless, nothing
-# accepted), the draft A/B table (the hybrid draft against its Q4_K copy);
+# accepted; the target's MTP head has a row), the draft A/B table (the hybrid draft against its Q4_K copy);
 # markdown and JSON agree on the rows. No speed assertions.
 set -euo pipefail
 export OMP_WAIT_POLICY=passive
@@ -44,7 +44,7 @@ for r in w["rows"]:
     assert 0 <= r["accepted_per_round"] <= r["K"], r
 g = j["gate"]
 names = [r["drafter"] for r in g["rows"]]
-assert names == ["oracle(α=0)", "oracle(α=0) at draft cost", "draft"], names
+assert names == ["oracle(α=0)", "oracle(α=0) at draft cost", "draft", "mtp"], names  # the fixture has an MTP block
 for r in g["rows"]:
     assert r["lossless_ok"] == r["lossless_n"] == 1, r
     assert r["speedup"] > 0 and r["rounds"] >= 0 and r["draft_redecoded"] >= 0, r
