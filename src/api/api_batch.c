@@ -372,8 +372,7 @@ specdec_status specdec_batch_add_at(specdec_batch *b, int32_t at, const specdec_
                                     const specdec_generate_params *params, specdec_piece_cb on_piece,
                                     specdec_batch_done_cb on_done, void *user, int32_t *slot, specdec_error *err) {
     if (slot) *slot = -1;
-    if (!b || !prompt)
-        return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_batch_add%s: NULL argument", at < 0 ? "" : "_at");
+    if (!b || !prompt) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_batch_add: NULL batch or prompt");
     if (n_prompt == 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "the prompt is empty");
     const specdec_generate_params gp = params ? *params : specdec_generate_default_params();
     if (gp.tree_nodes > 0) return sd_api_fail(err, SPECDEC_ERR_ARG, "token trees are not supported in a batch");

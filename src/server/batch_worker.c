@@ -93,11 +93,18 @@ static void bw_done(const specdec_batch_result *r, void *user) {
     end_job(b);
 }
 
+/* Tokens of prompt[n] that ctx holds from its start (*n_held: all it holds). */
+static size_t held_prefix(specdec_context *ctx, const specdec_token *prompt, size_t n, size_t *n_held) {
+    const specdec_token *t = specdec_context_tokens(ctx, n_held);
+    size_t m = 0;
+    while (t && m < *n_held && m < n && t[m] == prompt[m]) m++;
+    return m;
+}
+
 /* Whether ctx holds exactly prompt[0..m) (and so the state after it). */
-static bool holds_prefix(specdec_context *ctx, const specdec_token *prompt, size_t m) {
-    size_t nt = 0;
-    const specdec_token *t = specdec_context_tokens(ctx, &nt);
-    return nt == m && (m == 0 || (t && !memcmp(t, prompt, m * sizeof *t)));
+static bool holds_exactly(specdec_context *ctx, const specdec_token *prompt, size_t m) {
+    size_t n_held = 0;
+    return held_prefix(ctx, prompt, m, &n_held) == m && n_held == m;
 }
 
 /* The prefix cache's part before b's request in ctx (slot u); returns
@@ -113,7 +120,7 @@ static bool holds_prefix(specdec_context *ctx, const specdec_token *prompt, size
  * reports that. */
 static bool cache_before(server *s, bw_slot *b, specdec_context *ctx, pc_use *u, bool first) {
     const job *j = b->j;
-    if (!first && holds_prefix(ctx, j->prompt, j->n_prompt - 1)) {
+    if (!first && holds_exactly(ctx, j->prompt, j->n_prompt - 1)) {
         u->reused = b->reused;
         return false;
     }
@@ -129,14 +136,6 @@ static bool reserved(const server *s, int32_t i) {
     for (int k = 0; k < s->opts.parallel; k++)
         if (s->slots[k].j && s->slots[k].resume && s->slots[k].id == i) return true;
     return false;
-}
-
-/* Tokens of prompt[n] that ctx holds from its start. */
-static size_t held_prefix(specdec_context *ctx, const specdec_token *prompt, size_t n, size_t *n_held) {
-    const specdec_token *t = specdec_context_tokens(ctx, n_held);
-    size_t m = 0;
-    while (t && m < *n_held && m < n && t[m] == prompt[m]) m++;
-    return m;
 }
 
 /* The batch slot for b's request, so that a conversation stays where its

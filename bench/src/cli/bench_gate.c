@@ -24,6 +24,8 @@ typedef struct gate_acc {
     int64_t plain_steps, draft_redecoded;
 } gate_acc;
 
+/* Rows 2 and 3 are the bench drafters of those names (bench_drafter_make). */
+enum { GATE_ORACLE, GATE_ORACLE_COSTED, GATE_DRAFT, GATE_MTP };
 static const char *const GATE_NAMES[BENCH_N_GATE] = {"oracle(α=0)", "oracle(α=0) at draft cost", "draft", "mtp"};
 
 /* Drafter i of the table (GATE_NAMES) into d; *skip when it needs a draft model or an MTP head there is
@@ -31,10 +33,10 @@ static const char *const GATE_NAMES[BENCH_N_GATE] = {"oracle(α=0)", "oracle(α=
 static sd_status gate_drafter(bench_env *e, int i, const int32_t *ref, int32_t n_ref, uint64_t seed, sd_drafter *d,
                               bool *skip, sd_err *err) {
     const int32_t n_vocab = e->tm->hp.n_vocab, n_prompt = e->prompts[0].n_ids;
-    *skip = i == 3 ? !e->tm->nextn.present : i > 0 && !e->dm;
+    *skip = i == GATE_MTP ? !e->tm->nextn.present : i != GATE_ORACLE && !e->dm;
     if (*skip) return SD_OK;
-    if (i == 0) return sd_drafter_oracle_init(d, ref, n_ref, n_prompt, 0.0, n_vocab, seed, err);
-    if (i >= 2) return bench_drafter_make(e, GATE_NAMES[i], d, err);
+    if (i == GATE_ORACLE) return sd_drafter_oracle_init(d, ref, n_ref, n_prompt, 0.0, n_vocab, seed, err);
+    if (i == GATE_DRAFT || i == GATE_MTP) return bench_drafter_make(e, GATE_NAMES[i], d, err);
     sd_drafter cost;
     sd_status st = bench_drafter_make(e, "draft", &cost, err);
     if (!st) st = sd_drafter_oracle_costed_init(d, ref, n_ref, n_prompt, 0.0, n_vocab, seed, &cost, err);
