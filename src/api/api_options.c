@@ -30,9 +30,9 @@ static const specdec_option TABLE[] = {
     {"--model-draft", "-md", NULL, SPECDEC_OPTION_PATH, 0, 0, false, false, NULL, "FILE",
      "draft model (same vocabulary as the target), an EAGLE-3 head (--spec\n"
      "eagle3), or an MTP sidecar: a qwen35 mtp-*.gguf holding only the\n"
-     "nextn block (--spec mtp, for a target without its own). The default\n"
-     "below is the option's own: without -m, auto and draft still pair the\n"
-     "fixture draft (see the end of this help)"},
+     "nextn block (--spec mtp, for a target without its own). Without -m,\n"
+     "auto and draft pair the fixture draft even where this says none\n"
+     "(see the end of this help)"},
     {"--n-predict", "-n", "n_predict", INT(-1, MAX_TOKENS), "N",
      "tokens to generate; -1 = until an end-of-generation token or a full context"},
     {"--ctx-size", "-c", NULL, INT(0, MAX_TOKENS), "N",
@@ -68,7 +68,7 @@ static const specdec_option TABLE[] = {
      "at --temp > 0 the draft model samples its proposals, verified by\n"
      "speculative sampling (same law as plain sampling, not the same\n"
      "bytes); default: it proposes its argmax, verified against the\n"
-     "target's own per-position sample (byte-identical to plain sampling)"},
+     "target's own per-position sample (byte-identical to plain sampling)."},
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 
