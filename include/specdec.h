@@ -466,10 +466,12 @@ typedef struct specdec_generate_params {
     /* Sampling. temperature <= 0 is greedy (argmax, the lowest id on ties).
      * Otherwise softmax(logits / temperature), then top-k, top-p, min-p,
      * renormalised, and one uniform draw that is a function of (seed,
-     * position) only: drafts that are deterministic (n-gram, a draft model or
-     * head proposing its argmax) are accepted iff they equal the target's own
-     * pick at their position, so speculative output is byte-identical to plain
-     * sampling with the same seed (DESIGN.md §6). */
+     * position) only: drafts that are deterministic (n-gram; a draft model or
+     * head proposing its coupled draw: the draw from its own distribution with
+     * that position's uniform, src/decode/drafter.h `couple`) are accepted iff
+     * they equal the target's own pick at their position, so speculative
+     * output is byte-identical to plain sampling with the same seed
+     * (DESIGN.md §6). */
     float temperature; /* default 0, at most 100 */
     int32_t top_k;     /* 0 = off (default) */
     float top_p;       /* (0, 1]; 1 = off (default) */
@@ -477,7 +479,7 @@ typedef struct specdec_generate_params {
     uint64_t seed;     /* generator seed, default 42; the same seed gives the same text */
     /* At temperature > 0 the draft model samples its proposals and they are
      * verified by rejection sampling (min(1, p/q)): the same distribution as
-     * plain sampling, not the same bytes. Default false (argmax proposals). */
+     * plain sampling, not the same bytes. Default false (coupled proposals). */
     bool draft_sample;
     /* Stop strings (up to SPECDEC_MAX_STOP, each non-empty, borrowed for the
      * call): generation stops when the output text contains one, and the text

@@ -67,8 +67,10 @@ static const specdec_option TABLE[] = {
     {"--draft-sample", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
      "at --temp > 0 the draft model samples its proposals, verified by\n"
      "speculative sampling (same law as plain sampling, not the same\n"
-     "bytes); default: it proposes its argmax, verified against the\n"
-     "target's own per-position sample (byte-identical to plain sampling)."},
+     "bytes); default: it (and a head) proposes the draw from its own\n"
+     "distribution with the uniform the target's sample at that position\n"
+     "uses (coupled: where the two agree the draws coincide), verified\n"
+     "against that sample (byte-identical to plain sampling)"},
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 

@@ -30,6 +30,23 @@ typedef struct sd_drafter {
     /* Proposals are sampled (a draft model at temperature > 0): propose fills
      * q with their distributions. False = deterministic, q is one-hot. */
     bool stochastic;
+    /* Coupled drafting at temperature > 0, for deterministic drafters that
+     * run a model (draft model, MTP and EAGLE-3 heads); May be NULL. The
+     * decode loop calls it at the start of every generation with the
+     * target's sampling (copied; NULL = greedy: argmax proposals). The
+     * drafter then proposes, for the token at absolute position pos, the
+     * inverse-CDF draw from its OWN distribution under those settings with
+     * the uniform of sd_rng_at(seed, pos): the draw plain sampling makes
+     * there from the target's distribution (sampler.h sd_sampler_pick_at).
+     * Both draws use one uniform, so they coincide unless the two CDFs part
+     * around it: close distributions agree far more often than the target's
+     * sample agrees with the draft's argmax (p(argmax q)). The shared-
+     * randomness idea: Daliri, Musco & Suresh, "Coupling without
+     * communication and drafter-invariant speculative decoding" (2024),
+     * there with Gumbel-max draws; here the target's own inverse-CDF draw is
+     * kept, so plain sampling's bytes do not change. Verification is as for
+     * any deterministic draft: byte-identical to plain sampling. */
+    void (*couple)(void *self, const sd_sampling *s);
     /* Forgets everything learned from a previous generation. May be NULL. */
     void (*reset)(void *self);
     /* Proposes up to k tokens continuing ctx[0..n) — the committed tokens
@@ -94,9 +111,10 @@ sd_status sd_drafter_ngram_init(sd_drafter *d, int ngram_min, int ngram_max, sd_
  * committed tokens plus its own last proposals: each propose rolls it back to
  * the longest prefix it shares with the committed context, catches up with
  * one batched forward, and then proposes k tokens one forward each — greedy
- * (argmax) when sampling is NULL or greedy, else drawn from the sampler's
- * distribution with the drafter's own generator (seed ^ a constant) and
- * reported as q. n_batch bounds the catch-up forward's rows. The caller checks
+ * (argmax) when sampling is NULL or greedy (coupled draws while the decode
+ * loop couples it at temperature > 0: couple above), else drawn from the
+ * sampler's distribution with the drafter's own generator (seed ^ a
+ * constant) and reported as q. n_batch bounds the catch-up forward's rows. The caller checks
  * the vocabularies match (sd_lm_check_same_vocab). Errors: SD_ERR_ARG,
  * SD_ERR_NOMEM. */
 sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *draft, const sd_sampling *sampling,
@@ -106,8 +124,9 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *draft, const sd_sampling *
  * A one-layer head (model/model.h, architecture eagle3) over the target's
  * hidden states: asks target (the target's context, borrowed; must outlive
  * the drafter) for the rows of the head's target_layers, and drafts a chain
- * of up to k greedy tokens (the head's argmax, mapped through d2t: the
- * drafter is deterministic at any temperature), one head step per token. Its
+ * of up to k tokens (the head's argmax, mapped through d2t; coupled draws
+ * over the target's ids at temperature > 0: couple above; the drafter is
+ * deterministic at any temperature), one head step per token. Its
  * own context (n_ctx as the target's, n_batch rows per catch-up forward,
  * n_threads) rolls back with the target's: each propose keeps the head
  * positions built from rows the target still holds for the same tokens and
@@ -120,7 +139,8 @@ sd_status sd_drafter_eagle3_init(sd_drafter *d, const sd_model *head, sd_context
 
 /* ---- qwen35 MTP head (drafter_mtp.c) ----
  * The target's own MTP block (model/model.h sd_nextn, sd_mtp_forward) drafts
- * a chain of up to k greedy tokens, one head step per token, feeding its own
+ * a chain of up to k tokens (argmax, or coupled draws: couple above), one
+ * head step per token, feeding its own
  * output back as the next step's hidden (llama.cpp's single-trained-head
  * mode). Asks target (borrowed; must outlive the drafter) for its hidden
  * after output_norm; the head's own context (n_ctx as the target's, n_batch

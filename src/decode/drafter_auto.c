@@ -59,6 +59,11 @@ static void auto_reset(void *self) {
     if (a->draft.reset) a->draft.reset(a->draft.self);
 }
 
+static void auto_couple(void *self, const sd_sampling *smp) {
+    auto_drafter *a = self;
+    if (a->draft.couple) a->draft.couple(a->draft.self, smp); /* the lookups have no distribution to draw from */
+}
+
 static void auto_accepted(void *self, const int32_t *ctx, int32_t n, int n_accepted) {
     auto_drafter *a = self;
     if (a->first.accepted) a->first.accepted(a->first.self, ctx, n, n_accepted);
@@ -92,7 +97,7 @@ sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *dra
                       .stochastic = a->draft.stochastic, .reset = auto_reset,
                       .propose = auto_propose, .probe = auto_probe, .accepted = auto_accepted,
                       .propose_free = a->draft.propose ? auto_propose_free : NULL, .prefill = auto_prefill,
-                      .guess = a->draft.propose ? auto_guess : NULL,
+                      .guess = a->draft.propose ? auto_guess : NULL, .couple = auto_couple,
                       .n_forwards = auto_n_forwards, .free = auto_free};
     return SD_OK;
 }

@@ -1,5 +1,6 @@
 /* The chain-drafting core of the head drafters (drafter_head.h: the pairs a
  * head's context holds and how they roll back with the target). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,9 @@ typedef struct head {
     float *rows;             /* [n_batch][n_row] target rows to encode (kind->encode), else NULL */
     float *g, *y;            /* [n_batch][n_embd] each: the head's input hidden and its output */
     float *logits;           /* [n_logits] */
+    sd_sampler cs;           /* the target's sampling while coupled (drafter.h couple); n_vocab 0 = none yet */
+    float *full;             /* [target n_vocab] a mapped head's logits in target ids, -inf elsewhere */
+    bool coupled;
     int64_t n_forwards;
     bool own_hook;           /* the drafter turned the target's hidden-state hook on: off at free */
 } head;
@@ -56,8 +60,29 @@ static sd_status catch_up(head *e, const int32_t *ctx, int32_t from, int32_t to,
     return SD_OK;
 }
 
-/* The head's w best target tokens (w = 1: its argmax), best first. */
-static void pick_top(const head *e, int w, int32_t *out) {
+/* The coupled draw for absolute position pos (drafter.h couple): a head
+ * with its own token list (kind->token) spreads its logits over the
+ * target's ids first, so both draws walk one CDF order. */
+static int32_t pick_coupled(head *e, int64_t pos) {
+    const float *lg = e->logits;
+    if (e->kind->token) {
+        for (int32_t i = 0; i < e->cs.n_vocab; i++) e->full[i] = -INFINITY;
+        for (int32_t id = 0; id < e->n_logits; id++) {
+            int32_t t = e->kind->token(e->model, id);
+            if (t >= 0 && t < e->cs.n_vocab) e->full[t] = e->logits[id];
+        }
+        lg = e->full;
+    }
+    return sd_sampler_pick_at(&e->cs, lg, pos);
+}
+
+/* The head's w best target tokens (w = 1: its argmax, or the coupled draw
+ * for position pos), best first. */
+static void pick_top(head *e, int w, int32_t *out, int64_t pos) {
+    if (w == 1 && e->coupled) {
+        out[0] = pick_coupled(e, pos);
+        return;
+    }
     if (w == 1) out[0] = sd_argmax(e->logits, e->n_logits);
     else sd_top_w(e->logits, e->n_logits, w, out);
     if (e->kind->token)
@@ -101,7 +126,7 @@ static int head_chain(head *e, const int32_t *ctx, int32_t n, int k, int w, int3
     int got = 0;
     for (;;) {
         int32_t *tok = out + (size_t)got * (size_t)w;
-        pick_top(e, w, tok);
+        pick_top(e, w, tok, (int64_t)n + got);
         if (++got == k) break;
         memcpy(e->g, e->y, (size_t)E * sizeof *e->g);
         if (e->kind->forward(e->hc, e->target, tok, e->g, 1, e->y, 1, e->logits, err) != SD_OK) return -1;
@@ -117,6 +142,27 @@ static int head_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_
 
 static int head_propose_top(void *self, const int32_t *ctx, int32_t n, int k, int w, int32_t *cand, sd_err *err) {
     return head_chain(self, ctx, n, k, w < 1 ? 1 : w, cand, err);
+}
+
+/* Couples chain proposals (not tree candidates: those stay the best w). The
+ * target-sized scratch is made on the first coupled generation; without the
+ * memory the head keeps proposing its argmax, which only costs speed. */
+static void head_couple(void *self, const sd_sampling *s) {
+    head *e = self;
+    e->coupled = false;
+    if (!s || s->temp <= 0) return;
+    const int32_t V = e->target->hp.n_vocab;
+    if (e->cs.n_vocab == 0) {
+        bool ok = sd_sampler_init(&e->cs, s, V, NULL) == SD_OK;
+        if (ok && e->kind->token) ok = (e->full = sd_malloc_array((size_t)V, sizeof *e->full)) != NULL;
+        if (!ok) {
+            sd_sampler_free(&e->cs);
+            e->cs = (sd_sampler){0};
+            return;
+        }
+    }
+    e->cs.s = *s;
+    e->coupled = true;
 }
 
 static int head_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {
@@ -140,7 +186,8 @@ static void head_free(void *self) {
     if (e->tctx && e->own_hook) sd_context_request_hidden(e->tctx, NULL, 0, NULL); /* no head asks any more */
     sd_context_free(e->hc);
     if (e->owned) e->kind->free_head(e->owned);
-    free(e->saved), free(e->rows), free(e->g), free(e->y), free(e->logits);
+    sd_sampler_free(&e->cs);
+    free(e->saved), free(e->rows), free(e->g), free(e->y), free(e->logits), free(e->full);
     free(e);
 }
 
@@ -177,6 +224,7 @@ sd_status sd_drafter_head_init(sd_drafter *d, const sd_head_kind *kind, const sd
     }
     *d = (sd_drafter){.name = kind->name, .self = e, .costly = true, .stochastic = false, .reset = head_reset,
                       .propose = head_propose, .propose_top = head_propose_top, .prefill = head_prefill,
+                      .couple = head_couple,
                       .n_forwards = head_n_forwards, .free = head_free};
     return SD_OK;
 }

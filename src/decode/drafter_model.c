@@ -15,7 +15,9 @@
 
 typedef struct draft {
     sd_lm *lm;
-    sd_sampler sm;
+    sd_sampler sm;         /* its own settings (own), or the target's while coupled */
+    sd_sampling own;
+    bool coupled;          /* proposals are coupled draws (drafter.h couple) */
     int32_t n_batch;
     int32_t *fed, cap_fed; /* fed[0..lm len) = the tokens in the draft's cache */
     float *logits;         /* [n_batch][n_vocab] */
@@ -50,8 +52,10 @@ static sd_status feed(draft *m, sd_lm_use use, const int32_t *toks, int32_t S, c
     return SD_OK;
 }
 
-/* Picks a proposal from the draft's logits: argmax, or a draw reported in q_row. */
-static int32_t pick(draft *m, const float *logits, float *q_row) {
+/* Picks the proposal for absolute position pos from the draft's logits: the
+ * coupled draw, argmax, or a draw of its own reported in q_row. */
+static int32_t pick(draft *m, const float *logits, float *q_row, int64_t pos) {
+    if (m->coupled) return sd_sampler_pick_at(&m->sm, logits, pos);
     if (m->sm.s.temp <= 0) return sd_argmax(logits, m->lm->n_vocab);
     sd_sampler_probs(&m->sm, logits, m->sm.p);
     if (q_row) memcpy(q_row, m->sm.p, (size_t)m->lm->n_vocab * sizeof *q_row);
@@ -79,7 +83,7 @@ static int draft_chain(draft *m, const int32_t *ctx, int32_t n, int k, int w, in
     for (;;) {
         int32_t *tok = w ? out + (size_t)got * (size_t)w : out + got;
         if (w) sd_top_w(row, V, w, tok);
-        else *tok = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL);
+        else *tok = pick(m, row, q ? q + (size_t)got * (size_t)V : NULL, (int64_t)n + got);
         if (++got == k || m->lm->len(m->lm->self) >= n_ctx) break;
         if (feed(m, SD_LM_STEP, tok, 1, &row, err) != SD_OK) return -1;
     }
@@ -110,7 +114,7 @@ static int draft_guess(void *self, const int32_t *ctx, int32_t n, int32_t *out, 
     if (m->lm->truncate(m->lm->self, keep, err) != SD_OK ||
         feed(m, SD_LM_PREFILL, ctx + n - GUESS_WINDOW, GUESS_WINDOW, &row, err) != SD_OK)
         return -1;
-    out[0] = pick(m, row, NULL);
+    out[0] = pick(m, row, NULL, n);
     return 1;
 }
 
@@ -127,6 +131,13 @@ static void draft_reset(void *self) {
     draft *m = self;
     m->lm->truncate(m->lm->self, 0, NULL); /* to empty: a reset cannot fail */
     m->n_forwards = 0;
+}
+
+/* Only a deterministic (argmax) draft couples: a sampling one keeps its own draws. */
+static void draft_couple(void *self, const sd_sampling *s) {
+    draft *m = self;
+    m->coupled = s && s->temp > 0 && m->own.temp <= 0;
+    m->sm.s = m->coupled ? *s : m->own;
 }
 
 static int64_t draft_n_forwards(void *self) { return ((draft *)self)->n_forwards; }
@@ -149,6 +160,7 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sam
     m->n_batch = n_batch;
     sd_sampling s = sampling ? *sampling : (sd_sampling){.top_p = 1};
     s.seed ^= 0x5deece66dull; /* its own stream, apart from the target's */
+    m->own = s;
     sd_status st = sd_sampler_init(&m->sm, &s, lm->n_vocab, err);
     if (st == SD_OK) {
         m->logits = sd_malloc_array((size_t)n_batch, (size_t)lm->n_vocab * sizeof *m->logits);
@@ -160,7 +172,8 @@ sd_status sd_drafter_model_init(sd_drafter *d, sd_lm *lm, const sd_sampling *sam
     }
     *d = (sd_drafter){.name = "draft", .self = m, .costly = true, .stochastic = s.temp > 0,
                       .reset = draft_reset, .propose = draft_propose, .propose_top = draft_propose_top,
-                      .prefill = draft_prefill, .guess = draft_guess, .n_forwards = draft_n_forwards,
+                      .prefill = draft_prefill, .guess = draft_guess, .couple = draft_couple,
+                      .n_forwards = draft_n_forwards,
                       .free = draft_free};
     return SD_OK;
 }

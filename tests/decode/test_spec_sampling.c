@@ -7,9 +7,11 @@
  * Markov oracle through the real drafter_model), and auto. A deliberately
  * broken acceptance rule must be caught by the same test (it is used for
  * sampled drafts only).
- * Deterministic drafts (n-gram, a draft model proposing its argmax, auto of
- * both) are verified against the target's own per-position pick: the output
- * must be byte-identical to plain sampling with the same seed, every seed. */
+ * Deterministic drafts (n-gram, a draft model proposing its coupled draw
+ * (drafter.h couple; its argmax when greedy), auto of both) are verified against the target's own per-position pick: the output
+ * must be byte-identical to plain sampling with the same seed, every seed.
+ * A draft model with the target's own law, coupled (drafter.h couple), is
+ * accepted every time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,7 +60,7 @@ static int32_t broken_rule(const float *p, const float *q, int32_t d, int32_t n_
 }
 
 typedef enum { NONE, NGRAM, DRAFT, AUTO, DRAFT_ARGMAX, AUTO_ARGMAX } which;
-static const char *WHICH[] = {"plain", "ngram", "draft", "auto", "draft argmax", "auto argmax"};
+static const char *WHICH[] = {"plain", "ngram", "draft", "auto", "draft det", "auto det"};
 
 typedef struct setup {
     sd_sampling s;
@@ -74,7 +76,7 @@ static double run(which w, const setup *su, int n, double *alpha) {
     oracle_init(&draft_o, ORACLE_MARKOV, V, 1, 64, 12, 4);
     sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&draft_o);
     sd_drafter dr = {0}, ng = {0}, dm = {0};
-    bool argmax = w == DRAFT_ARGMAX || w == AUTO_ARGMAX; /* sampling NULL: the draft proposes its argmax */
+    bool argmax = w == DRAFT_ARGMAX || w == AUTO_ARGMAX; /* sampling NULL: the draft proposes its coupled draw (drafter.h couple) */
     if (w == NGRAM || w == AUTO || w == AUTO_ARGMAX) assert_int_equal(sd_drafter_ngram_init(&ng, 1, 2, NULL), SD_OK);
     if (w >= DRAFT && w != NGRAM)
         assert_int_equal(sd_drafter_model_init(&dm, &draft_lm, argmax ? NULL : &su->s, 4, NULL), SD_OK);
@@ -260,6 +262,52 @@ static void test_tree_byte_identical(void **state) {
     }
 }
 
+/* Coupled drafting (drafter.h couple): a draft model with exactly the
+ * target's distributions proposes, at temperature > 0, the token the
+ * target's own per-position draw picks, so every proposal is accepted
+ * (α = 1) and the output is plain sampling's, for every seed; the same
+ * drafter with coupling taken away (couple = NULL: argmax proposals) is
+ * accepted only when the sample happens to be the argmax (α < 1). */
+static void test_coupled_self_draft(void **state) {
+    (void)state;
+    const int32_t prompt[] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 3, 2, 0, 1};
+    const int32_t n_prompt = (int32_t)(sizeof prompt / sizeof *prompt), n_gen = 24;
+    const sd_sampling settings[2] = {{.temp = 1.0f, .top_p = 1}, {.temp = 0.7f, .top_k = 3, .top_p = 0.9f}};
+    for (int si = 0; si < 2; si++)
+        for (int coupled = 1; coupled >= 0; coupled--) {
+            oracle target, twin; /* the same Markov law twice: the draft is the target */
+            oracle_init(&target, ORACLE_MARKOV, V, 1, 64, 11, 4);
+            oracle_init(&twin, ORACLE_MARKOV, V, 1, 64, 11, 4);
+            sd_lm lm = oracle_lm(&target), draft_lm = oracle_lm(&twin);
+            int64_t drafted = 0, accepted = 0;
+            for (int i = 0; i < 200; i++) {
+                sd_drafter dr = {0};
+                assert_int_equal(sd_drafter_model_init(&dr, &draft_lm, NULL, 4, NULL), SD_OK);
+                assert_non_null(dr.couple);
+                if (!coupled) dr.couple = NULL;
+                sd_spec_params p = sd_spec_default_params();
+                p.n_predict = n_gen;
+                p.draft_max = 1 + i % 5;
+                p.adaptive_k = false;
+                p.gate_misses = 0;
+                p.sampling = settings[si];
+                p.sampling.seed = 5000 + (uint64_t)i;
+                sd_spec_stats st;
+                expect_plain_equal(&lm, &target, &dr, prompt, n_prompt, &p, &st, coupled ? "coupled" : "argmax",
+                                   5000 + i);
+                drafted += st.drafted, accepted += st.accepted;
+                sd_drafter_free(&dr);
+            }
+            printf("self-draft %-8s settings %d: α %.3f (%lld/%lld)\n", coupled ? "coupled" : "argmax", si,
+                   drafted ? (double)accepted / (double)drafted : 0.0, (long long)accepted, (long long)drafted);
+            assert_true(drafted > 200);
+            if (coupled) assert_int_equal(accepted, drafted);
+            else assert_true(accepted < drafted);
+            oracle_free(&target);
+            oracle_free(&twin);
+        }
+}
+
 /* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
 static void test_rule_exact_law(void **state) {
     (void)state;
@@ -286,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_broken_rule_is_caught),
         cmocka_unit_test(test_deterministic_byte_identical),
         cmocka_unit_test(test_tree_byte_identical),
+        cmocka_unit_test(test_coupled_self_draft),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
