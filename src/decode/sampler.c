@@ -149,17 +149,48 @@ void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p) {
     for (int32_t i = 0; i < n; i++) p[i] = (float)(p[i] / sum);
 }
 
-void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos) {
-    uint64_t x = (uint64_t)pos ^ 0x5851f42d4c957f2dull; /* pos hashed apart from seed before they mix */
-    sd_rng_seed(r, seed ^ splitmix64(&x));
+/* The key of absolute position pos under seed: pos hashed apart from seed before they mix. */
+static uint64_t pos_key(uint64_t seed, int64_t pos) {
+    uint64_t x = (uint64_t)pos ^ 0x5851f42d4c957f2dull;
+    return seed ^ splitmix64(&x);
+}
+
+void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos) { sd_rng_seed(r, pos_key(seed, pos)); }
+
+/* splitmix64's output mix of key + (i + 1) * its increment: every token has its own number
+ * without a generator to step through. */
+double sd_race_uniform(uint64_t key, int32_t i) {
+    uint64_t z = key + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)((z >> 11) + 1) * 0x1.0p-53;
+}
+
+/* A token only beats the best E/p so far, bv, if E_i = -ln u_i < bv p_i; as -ln u >= 1 - u, a token
+ * with 1 - u_i above bv p_i (with a margin for rounding) cannot, and costs no logarithm. Starting
+ * from the most likely token makes bv small at once, so almost every other token is skipped. */
+int32_t sd_race_pick(const float *p, int32_t n, uint64_t key) {
+    const int32_t first = sd_argmax(p, n);
+    int32_t best = first;
+    double bv = -log(sd_race_uniform(key, first)) / (double)p[first];
+    for (int32_t i = 0; i < n; i++) {
+        if (!(p[i] > 0) || i == first) continue;
+        const double u = sd_race_uniform(key, i);
+        if (1.0 - u > bv * (double)p[i] * (1.0 + 0x1.0p-40)) continue;
+        const double r = -log(u) / (double)p[i];
+        if (r < bv) {
+            bv = r;
+            best = i;
+        }
+    }
+    return best;
 }
 
 int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos) {
     if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
-    sd_rng r;
-    sd_rng_at(&r, sm->s.seed, pos);
     sd_sampler_probs(sm, logits, sm->p);
-    return sd_sample_probs(sm->p, sm->n_vocab, &r);
+    return sd_race_pick(sm->p, sm->n_vocab, pos_key(sm->s.seed, pos));
 }
 
 int32_t sd_sampler_pick(sd_sampler *sm, const float *logits) {

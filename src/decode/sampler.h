@@ -61,12 +61,25 @@ int32_t sd_sampler_pick(sd_sampler *sm, const float *logits);
  * the same position draw the same number, in any order. */
 void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);
 
+/* A draw from p[n] (p >= 0, some p > 0) by the exponential race: token i
+ * gets E_i = -ln u_i, u_i in (0, 1] a hash of (key, i), and the smallest
+ * E_i / p_i wins; P(i wins) = p_i / sum(p), as the E_i are independent
+ * Exp(1) (the Gumbel-max trick in exponential form). Two distributions
+ * raced with one key pick the same token with probability at least
+ * (1 - TV) / (1 + TV) (Daliri, Musco & Suresh 2024), where one inverse-CDF
+ * uniform shared by both does much worse: its intervals shift with every
+ * difference in the mass of the tokens before them. */
+int32_t sd_race_pick(const float *p, int32_t n, uint64_t key);
+/* Token i's uniform u_i in (0, 1] under key (53 bits; a pure function). */
+double sd_race_uniform(uint64_t key, int32_t i);
+
 /* The token at absolute position pos, picked from the logits that precede
- * it: sd_argmax when greedy, else the inverse-CDF draw from
- * sd_sampler_probs with one uniform of sd_rng_at(seed, pos). Plain decoding
- * and the verify of a deterministic draft both pick every token this way,
- * which is what makes speculative sampling byte-identical to plain sampling
- * with the same seed. */
+ * it: sd_argmax when greedy, else the exponential race (sd_race_pick) over
+ * sd_sampler_probs with the key of (seed, pos). Plain decoding and the
+ * verify of a deterministic draft both pick every token this way, which is
+ * what makes speculative sampling byte-identical to plain sampling with the
+ * same seed; a coupled drafter races its own distribution with the same key
+ * (drafter.h couple). */
 int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos);
 
 #endif

@@ -308,6 +308,49 @@ static void test_coupled_self_draft(void **state) {
         }
 }
 
+/* The exponential race (sd_race_pick): its law is p (chi-square, a zero
+ * never drawn), its skipping of tokens that cannot win changes nothing (a
+ * full scan of argmin -ln(u_i) / p_i agrees on every key), and two
+ * distributions raced with one key agree at least (1 - TV) / (1 + TV) of
+ * the time, where one shared inverse-CDF uniform agrees much less. */
+static void test_race(void **state) {
+    (void)state;
+    enum { N = 64, KEYS = 200000 };
+    float p[N], q[N];
+    double prob[N], sum = 0, tv = 0;
+    for (int i = 0; i < N; i++) sum += p[i] = i % 7 == 3 ? 0.0f : (float)(1.0 + (i * 37 % 11)) / (float)(1 + i % 5);
+    for (int i = 0; i < N; i++) p[i] = (float)(p[i] / sum), prob[i] = p[i];
+    sum = 0; /* q: p with every mass moved a little, zeros kept */
+    for (int i = 0; i < N; i++) sum += q[i] = p[i] * (float)(1.0 + 0.6 * sin(1.7 * i));
+    for (int i = 0; i < N; i++) q[i] = (float)(q[i] / sum), tv += 0.5 * fabs((double)p[i] - (double)q[i]);
+    int count[N] = {0}, same_race = 0, same_cdf = 0;
+    for (int k = 0; k < KEYS; k++) {
+        const uint64_t key = 0x1234567ull * (uint64_t)(k + 1);
+        const int32_t r = sd_race_pick(p, N, key);
+        assert_true(r >= 0 && r < N && p[r] > 0);
+        count[r]++;
+        if (k < 20000) { /* the full scan */
+            int32_t b = -1;
+            double bv = INFINITY;
+            for (int32_t i = 0; i < N; i++) {
+                const double e = p[i] > 0 ? -log(sd_race_uniform(key, i)) / (double)p[i] : INFINITY;
+                if (e < bv) bv = e, b = i;
+            }
+            assert_int_equal(r, b);
+        }
+        same_race += r == sd_race_pick(q, N, key);
+        sd_rng a, c;
+        sd_rng_seed(&a, key), sd_rng_seed(&c, key);
+        same_cdf += sd_sample_probs(p, N, &a) == sd_sample_probs(q, N, &c);
+    }
+    const double pv = chi_square_p(count, prob, N, KEYS), bound = (1 - tv) / (1 + tv);
+    printf("race: chi-square p = %.4f; TV %.3f: race agrees %.3f (bound %.3f), one inverse-CDF uniform %.3f\n", pv, tv,
+           (double)same_race / KEYS, bound, (double)same_cdf / KEYS);
+    assert_true(pv > P_FAIL);
+    assert_true((double)same_race / KEYS > bound);
+    assert_true(same_race > same_cdf);
+}
+
 /* The rule itself, on a case small enough to enumerate: P(output = x) equals p(x). */
 static void test_rule_exact_law(void **state) {
     (void)state;
@@ -335,6 +378,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic_byte_identical),
         cmocka_unit_test(test_tree_byte_identical),
         cmocka_unit_test(test_coupled_self_draft),
+        cmocka_unit_test(test_race),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
