@@ -465,10 +465,11 @@ typedef struct specdec_generate_params {
     int32_t gate;
     /* Sampling. temperature <= 0 is greedy (argmax, the lowest id on ties).
      * Otherwise softmax(logits / temperature), then top-k, top-p, min-p,
-     * renormalised, and one uniform draw that is a function of (seed,
-     * position) only: drafts that are deterministic (n-gram; a draft model or
-     * head proposing its coupled draw: the draw from its own distribution with
-     * that position's uniform, src/decode/drafter.h `couple`) are accepted iff
+     * renormalised, and a draw whose noise is a function of (seed, position)
+     * only (an exponential race, src/decode/sampler.h sd_race_pick): drafts
+     * that are deterministic (n-gram; a draft model or head proposing its
+     * coupled draw: the race over its own distribution with that position's
+     * noise, src/decode/drafter.h `couple`) are accepted iff
      * they equal the target's own pick at their position, so speculative
      * output is byte-identical to plain sampling with the same seed
      * (DESIGN.md §6). */

@@ -68,7 +68,7 @@ static const specdec_option TABLE[] = {
      "at --temp > 0 the draft model samples its proposals, verified by\n"
      "speculative sampling (same law as plain sampling, not the same\n"
      "bytes); default: it (and a head) proposes the draw from its own\n"
-     "distribution with the uniform the target's sample at that position\n"
+     "distribution with the noise the target's sample at that position\n"
      "uses (coupled: where the two agree the draws coincide), verified\n"
      "against that sample (byte-identical to plain sampling)"},
 };

@@ -35,17 +35,16 @@ typedef struct sd_drafter {
      * decode loop calls it at the start of every generation with the
      * target's sampling (copied; NULL = greedy: argmax proposals). The
      * drafter then proposes, for the token at absolute position pos, the
-     * inverse-CDF draw from its OWN distribution under those settings with
-     * the uniform of sd_rng_at(seed, pos): the draw plain sampling makes
-     * there from the target's distribution (sampler.h sd_sampler_pick_at).
-     * Both draws use one uniform, so they coincide unless the two CDFs part
-     * around it: close distributions agree far more often than the target's
-     * sample agrees with the draft's argmax (p(argmax q)). The shared-
-     * randomness idea: Daliri, Musco & Suresh, "Coupling without
-     * communication and drafter-invariant speculative decoding" (2024),
-     * there with Gumbel-max draws; here the target's own inverse-CDF draw is
-     * kept, so plain sampling's bytes do not change. Verification is as for
-     * any deterministic draft: byte-identical to plain sampling. */
+     * draw from its OWN distribution under those settings by the exponential
+     * race with the key of (seed, pos): the race plain sampling runs there
+     * over the target's distribution (sampler.h sd_sampler_pick_at, sd_race_pick).
+     * Both races share every token's noise, so they pick one token with
+     * probability >= (1 - TV) / (1 + TV) of the two distributions — far more
+     * often than the target's sample equals the draft's argmax (p(argmax q)),
+     * and 1 when they are equal. From Daliri, Musco & Suresh, "Coupling
+     * without communication and drafter-invariant speculative decoding"
+     * (2024). Verification is as for any deterministic draft: byte-identical
+     * to plain sampling. */
     void (*couple)(void *self, const sd_sampling *s);
     /* Forgets everything learned from a previous generation. May be NULL. */
     void (*reset)(void *self);

@@ -62,7 +62,7 @@ static sd_status catch_up(head *e, const int32_t *ctx, int32_t from, int32_t to,
 
 /* The coupled draw for absolute position pos (drafter.h couple): a head
  * with its own token list (kind->token) spreads its logits over the
- * target's ids first, so both draws walk one CDF order. */
+ * target's ids first, so both races give token t the same noise. */
 static int32_t pick_coupled(head *e, int64_t pos) {
     const float *lg = e->logits;
     if (e->kind->token) {
