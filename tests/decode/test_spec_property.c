@@ -228,6 +228,46 @@ static void test_ngram_lookup(void **state) {
 }
 
 /* A prompt longer than the context is refused before any forward. */
+/* auto picks by what is accepted: with an always-wrong free source and a
+ * perfect draft it drafts with the draft after the first rounds (the
+ * lookup used to win whenever it had a proposal: α 0); with a perfect free
+ * source and an always-wrong draft it keeps the free source. Lossless both
+ * ways. */
+static void test_auto_prefers_accepted(void **state) {
+    (void)state;
+    enum { V = 64, N_CTX = 256, N_GEN = 96 };
+    const int32_t prompt[] = {5, 9, 2, 33, 7, 1, 60, 12};
+    const int32_t n_prompt = (int32_t)(sizeof prompt / sizeof *prompt);
+    for (int perfect_free = 0; perfect_free <= 1; perfect_free++) {
+        oracle target;
+        oracle_init(&target, ORACLE_MARKOV, V, 1, N_CTX, 77, 4);
+        sd_drafter fr = toy_drafter(&target, toy_next, V, perfect_free ? D_PERFECT : D_WRONG, 1, N_CTX + 16);
+        sd_drafter dm = toy_drafter(&target, toy_next, V, perfect_free ? D_WRONG : D_PERFECT, 2, N_CTX + 16);
+        sd_drafter dr = {0};
+        sd_err err = {0};
+        assert_int_equal(sd_drafter_auto_init(&dr, &fr, &dm, V, &err), SD_OK);
+        sd_spec_params p = sd_spec_default_params();
+        p.n_predict = N_GEN;
+        p.draft_max = 4;
+        p.adaptive_k = false;
+        p.gate_misses = 0;
+        p.stop_at_eog = false;
+        int32_t want[N_GEN + 1], got[N_GEN + 1], n_got = 0;
+        const int32_t n_want = reference(&target, prompt, n_prompt, N_GEN, want);
+        sd_lm lm = oracle_lm(&target);
+        sd_spec_stats st;
+        assert_int_equal(sd_spec_generate(&lm, &dr, prompt, n_prompt, &p, NULL, NULL, got, &n_got, &st, &err), SD_OK);
+        assert_int_equal(n_got, n_want);
+        assert_memory_equal(got, want, (size_t)n_got * sizeof *got);
+        const double alpha = st.drafted ? (double)st.accepted / (double)st.drafted : 0;
+        printf("auto, %s free source, %s draft: α %.3f over %lld drafted\n", perfect_free ? "perfect" : "wrong",
+               perfect_free ? "wrong" : "perfect", alpha, (long long)st.drafted);
+        assert_true(alpha > 0.85);
+        sd_drafter_free(&dr);
+        oracle_free(&target);
+    }
+}
+
 static void test_prompt_too_long(void **state) {
     (void)state;
     oracle o;
@@ -279,6 +319,7 @@ int main(void) {
         cmocka_unit_test(test_truncate_failure_stops),
         cmocka_unit_test(test_ngram_lookup),
         cmocka_unit_test(test_prompt_too_long),
+        cmocka_unit_test(test_auto_prefers_accepted),
         cmocka_unit_test(test_lossless_random_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
