@@ -65,7 +65,7 @@ static const specdec_option TABLE[] = {
      " (auto = replay; the output\nis the same with each, only the cost differs)"},
     {"--window", NULL, NULL, INT(2, 64), "S", "the window discipline's static window"},
     {"--draft-sample", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
-     "at --temp > 0 the draft model samples its proposals, verified by\n"
+     "at --temp > 0 a draft model (not a head) samples its proposals, verified by\n"
      "speculative sampling (same law as plain sampling, not the same\n"
      "bytes); default: it (and a head) proposes the draw from its own\n"
      "distribution with the noise the target's sample at that position\n"
