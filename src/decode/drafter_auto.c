@@ -8,9 +8,10 @@
  * the lookup's from its proposal of every round, used or not, against the
  * tokens the round committed there (free to check: no forward; where the
  * draft model's proposal was used, the lookup is credited with at most what
- * that round committed, so it keeps the lead where it would have gone on). With a cross-request suffix memory, suffix drafting goes before the
- * n-gram (it sees the context too, and earlier outputs). A stochastic draft model makes this drafter stochastic: n-gram
- * proposals then report one-hot q rows. */
+ * that round committed, so it keeps the lead where it would have gone on).
+ * With a cross-request suffix memory, suffix drafting goes before the n-gram
+ * (it sees the context too, and earlier outputs). A stochastic draft model
+ * makes this drafter stochastic: n-gram proposals then report one-hot q rows. */
 #include <stdlib.h>
 #include <string.h>
 
