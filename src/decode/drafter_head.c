@@ -22,9 +22,8 @@ typedef struct head {
     float *rows;             /* [n_batch][n_row] target rows to encode (kind->encode), else NULL */
     float *g, *y;            /* [n_batch][n_embd] each: the head's input hidden and its output */
     float *logits;           /* [n_logits] */
-    sd_sampler cs;           /* the target's sampling while coupled (drafter.h couple); n_vocab 0 = none yet */
+    sd_sampler cs;           /* the target's sampling, temp > 0 while coupled (drafter.h couple); n_vocab 0: none */
     float *full;             /* [target n_vocab] a mapped head's logits in target ids, -inf elsewhere */
-    bool coupled;
     int64_t n_forwards;
     bool own_hook;           /* the drafter turned the target's hidden-state hook on: off at free */
 } head;
@@ -79,7 +78,7 @@ static int32_t pick_coupled(head *e, int64_t pos) {
 /* The head's w best target tokens (w = 1: its argmax, or the coupled draw
  * for position pos), best first. */
 static void pick_top(head *e, int w, int32_t *out, int64_t pos) {
-    if (w == 1 && e->coupled) {
+    if (w == 1 && e->cs.s.temp > 0) {
         out[0] = pick_coupled(e, pos);
         return;
     }
@@ -149,7 +148,7 @@ static int head_propose_top(void *self, const int32_t *ctx, int32_t n, int k, in
  * memory the head keeps proposing its argmax, which only costs speed. */
 static void head_couple(void *self, const sd_sampling *s) {
     head *e = self;
-    e->coupled = false;
+    e->cs.s.temp = 0; /* argmax proposals unless coupled below */
     if (!s || s->temp <= 0) return;
     const int32_t V = e->target->hp.n_vocab;
     if (e->cs.n_vocab == 0) {
@@ -162,7 +161,6 @@ static void head_couple(void *self, const sd_sampling *s) {
         }
     }
     e->cs.s = *s;
-    e->coupled = true;
 }
 
 static int head_prefill(void *self, const int32_t *ctx, int32_t n, sd_err *err) {

@@ -17,7 +17,6 @@ typedef struct draft {
     sd_lm *lm;
     sd_sampler sm;         /* its own settings (own), or the target's while coupled */
     sd_sampling own;
-    bool coupled;          /* proposals are coupled draws (drafter.h couple) */
     int32_t n_batch;
     int32_t *fed, cap_fed; /* fed[0..lm len) = the tokens in the draft's cache */
     float *logits;         /* [n_batch][n_vocab] */
@@ -54,8 +53,11 @@ static sd_status feed(draft *m, sd_lm_use use, const int32_t *toks, int32_t S, c
 
 /* Picks the proposal for absolute position pos from the draft's logits: the
  * coupled draw, argmax, or a draw of its own reported in q_row. */
+/* Coupled (drafter.h couple): an argmax draft holding the target's sampling at temperature > 0. */
+static bool coupled(const draft *m) { return m->own.temp <= 0 && m->sm.s.temp > 0; }
+
 static int32_t pick(draft *m, const float *logits, float *q_row, int64_t pos) {
-    if (m->coupled) return sd_sampler_pick_at(&m->sm, logits, pos);
+    if (coupled(m)) return sd_sampler_pick_at(&m->sm, logits, pos);
     if (m->sm.s.temp <= 0) return sd_argmax(logits, m->lm->n_vocab);
     sd_sampler_probs(&m->sm, logits, m->sm.p);
     if (q_row) memcpy(q_row, m->sm.p, (size_t)m->lm->n_vocab * sizeof *q_row);
@@ -136,8 +138,7 @@ static void draft_reset(void *self) {
 /* Only a deterministic (argmax) draft couples: a sampling one keeps its own draws. */
 static void draft_couple(void *self, const sd_sampling *s) {
     draft *m = self;
-    m->coupled = s && s->temp > 0 && m->own.temp <= 0;
-    m->sm.s = m->coupled ? *s : m->own;
+    m->sm.s = s && s->temp > 0 && m->own.temp <= 0 ? *s : m->own;
 }
 
 static int64_t draft_n_forwards(void *self) { return ((draft *)self)->n_forwards; }

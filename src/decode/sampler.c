@@ -107,9 +107,11 @@ void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p) {
         int32_t best = sd_argmax(logits, n);
         for (int32_t i = 0; i < n; i++) p[i] = 0;
         p[best] = 1;
+        sm->top = best;
         return;
     }
-    float mx = logits[sd_argmax(logits, n)];
+    sm->top = sd_argmax(logits, n);
+    float mx = logits[sm->top];
     double sum = 0;
     for (int32_t i = 0; i < n; i++) {
         p[i] = expf((logits[i] - mx) / sm->s.temp);
@@ -170,8 +172,8 @@ double sd_race_uniform(uint64_t key, int32_t i) {
 /* A token only beats the best E/p so far, bv, if E_i = -ln u_i < bv p_i; as -ln u >= 1 - u, a token
  * with 1 - u_i above bv p_i (with a margin for rounding) cannot, and costs no logarithm. Starting
  * from the most likely token makes bv small at once, so almost every other token is skipped. */
-int32_t sd_race_pick(const float *p, int32_t n, uint64_t key) {
-    const int32_t first = sd_argmax(p, n);
+int32_t sd_race_pick(const float *p, int32_t n, int32_t first, uint64_t key) {
+    if (first < 0 || first >= n || !(p[first] > 0)) first = sd_argmax(p, n); /* (a filter's tie cut it) */
     int32_t best = first;
     double bv = -log(sd_race_uniform(key, first)) / (double)p[first];
     for (int32_t i = 0; i < n; i++) {
@@ -190,7 +192,7 @@ int32_t sd_race_pick(const float *p, int32_t n, uint64_t key) {
 int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos) {
     if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
     sd_sampler_probs(sm, logits, sm->p);
-    return sd_race_pick(sm->p, sm->n_vocab, pos_key(sm->s.seed, pos));
+    return sd_race_pick(sm->p, sm->n_vocab, sm->top, pos_key(sm->s.seed, pos));
 }
 
 int32_t sd_sampler_pick(sd_sampler *sm, const float *logits) {

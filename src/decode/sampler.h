@@ -35,6 +35,7 @@ typedef struct sd_sampler {
     int32_t n_vocab;
     sd_rng rng;
     float *p;     /* [n_vocab] last probability vector */
+    int32_t top;  /* the most likely token of the last sd_sampler_probs (p[top] > 0) */
     int32_t *idx; /* [n_vocab] scratch for sorting */
 } sd_sampler;
 
@@ -61,7 +62,9 @@ int32_t sd_sampler_pick(sd_sampler *sm, const float *logits);
  * the same position draw the same number, in any order. */
 void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);
 
-/* A draw from p[n] (p >= 0, some p > 0) by the exponential race: token i
+/* A draw from p[n] (p >= 0, some p > 0), the race started from token first
+ * (fastest when it is the most likely one; where p[first] is 0 the race
+ * finds it with sd_argmax) by the exponential race: token i
  * gets E_i = -ln u_i, u_i in (0, 1] a hash of (key, i), and the smallest
  * E_i / p_i wins; P(i wins) = p_i / sum(p), as the E_i are independent
  * Exp(1) (the Gumbel-max trick in exponential form). Two distributions
@@ -69,7 +72,7 @@ void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);
  * (1 - TV) / (1 + TV) (Daliri, Musco & Suresh 2024), where one inverse-CDF
  * uniform shared by both does much worse: its intervals shift with every
  * difference in the mass of the tokens before them. */
-int32_t sd_race_pick(const float *p, int32_t n, uint64_t key);
+int32_t sd_race_pick(const float *p, int32_t n, int32_t first, uint64_t key);
 /* Token i's uniform u_i in (0, 1] under key (53 bits; a pure function). */
 double sd_race_uniform(uint64_t key, int32_t i);
 

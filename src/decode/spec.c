@@ -331,7 +331,7 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     st = decoder_init(&d, n_prompt, err);
     if (st == SD_OK) {
         if (drafter && drafter->reset) drafter->reset(drafter->self);
-        /* a deterministic drafter draws with the target's per-position uniforms (drafter.h couple) */
+        /* a deterministic drafter races with the target's per-position noise (drafter.h couple) */
         if (drafter && drafter->couple)
             drafter->couple(drafter->self, !drafter->stochastic && p->sampling.temp > 0 ? &p->sampling : NULL);
         memcpy(d.hist, prompt, (size_t)n_prompt * sizeof *prompt);
