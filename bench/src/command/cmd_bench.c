@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "cli/model_args.h"
 #include "core/checked.h"
 #include "numerics/cpu.h"
