@@ -65,8 +65,6 @@ void sd_ctx_group_free(sd_ctx_group *g) {
     free(g);
 }
 
-int32_t sd_ctx_group_max_rows(const sd_ctx_group *g) { return g->lead.n_batch; }
-
 static sd_status check(const sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err) {
     const sd_context *lead = &g->lead;
     int64_t rows = 0;
