@@ -58,12 +58,13 @@ void sd_fwd_output_head(sd_context *c, int r0, int r1, float *logits) {
 
 /* The layer kinds (model.h sd_layer_kind), each a mixer in three steps
  * (layers.h). The single, ragged and head forwards all dispatch here, so a
- * new kind is one row and one layer file. */
+ * new kind is its sd_layer_kind, one row here and one layer file. */
 static const sd_mixer mixers[] = {
     [SD_LAYER_ATTN] = {sd_layer_attn_in, sd_layer_attn_seq, sd_layer_attn_out},
     [SD_LAYER_ATTN_GATED] = {sd_layer_attn_gated_in, sd_layer_attn_gated_seq, sd_layer_attn_gated_out},
     [SD_LAYER_GDN] = {sd_gdn_project, sd_gdn_recur, sd_gdn_out},
 };
+_Static_assert(sizeof mixers / sizeof *mixers == SD_LAYER_GDN + 1, "one mixer per sd_layer_kind");
 
 const sd_mixer *sd_mixer_of(const sd_layer *L) { return &mixers[L->kind]; }
 
