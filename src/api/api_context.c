@@ -44,7 +44,10 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     if (!c) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "out of memory");
     c->model = model;
     c->draft = p.draft;
-    c->head = head;
+    c->draft_kind = !p.draft ? SD_API_DRAFT_NONE
+                    : head   ? SD_API_DRAFT_EAGLE3
+                    : sidecar ? SD_API_DRAFT_MTP_SIDECAR
+                              : SD_API_DRAFT_MODEL;
     c->n_batch = resolve_n_batch(p.n_batch);
     sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
     if (st == SD_OK) {
@@ -54,9 +57,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
         c->hist = malloc(((size_t)sd_context_n_ctx(c->tctx) + 1) * sizeof *c->hist);
         if (!c->hist) st = sd_err_set(&e, SD_ERR_NOMEM, "out of memory");
     }
-    c->sidecar = sidecar;
-    c->mtp = sidecar || (!head && model->m->nextn.present);
-    if (st == SD_OK && p.draft && !head && !sidecar) {
+    if (st == SD_OK && c->draft_kind == SD_API_DRAFT_MODEL) {
         st = sd_context_init(p.draft->m, sd_context_n_ctx(c->tctx), c->n_batch, p.n_threads, &c->dctx, &e);
         if (st == SD_OK)
             st = sd_compose_lm(&c->dl, c->dctx, p.draft->m, SD_ROLLBACK_REPLAY, INITIAL_SLOTS, SD_LM_DRAFT, &e);

@@ -42,19 +42,27 @@ typedef struct run {
     bool aborted; /* gp->abort said stop */
 } run;
 
+/* An MTP block can draft: the sidecar's, else the target's own, unless an
+ * EAGLE-3 head is the context's draft. */
+static bool mtp_drafts(const specdec_context *c) {
+    return c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ||
+           (c->draft_kind != SD_API_DRAFT_EAGLE3 && c->model->m->nextn.present);
+}
+
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
     if ((unsigned)g->spec > SPECDEC_SPEC_SUFFIX)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
-    if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head || c->sidecar))
+    const sd_api_draft dk = c->draft_kind;
+    if (g->spec == SPECDEC_SPEC_DRAFT && dk != SD_API_DRAFT_MODEL)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
-                           c->head      ? " (it has an EAGLE-3 head: use spec mode eagle3)"
-                           : c->sidecar ? " (it has an MTP sidecar: use spec mode mtp)"
-                                        : "");
-    if (g->spec == SPECDEC_SPEC_MTP && !c->mtp)
+                           dk == SD_API_DRAFT_EAGLE3        ? " (it has an EAGLE-3 head: use spec mode eagle3)"
+                           : dk == SD_API_DRAFT_MTP_SIDECAR ? " (it has an MTP sidecar: use spec mode mtp)"
+                                                            : "");
+    if (g->spec == SPECDEC_SPEC_MTP && !mtp_drafts(c))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode mtp needs a target with an MTP block%s",
-                           c->head ? " and no EAGLE-3 head in the context"
-                                   : " (a qwen35 file with nextn_predict_layers = 1) or an MTP sidecar as the draft");
-    if (g->spec == SPECDEC_SPEC_EAGLE3 && !c->head)
+                           dk == SD_API_DRAFT_EAGLE3 ? " and no EAGLE-3 head in the context"
+                                                     : " (a qwen35 file with nextn_predict_layers = 1) or an MTP sidecar as the draft");
+    if (g->spec == SPECDEC_SPEC_EAGLE3 && dk != SD_API_DRAFT_EAGLE3)
         return c->draft ? sd_api_fail(err, SPECDEC_ERR_ARG,
                                       "spec mode eagle3 needs an EAGLE-3 head; the context's draft %s has "
                                       "architecture '%s', not eagle3",
@@ -112,11 +120,11 @@ static sd_sampling sampling_of(const specdec_generate_params *g) {
  * the hidden after output_norm (id n_layer); an EAGLE-3 head's, its
  * target_layers. 0 when the call drafts without a head. */
 static int head_layers(const specdec_context *c, const specdec_generate_params *g, const int32_t **ids) {
-    if (c->mtp && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO)) {
+    if (mtp_drafts(c) && (g->spec == SPECDEC_SPEC_MTP || g->spec == SPECDEC_SPEC_AUTO)) {
         *ids = &c->model->m->hp.n_layer;
         return 1;
     }
-    if (c->head && (g->spec == SPECDEC_SPEC_EAGLE3 || g->spec == SPECDEC_SPEC_AUTO)) {
+    if (c->draft_kind == SD_API_DRAFT_EAGLE3 && (g->spec == SPECDEC_SPEC_EAGLE3 || g->spec == SPECDEC_SPEC_AUTO)) {
         *ids = c->draft->m->hp.target_layers;
         return 3;
     }
@@ -143,7 +151,7 @@ static sd_drafter_kind drafter_kind(const specdec_context *c, specdec_spec_mode 
     case SPECDEC_SPEC_NGRAM: return SD_DRAFTER_NGRAM;
     case SPECDEC_SPEC_DRAFT: return SD_DRAFTER_MODEL;
     case SPECDEC_SPEC_EAGLE3: return SD_DRAFTER_EAGLE3;
-    case SPECDEC_SPEC_MTP: return c->sidecar ? SD_DRAFTER_MTP_SIDECAR : SD_DRAFTER_MTP;
+    case SPECDEC_SPEC_MTP: return c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ? SD_DRAFTER_MTP_SIDECAR : SD_DRAFTER_MTP;
     case SPECDEC_SPEC_SUFFIX: return SD_DRAFTER_SUFFIX;
     default: return SD_DRAFTER_AUTO;
     }
@@ -175,12 +183,11 @@ static sd_status build_drafter(run *r, sd_err *err) {
     r->pub.drafter = "none";
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
     sd_sampling s = sampling_of(g);
-    const bool draft_model = c->draft && !c->head && !c->sidecar;
     const sd_drafter_inputs in = {.target = c->tctx,
-                                  .draft_lm = draft_model ? &c->dl.lm : NULL,
+                                  .draft_lm = c->draft_kind == SD_API_DRAFT_MODEL ? &c->dl.lm : NULL,
                                   .draft_sampling = g->draft_sample ? &s : NULL,
-                                  .eagle3 = c->head ? c->draft->m : NULL,
-                                  .mtp_sidecar = c->sidecar ? c->draft->m : NULL,
+                                  .eagle3 = c->draft_kind == SD_API_DRAFT_EAGLE3 ? c->draft->m : NULL,
+                                  .mtp_sidecar = c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ? c->draft->m : NULL,
                                   .n_threads = sd_context_n_threads(c->tctx),
                                   .n_batch = c->n_batch,
                                   .ngram_min = g->ngram_min,

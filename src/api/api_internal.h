@@ -25,17 +25,23 @@ struct specdec_model {
     size_t n_meta;
 };
 
+/* What a context's draft file (specdec_context_params.draft) is. */
+typedef enum sd_api_draft {
+    SD_API_DRAFT_NONE = 0,    /* no draft file (the target's own MTP block may still draft) */
+    SD_API_DRAFT_MODEL,       /* a draft model, run in a context of its own (dctx) */
+    SD_API_DRAFT_EAGLE3,      /* an EAGLE-3 head over the target's hidden rows; no dctx */
+    SD_API_DRAFT_MTP_SIDECAR, /* an MTP sidecar (an mtp_only qwen35 file): its block drafts; no dctx */
+} sd_api_draft;
+
 /* A context: the target's KV cache (and the draft model's), and the tokens
  * the target's cache holds, for prefix reuse. With an EAGLE-3 head as the
- * draft (head true) there is no dctx: each generate call builds the head's
+ * draft there is no dctx: each generate call builds the head's
  * drafter over the target's hidden rows (decode/drafter.h). The target keeps
  * those rows only while calls draft with a head (EAGLE-3 or the MTP block),
  * from one such call to the next, so a reused prefix has them too. */
 struct specdec_context {
     const specdec_model *model, *draft;
-    bool head;
-    bool mtp; /* an MTP block drafts: the sidecar, else the target's own (and no EAGLE-3 head is the draft) */
-    bool sidecar; /* the draft is an MTP sidecar (an mtp_only qwen35 file): no dctx, its block drafts */
+    sd_api_draft draft_kind; /* what draft is */
     sd_context *tctx, *dctx;
     /* The lms over tctx / dctx with their rollback discipline (a hybrid
      * model's; decode/compose.h). */

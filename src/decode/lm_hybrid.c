@@ -21,15 +21,6 @@ static const char *const ROLLBACK_NAMES[SD_ROLLBACK_N] = {"checkpoint", "replay"
 
 const char *sd_rollback_name(sd_rollback r) { return (unsigned)r < SD_ROLLBACK_N ? ROLLBACK_NAMES[r] : NULL; }
 
-bool sd_rollback_parse(const char *name, sd_rollback *r) {
-    for (int i = 0; name && i < SD_ROLLBACK_N; i++)
-        if (!strcmp(name, ROLLBACK_NAMES[i])) {
-            *r = (sd_rollback)i;
-            return true;
-        }
-    return false;
-}
-
 sd_capture_kind sd_rollback_capture_kind(sd_rollback d) {
     return d == SD_ROLLBACK_CHECKPOINT ? SD_CAPTURE_STATE : d == SD_ROLLBACK_REPLAY ? SD_CAPTURE_INPUTS : SD_CAPTURE_NONE;
 }

@@ -86,8 +86,6 @@ sd_capture_kind sd_rollback_capture_kind(sd_rollback d);
 
 /* "checkpoint", "replay", "redecode", "window"; NULL outside the enum. */
 const char *sd_rollback_name(sd_rollback r);
-/* The discipline named name into *r; false if none is. */
-bool sd_rollback_parse(const char *name, sd_rollback *r);
 
 /* Deliberate bugs for the tests that must catch them (never set otherwise). */
 typedef enum sd_hybrid_mutant {

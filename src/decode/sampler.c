@@ -157,8 +157,6 @@ static uint64_t pos_key(uint64_t seed, int64_t pos) {
     return seed ^ splitmix64(&x);
 }
 
-void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos) { sd_rng_seed(r, pos_key(seed, pos)); }
-
 /* splitmix64's output mix of key + (i + 1) * its increment: every token has its own number
  * without a generator to step through. */
 double sd_race_uniform(uint64_t key, int32_t i) {
@@ -193,10 +191,4 @@ int32_t sd_sampler_pick_at(sd_sampler *sm, const float *logits, int64_t pos) {
     if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
     sd_sampler_probs(sm, logits, sm->p);
     return sd_race_pick(sm->p, sm->n_vocab, sm->top, pos_key(sm->s.seed, pos));
-}
-
-int32_t sd_sampler_pick(sd_sampler *sm, const float *logits) {
-    if (sm->s.temp <= 0) return sd_argmax(logits, sm->n_vocab);
-    sd_sampler_probs(sm, logits, sm->p);
-    return sd_sample_probs(sm->p, sm->n_vocab, &sm->rng);
 }

@@ -52,16 +52,6 @@ void sd_sampler_free(sd_sampler *sm);
  * one-hot vector of sd_argmax. p may be sm->p. */
 void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p);
 
-/* The token plain decoding picks from logits: sd_argmax when greedy, else a
- * draw from sd_sampler_probs (one uniform draw from sm->rng). */
-int32_t sd_sampler_pick(sd_sampler *sm, const float *logits);
-
-/* The generator of absolute position pos under seed: the randomness of the
- * token AT position pos (DESIGN.md §6, the stronger rule). A function of
- * (seed, pos) only, so plain sampling and a speculative round that reaches
- * the same position draw the same number, in any order. */
-void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);
-
 /* A draw from p[n] (p >= 0, some p > 0), the race started from token first
  * (fastest when it is the most likely one; where p[first] is 0 the race
  * finds it with sd_argmax) by the exponential race: token i

@@ -1,117 +1,28 @@
 /* The forward pass of a decoder-only transformer (llama, qwen2, qwen3, and
- * the hybrid qwen35 whose mixers live in layer_attn_gated.c / layer_gdn.c),
- * over a batch of S tokens at positions len..len+S-1, returning logits for
- * every position. Shape of one layer (llama.cpp src/models/llama.cpp,
- * qwen2.cpp, qwen3.cpp):
+ * the hybrid qwen35), over a batch of S tokens at positions len..len+S-1,
+ * returning logits for every position. Shape of one layer (llama.cpp
+ * src/models/llama.cpp, qwen2.cpp, qwen3.cpp):
  *
- *   h   = x + Wo · attention(rope(norm_q(Wq·n + bq)), rope(norm_k(Wk·n + bk)), Wv·n + bv),
- *         n = rmsnorm(x) * attn_norm
- *   out = h + Wdown · (silu(Wgate·m) * Wup·m),  m = rmsnorm(h) * ffn_norm
+ *   h   = x + mixer(n),  n = rmsnorm(x) * attn_norm
+ *   out = h + ffn(m),    m = rmsnorm(h) * ffn_norm
+ *
+ * where the mixer is the layer kind's (the table below: layer_attn.c,
+ * layer_attn_gated.c, layer_gdn.c) and the FFN is layer_ffn.c's (or
+ * layer_moe.c's routed experts).
  *
  * Batch invariance (DESIGN.md §5): every step computes each row (position)
  * with a reduction order that does not depend on S or on the thread count —
  * sd_matmul by contract, rmsnorm/rope/softmax per row, and attention per
- * (position, head) over keys 0..pos in position order (several queries share
- * each key load, but each one's arithmetic is that of a lone query). So the logits of a
- * position are bitwise the same whether it ran alone or inside a verify batch. */
-#include <math.h>
-#include <omp.h>
+ * (position, head) over keys 0..pos in position order (layer_attn.c). So the
+ * logits of a position are bitwise the same whether it ran alone or inside a
+ * verify batch. */
 #include <string.h>
 
 #include "model/layers.h"
-#include "model/moe.h"
 #include "numerics/ops.h"
-
-static void add_bias(float *x, const float *b, int S, int64_t n) {
-    if (!b) return;
-    for (int s = 0; s < S; s++) sd_add(x + s * n, b, n);
-}
 
 void sd_fwd_rmsnorm_rows(float *out, const float *x, const float *w, int S, int64_t n, float eps) {
     for (int s = 0; s < S; s++) sd_rmsnorm(out + s * n, x + s * n, w, n, eps);
-}
-
-/* Per head of every row: optional qwen3 RMSNorm over the head, then RoPE
- * (with the Llama 3.1 frequency factors when the model has them). The sines
- * of a position are computed once for all its heads, ROPE_PAIRS pairs at a time. */
-#define ROPE_PAIRS 256
-void sd_fwd_norm_rope_heads(const sd_model *m, float *x, const float *norm_w, int S, int n_heads, int32_t pos0,
-                            const int32_t *depth) {
-    const sd_hparams *hp = &m->hp;
-    const int hd = hp->head_dim, half = hp->n_rot / 2;
-    float cs[2 * ROPE_PAIRS];
-    for (int s = 0; s < S; s++) {
-        float *row = x + (int64_t)s * n_heads * hd;
-        if (norm_w)
-            for (int h = 0; h < n_heads; h++) sd_rmsnorm(row + (int64_t)h * hd, row + (int64_t)h * hd, norm_w, hd, hp->rms_eps);
-        for (int i0 = 0; i0 < half; i0 += ROPE_PAIRS) {
-            int i1 = half - i0 < ROPE_PAIRS ? half : i0 + ROPE_PAIRS;
-            sd_rope_cossin(cs, i0, i1, hp->n_rot, pos0 + (depth ? depth[s] : s), hp->rope_base, hp->rope_freq_scale, m->rope_freqs);
-            for (int h = 0; h < n_heads; h++) sd_rope_apply(row + (int64_t)h * hd, cs, i0, i1, hp->n_rot, hp->rope_neox);
-        }
-    }
-}
-
-/* Attention of the queries j0..j1-1 of KV head kvh, numbered position-major
- * (j = s * group + g: position pos0 + s, query head kvh * group + g), so the
- * queries that see a given new key row are a suffix j >= s * group. Each key
- * and value row is read once for all of them (sd_*_rows_mq); each query still
- * gets exactly the operations of a lone query: scores over keys 0..pos0+s,
- * softmax, then the value rows in position order. att: SD_ATT_QUERIES x n_ctx. */
-static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0, int j1, const float *q,
-                           float *out, float *att) {
-    const sd_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv, nq = j1 - j0;
-    const int64_t q_dim = (int64_t)hp->n_head * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int s_first = j0 / group, s_last = (j1 - 1) / group;
-    float *sc[SD_ATT_QUERIES], *oh[SD_ATT_QUERIES];
-    const float *qh[SD_ATT_QUERIES], *w[SD_ATT_QUERIES];
-    for (int k = 0; k < nq; k++) {
-        const int s = (j0 + k) / group, h = kvh * group + (j0 + k) % group;
-        qh[k] = q + s * q_dim + (int64_t)h * hd;
-        oh[k] = out + s * q_dim + (int64_t)h * hd;
-        sc[k] = att + (int64_t)k * c->n_ctx;
-    }
-    /* Scores of every query over the keys of the last one: the few past a
-     * query's own position are computed but never read. */
-    const uint16_t *keys = sd_kv_cache_k(&c->kv, il, kvh), *vals = sd_kv_cache_v(&c->kv, il, kvh);
-    sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
-    int64_t n_kv[SD_ATT_QUERIES];
-    for (int k = 0; k < nq; k++) {
-        n_kv[k] = pos0 + (j0 + k) / group + 1;
-        memset(oh[k], 0, (size_t)hd * sizeof *oh[k]);
-    }
-    sd_softmax_mq(sc, n_kv, nq, scale);
-    /* Values: the rows every query sees, then the causal tail row by row,
-     * each to the queries at or after its position. */
-    sd_axpy_f16_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);
-    for (int t = s_first + 1; t <= s_last; t++) {
-        const int k0 = t * group - j0;
-        for (int k = k0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_axpy_f16_rows_mq(oh + k0, w + k0, nq - k0, vals + (int64_t)(pos0 + t) * hd, hd, 1, hd);
-    }
-}
-
-/* Causal attention of S query rows at positions pos0..pos0+S-1 against the
- * KV cache of layer il (which already holds those positions). Work items are
- * a KV head x a run of at most SD_ATT_QUERIES of its group's S * group
- * queries (split evenly); one thread computes an item start to finish, and
- * no query's result depends on which item or thread it falls in, so the
- * output is the same for every S and thread count. GQA: query head h reads
- * KV head h / (n_head / n_head_kv). */
-void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q, float *out) {
-    const sd_hparams *hp = &c->m->hp;
-    const int nq_kv = S * (hp->n_head / hp->n_head_kv); /* queries per KV head */
-    const int n_items = (nq_kv + SD_ATT_QUERIES - 1) / SD_ATT_QUERIES;
-    const int per_item = (nq_kv + n_items - 1) / n_items;
-#pragma omp parallel for num_threads(c->n_threads) schedule(static)
-    for (int it = 0; it < hp->n_head_kv * n_items; it++) {
-        const int kvh = it / n_items, j0 = (it % n_items) * per_item;
-        const int j1 = j0 + per_item < nq_kv ? j0 + per_item : nq_kv;
-        float *att = c->sc.att + (int64_t)omp_get_thread_num() * SD_ATT_QUERIES * c->n_ctx;
-        if (j0 < j1) attend_queries(c, il, pos0, kvh, j0, j1, q, out, att);
-    }
 }
 
 /* The hidden-state hook (model.h sd_context_request_hidden): the S rows
@@ -145,95 +56,55 @@ void sd_fwd_output_head(sd_context *c, int r0, int r1, float *logits) {
     sd_matmul(&m->output, c->sc.xb, r1 - r0, logits, c->n_threads);
 }
 
-void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
-    const int64_t hd = c->m->hp.head_dim, row = (int64_t)pos0 * hd, kv_dim = c->kv.kv_dim;
-    for (int h = 0; h < c->m->hp.n_head_kv; h++) {
-        uint16_t *kc = sd_kv_cache_k(&c->kv, slot, h) + row, *vc = sd_kv_cache_v(&c->kv, slot, h) + row;
-        for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
-            sd_fp32_to_fp16_row(kc + s * hd, c->sc.k + s * kv_dim + h * hd, hd);
-            sd_fp32_to_fp16_row(vc + s * hd, c->sc.v + s * kv_dim + h * hd, hd);
-        }
+/* The layer kinds (model.h sd_layer_kind), each a mixer in three steps
+ * (layers.h). The single, ragged and head forwards all dispatch here, so a
+ * new kind is its sd_layer_kind, one row here and one layer file. */
+static const sd_mixer mixers[] = {
+    [SD_LAYER_ATTN] = {sd_layer_attn_in, sd_layer_attn_seq, sd_layer_attn_out},
+    [SD_LAYER_ATTN_GATED] = {sd_layer_attn_gated_in, sd_layer_attn_gated_seq, sd_layer_attn_gated_out},
+    [SD_LAYER_GDN] = {sd_gdn_project, sd_gdn_recur, sd_gdn_out},
+};
+_Static_assert(sizeof mixers / sizeof *mixers == SD_LAYER_GDN + 1, "one mixer per sd_layer_kind");
+
+const sd_mixer *sd_mixer_of(const sd_layer *L) { return &mixers[L->kind]; }
+
+void sd_layer_mixer(sd_context *c, const sd_layer *L, int S) {
+    const sd_mixer *mx = sd_mixer_of(L);
+    mx->in(c, L, S);
+    mx->seq(c, L, S);
+    mx->out(c, L, S);
+}
+
+void sd_fwd_layers(sd_context *rows, int R, sd_context *seqs, const int *S, int n_seq) {
+    const sd_hparams *hp = &rows->m->hp;
+    const int64_t n_embd = hp->n_embd;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const sd_layer *L = &rows->m->layers[il];
+        const sd_mixer *mx = sd_mixer_of(L);
+        for (int i = 0; i < n_seq; i++)
+            if (seqs[i].hid.rows) sd_fwd_hidden_store(&seqs[i], il, S[i], seqs[i].kv.len);
+        /* mixer block: its output rows in xb */
+        sd_fwd_rmsnorm_rows(rows->sc.xb, rows->sc.x, L->attn_norm, R, n_embd, hp->rms_eps);
+        mx->in(rows, L, R);
+        for (int i = 0; i < n_seq; i++) mx->seq(&seqs[i], L, S[i]);
+        mx->out(rows, L, R);
+        sd_add(rows->sc.x, rows->sc.xb, R * n_embd);
+
+        sd_layer_ffn(rows, L, R);
     }
-}
-
-void sd_layer_attn_in(sd_context *c, const sd_layer *L, int S) {
-    const sd_hparams *hp = &c->m->hp;
-    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim;
-    const sd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
-    float *qkv_out[3] = {c->sc.q, c->sc.k, c->sc.v};
-    sd_matmul_multi(qkv, 3, c->sc.xb, S, qkv_out, c->n_threads); /* one activation quantization, one thread wake-up */
-    if (hp->qkv_bias) {
-        add_bias(c->sc.q, L->bq, S, q_dim);
-        add_bias(c->sc.k, L->bk, S, c->kv.kv_dim);
-        add_bias(c->sc.v, L->bv, S, c->kv.kv_dim);
-    }
-}
-
-void sd_layer_attn_seq(sd_context *c, const sd_layer *L, int S) {
-    const sd_model *m = c->m;
-    const sd_hparams *hp = &m->hp;
-    const int32_t pos0 = c->kv.len;
-    const int32_t *depth = c->kv.tree.active ? c->kv.tree.depth : NULL; /* a token tree (forward_tree.c) */
-    sd_fwd_norm_rope_heads(m, c->sc.q, hp->qk_norm ? L->q_norm : NULL, S, hp->n_head, pos0, depth);
-    sd_fwd_norm_rope_heads(m, c->sc.k, hp->qk_norm ? L->k_norm : NULL, S, hp->n_head_kv, pos0, depth);
-    sd_fwd_kv_store(c, L->slot, pos0, S);
-    if (depth)
-        sd_fwd_attention_tree(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
-    else
-        sd_fwd_attention(c, L->slot, pos0, S, c->sc.q, c->sc.att_out);
-}
-
-void sd_layer_attn_out(sd_context *c, const sd_layer *L, int S) {
-    sd_matmul(&L->wo, c->sc.att_out, S, c->sc.xb, c->n_threads);
-}
-
-void sd_layer_attn(sd_context *c, const sd_layer *L, int S) {
-    sd_layer_attn_in(c, L, S);
-    sd_layer_attn_seq(c, L, S);
-    sd_layer_attn_out(c, L, S);
-}
-
-void sd_layer_ffn(sd_context *c, const sd_layer *L, int S) {
-    if (L->moe) { /* routed experts (layer_moe.c) */
-        sd_layer_moe(c, L, S);
-        return;
-    }
-    const sd_hparams *hp = &c->m->hp;
-    const int64_t n_embd = hp->n_embd, n_ff = hp->n_ff;
-    sd_fwd_rmsnorm_rows(c->sc.xb, c->sc.x, L->ffn_norm, S, n_embd, hp->rms_eps);
-    const sd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
-    float *gate_up_out[2] = {c->sc.hb, c->sc.hb2};
-    sd_matmul_multi(gate_up, 2, c->sc.xb, S, gate_up_out, c->n_threads);
-    sd_swiglu(c->sc.hb, c->sc.hb, c->sc.hb2, S * n_ff);
-    sd_matmul(&L->w_down, c->sc.hb, S, c->sc.xb, c->n_threads);
-    sd_add(c->sc.x, c->sc.xb, S * n_embd);
+    for (int i = 0; i < n_seq; i++)
+        if (seqs[i].hid.rows) sd_fwd_hidden_store(&seqs[i], hp->n_layer, S[i], seqs[i].kv.len);
 }
 
 /* One batch of S <= n_batch tokens; the caller checked ids and room. Logits
  * of rows r0..r1-1 only go to logits[r1 - r0][n_vocab] (r0 = r1: none). */
 void sd_fwd_batch(sd_context *c, const int32_t *tokens, int S, int r0, int r1, float *logits) {
     const sd_model *m = c->m;
-    const sd_hparams *hp = &m->hp;
-    const int64_t n_embd = hp->n_embd;
+    const int64_t n_embd = m->hp.n_embd;
     const int32_t pos0 = c->kv.len;
 
     for (int s = 0; s < S; s++) sd_matrix_get_row(&m->tok_embd, tokens[s], c->sc.x + s * n_embd);
-
-    for (int il = 0; il < hp->n_layer; il++) {
-        const sd_layer *L = &m->layers[il];
-        if (c->hid.rows) sd_fwd_hidden_store(c, il, S, pos0);
-
-        /* mixer block: attention or Gated DeltaNet, output rows in xb */
-        sd_fwd_rmsnorm_rows(c->sc.xb, c->sc.x, L->attn_norm, S, n_embd, hp->rms_eps);
-        if (L->kind == SD_LAYER_GDN) sd_layer_gdn(c, L, S);
-        else if (L->kind == SD_LAYER_ATTN_GATED) sd_layer_attn_gated(c, L, S);
-        else sd_layer_attn(c, L, S);
-        sd_add(c->sc.x, c->sc.xb, S * n_embd);
-
-        sd_layer_ffn(c, L, S);
-    }
-
-    if (c->hid.rows) sd_fwd_hidden_store(c, hp->n_layer, S, pos0);
+    sd_fwd_layers(c, S, c, &S, 1); /* one sequence: its rows are the batch */
     /* The output head is the largest matrix (n_vocab rows): rows nobody reads are skipped. */
     sd_fwd_output_head(c, r0, r1, logits);
     sd_recurrent_capture_commit(&c->rec, pos0, S); /* the ring now holds these steps (layer_gdn.c wrote them) */

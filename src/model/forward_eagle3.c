@@ -7,7 +7,7 @@
  *            y = h + Wdown · (silu(Wgate·m) * Wup·m),  m = RMSNorm(h; ffn_norm)
  *            logits = W_out · RMSNorm(y; output_norm)    (y pre-norm is the next step's g)
  *
- * The attention and FFN halves are the dense forward's (layers.h sd_layer_attn,
+ * The attention and FFN halves are the dense forward's (layers.h sd_layer_attn_*,
  * sd_layer_ffn: NORM RoPE, no Q/K norm, the KV cache of the head's context);
  * only the input differs: [e ; ĝ], 2 * n_embd wide, embedding first. */
 #include <string.h>
@@ -63,7 +63,7 @@ static void decode_chunk(sd_context *c, const sd_model *target, const int32_t *t
         sd_rmsnorm(in + E, g + s * E, L->attn_norm_2, E, hp->rms_eps);
         memcpy(res, hp->norm_before_residual ? in + E : g + s * E, (size_t)E * sizeof *res);
     }
-    sd_layer_attn(c, L, S);
+    sd_layer_mixer(c, L, S); /* kind SD_LAYER_ATTN */
     sd_add(c->sc.x, c->sc.xb, S * E);
     sd_layer_ffn(c, L, S);
     if (y) memcpy(y, c->sc.x, (size_t)S * (size_t)E * sizeof *y);

@@ -77,7 +77,7 @@ static void mtp_chunk(sd_context *c, const sd_model *target, const int32_t *toke
     }
     sd_matmul(&x->eh_proj, c->sc.xb, S, c->sc.x, c->n_threads);
     for (int s = 0; s < S; s++) sd_rmsnorm(c->sc.xb + s * E, c->sc.x + s * E, L->attn_norm, E, hp->rms_eps);
-    sd_layer_attn_gated(c, L, S);
+    sd_layer_mixer(c, L, S); /* kind SD_LAYER_ATTN_GATED */
     sd_add(c->sc.x, c->sc.xb, S * E);
     sd_layer_ffn(c, L, S);
     for (int s = 0; s < S; s++) sd_rmsnorm(c->sc.x + s * E, c->sc.x + s * E, m->output_norm, E, hp->rms_eps);

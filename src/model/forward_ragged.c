@@ -65,8 +65,6 @@ void sd_ctx_group_free(sd_ctx_group *g) {
     free(g);
 }
 
-int32_t sd_ctx_group_max_rows(const sd_ctx_group *g) { return g->lead.n_batch; }
-
 static sd_status check(const sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err) {
     const sd_context *lead = &g->lead;
     int64_t rows = 0;
@@ -135,21 +133,6 @@ static void seq_view(sd_context *v, const sd_context *c, const sd_context *lead,
     v->sc.xb = v->sc.hb = v->sc.hb2 = NULL; /* row-wise steps only: they run on the lead */
 }
 
-/* The mixer of layer L: its row-wise parts over all R rows, its
- * per-sequence part on each sequence's view. */
-static void mixer(sd_context *lead, const sd_layer *L, sd_context *views, int32_t n_seq, const sd_ragged_seq *seqs,
-                  int R) {
-    void (*in)(sd_context *, const sd_layer *, int), (*seq)(sd_context *, const sd_layer *, int),
-        (*out)(sd_context *, const sd_layer *, int);
-    if (L->kind == SD_LAYER_GDN) in = sd_gdn_project, seq = sd_gdn_recur, out = sd_gdn_out;
-    else if (L->kind == SD_LAYER_ATTN_GATED)
-        in = sd_layer_attn_gated_in, seq = sd_layer_attn_gated_seq, out = sd_layer_attn_gated_out;
-    else in = sd_layer_attn_in, seq = sd_layer_attn_seq, out = sd_layer_attn_out;
-    in(lead, L, R);
-    for (int32_t i = 0; i < n_seq; i++) seq(&views[i], L, seqs[i].S);
-    out(lead, L, R);
-}
-
 /* The output head once over every row whose logits are asked for, gathered
  * in order, then each sequence's rows to its buffer. */
 static void heads(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, const int64_t *row0) {
@@ -189,26 +172,17 @@ sd_status sd_forward_ragged(sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t 
     const sd_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd;
     int64_t row0[RAGGED_MAX_SEQ];
-    int R = 0;
+    int S_of[RAGGED_MAX_SEQ], R = 0;
     for (int32_t i = 0; i < n_seq; i++) {
         sd_context_reset_pending(seqs[i].c);
         row0[i] = R;
         for (int32_t t = 0; t < seqs[i].S; t++)
             sd_matrix_get_row(&m->tok_embd, seqs[i].tokens[t], lead->sc.x + (R + t) * E);
         seq_view(&views[i], seqs[i].c, lead, R);
+        S_of[i] = seqs[i].S;
         R += seqs[i].S;
     }
-    for (int il = 0; il < hp->n_layer; il++) {
-        const sd_layer *L = &m->layers[il];
-        for (int32_t i = 0; i < n_seq; i++)
-            if (views[i].hid.rows) sd_fwd_hidden_store(&views[i], il, seqs[i].S, views[i].kv.len);
-        sd_fwd_rmsnorm_rows(lead->sc.xb, lead->sc.x, L->attn_norm, R, E, hp->rms_eps);
-        mixer(lead, L, views, n_seq, seqs, R);
-        sd_add(lead->sc.x, lead->sc.xb, R * E);
-        sd_layer_ffn(lead, L, R);
-    }
-    for (int32_t i = 0; i < n_seq; i++)
-        if (views[i].hid.rows) sd_fwd_hidden_store(&views[i], hp->n_layer, seqs[i].S, views[i].kv.len);
+    sd_fwd_layers(lead, R, views, S_of, n_seq);
     heads(g, seqs, n_seq, row0);
     for (int32_t i = 0; i < n_seq; i++) { /* as sd_fwd_batch ends */
         sd_context *c = seqs[i].c;

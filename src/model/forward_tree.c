@@ -18,7 +18,7 @@
 #include "numerics/ops.h"
 
 /* The group queries j0..j1-1 of node s and KV head kvh: the operations of a
- * lone query over its chain's keys (forward.c attend_queries), in pieces:
+ * lone query over its chain's keys (layer_attn.c attend_queries), in pieces:
  * the committed rows in one run, then one key slot at a time. */
 static void attend_node(sd_context *c, int il, int32_t pos0, int kvh, int s, int g0, int g1, const float *q,
                         float *out, float *att) {

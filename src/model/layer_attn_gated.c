@@ -41,9 +41,3 @@ void sd_layer_attn_gated_out(sd_context *c, const sd_layer *L, int S) {
     for (int64_t i = 0; i < S * q_dim; i++) c->sc.att_out[i] *= 1.0f / (1.0f + sd_expf(-c->sc.gate[i]));
     sd_matmul(&L->wo, c->sc.att_out, S, c->sc.xb, c->n_threads);
 }
-
-void sd_layer_attn_gated(sd_context *c, const sd_layer *L, int S) {
-    sd_layer_attn_gated_in(c, L, S);
-    sd_layer_attn_gated_seq(c, L, S);
-    sd_layer_attn_gated_out(c, L, S);
-}

@@ -139,9 +139,3 @@ void sd_gdn_recur(sd_context *c, const sd_layer *L, int S) {
 void sd_gdn_out(sd_context *c, const sd_layer *L, int S) {
     sd_matmul(&L->ssm_out, c->sc.gdn_o, S, c->sc.xb, c->n_threads);
 }
-
-void sd_layer_gdn(sd_context *c, const sd_layer *L, int S) {
-    sd_gdn_project(c, L, S);
-    sd_gdn_recur(c, L, S);
-    sd_gdn_out(c, L, S);
-}

@@ -111,20 +111,16 @@ static int32_t route(sd_context *c, const sd_moe *x, int S) {
     return distinct;
 }
 
-/* Expert e over its n rows: gather, gate/up, SwiGLU, down, then each output
+/* Expert e over its n rows: gather, the FFN (layer_ffn.c), then each output
  * row to its (token, rank) place in eo. */
 static void run_expert(sd_context *c, const sd_moe *x, int32_t e) {
     sd_moe_scratch *s = c->sc.moe;
-    const int64_t D = c->m->hp.n_embd, F = c->m->hp.n_ff_exp, k = c->m->hp.n_expert_used;
+    const int64_t D = c->m->hp.n_embd, k = c->m->hp.n_expert_used;
     const int32_t *entries = s->order + s->start[e];
     const int n = s->start[e + 1] - s->start[e];
     for (int i = 0; i < n; i++)
         memcpy(s->xg + i * D, c->sc.xb + (entries[i] / k) * D, (size_t)D * sizeof(float));
-    const sd_matrix *gate_up[2] = {&x->gate[e], &x->up[e]};
-    float *gu_out[2] = {s->g, s->u};
-    sd_matmul_multi(gate_up, 2, s->xg, n, gu_out, c->n_threads);
-    sd_swiglu(s->g, s->g, s->u, n * F);
-    sd_matmul(&x->down[e], s->g, n, s->d, c->n_threads);
+    sd_ffn_swiglu(&x->gate[e], &x->up[e], &x->down[e], s->xg, n, s->g, s->u, s->d, c->n_threads);
     for (int i = 0; i < n; i++) memcpy(s->eo + (int64_t)entries[i] * D, s->d + i * D, (size_t)D * sizeof(float));
 }
 
@@ -142,12 +138,8 @@ static void combine(sd_moe_scratch *s, int S, int64_t D, int32_t k) {
 /* qwen35moe: y[t] += sigmoid(gate_inp · m_t) * shexp(m_t). */
 static void shared_expert(sd_context *c, const sd_moe *x, int S) {
     sd_moe_scratch *s = c->sc.moe;
-    const int64_t D = c->m->hp.n_embd, F = c->m->hp.n_ff_shexp;
-    const sd_matrix *gate_up[2] = {&x->sh_gate, &x->sh_up};
-    float *gu_out[2] = {s->g, s->u};
-    sd_matmul_multi(gate_up, 2, c->sc.xb, S, gu_out, c->n_threads);
-    sd_swiglu(s->g, s->g, s->u, S * F);
-    sd_matmul(&x->sh_down, s->g, S, s->d, c->n_threads);
+    const int64_t D = c->m->hp.n_embd;
+    sd_ffn_swiglu(&x->sh_gate, &x->sh_up, &x->sh_down, c->sc.xb, S, s->g, s->u, s->d, c->n_threads);
     for (int t = 0; t < S; t++) {
         const float gate = 1.0f / (1.0f + sd_expf(-sd_dot_f32(x->sh_gate_inp, c->sc.xb + t * D, D)));
         for (int64_t i = 0; i < D; i++) s->y[t * D + i] += s->d[t * D + i] * gate;

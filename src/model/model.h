@@ -516,7 +516,6 @@ typedef struct sd_ctx_group sd_ctx_group;
 sd_status sd_ctx_group_init(const sd_model *m, int32_t n_ctx, int32_t max_rows, int n_threads, sd_ctx_group **out,
                             sd_err *err);
 void sd_ctx_group_free(sd_ctx_group *g);
-int32_t sd_ctx_group_max_rows(const sd_ctx_group *g);
 
 /* One sequence's part of a ragged batch: tokens[S] (S >= 1) appended at
  * positions len(c)..len(c)+S-1, the logits of its LAST n_tail rows (0..S) to

@@ -9,13 +9,6 @@ static bool printable_as_itself(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
-uint32_t sd_byte_level_cp(uint8_t b) {
-    if (printable_as_itself(b)) return b;
-    if (b <= 0x20) return 256u + b;
-    if (b <= 0xA0) return 256u + 33 + (b - 0x7Fu);
-    return 256u + 67; /* 0xAD */
-}
-
 int sd_byte_level_byte(uint32_t cp) {
     if (cp < 256) return printable_as_itself(cp) ? (int)cp : -1;
     if (cp < 256 + 33) return (int)(cp - 256);

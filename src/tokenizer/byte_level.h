@@ -11,9 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Code point that spells byte b. */
-uint32_t sd_byte_level_cp(uint8_t b);
-
 /* Byte spelled by code point cp, or -1 if cp is not in the alphabet. */
 int sd_byte_level_byte(uint32_t cp);
 

@@ -66,7 +66,7 @@ PY
 # time, and the oracle's column at the MTP head's cost; every run lossless
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 "$bin" bench -m "$root/models/fixture-q35-target.gguf" --prompts "$tmp/prompts" -n 8 --reps 1 -k 4 --membw-mb 16 \
-  --tables classes,oracle --drafters ngram,mtp,auto --fixed-k 1 --gate 0 --json "$tmp/m.json" > "$tmp/m.md" \
+  --tables classes,oracle --drafters ngram,mtp,auto --fixed-k --gate 0 --json "$tmp/m.json" > "$tmp/m.md" \
   2> "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
 grep -q "MTP head step" "$tmp/m.md" && grep -q "at MTP head cost" "$tmp/m.md" &&
   grep -q "fixed K = 4, hit-rate gate off" "$tmp/m.md" || { cat "$tmp/m.md"; exit 1; }
@@ -119,10 +119,14 @@ set +e
 "$bin" bench -m "$tmp/t.gguf" --prompts "$tmp/empty-dir" 2> "$tmp/e4"; rc4=$?
 "$bin" bench -m "$tmp/t.gguf" --temp -1 2> "$tmp/e5"; rc5=$?
 "$bin" bench -m "$tmp/t.gguf" --seeds 1,,x 2> "$tmp/e6"; rc6=$?
+# the options bench shares with generate go through the option table: its ranges and messages
+"$bin" bench -m "$tmp/t.gguf" -t 2000 2> "$tmp/e7"; rc7=$?
+"$bin" bench -m "$tmp/t.gguf" -n 1 2> "$tmp/e8"; rc8=$?
 set -e
-[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 1 ] && [ $rc4 -eq 1 ] && [ $rc5 -eq 2 ] && [ $rc6 -eq 2 ] ||
-  { echo "exit codes $rc1 $rc2 $rc3 $rc4 $rc5 $rc6"; exit 1; }
-for f in e1 e2 e3 e4 e5 e6; do
+grep -qF -- '-t 2000: out of range [0, 1024]' "$tmp/e7" || { echo "e7:"; cat "$tmp/e7"; exit 1; }
+[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 1 ] && [ $rc4 -eq 1 ] && [ $rc5 -eq 2 ] && [ $rc6 -eq 2 ] &&
+  [ $rc7 -eq 2 ] && [ $rc8 -eq 2 ] || { echo "exit codes $rc1 $rc2 $rc3 $rc4 $rc5 $rc6 $rc7 $rc8"; exit 1; }
+for f in e1 e2 e3 e4 e5 e6 e7 e8; do
   [ "$(wc -l < "$tmp/$f")" -eq 1 ] && grep -q '^specdec: ' "$tmp/$f" || { echo "$f:"; cat "$tmp/$f"; exit 1; }
 done
 "$bin" bench --help | grep -q "usage: specdec bench"

@@ -1,5 +1,6 @@
-/* decode/drafter_oracle: proposes the greedy reference past a0, corrupts each
- * token with probability 1 − α, reproducibly per (seed, position). */
+/* The bench's oracle drafter (bench/src/oracle/oracle_drafter.h): proposes the
+ * greedy reference past a0, corrupts each token with probability 1 − α,
+ * reproducibly per (seed, position). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +8,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "decode/drafter_oracle.h"
+#include "oracle/oracle_drafter.h"
 
 enum { N_PROMPT = 5, N_GREEDY = 64, N_VOCAB = 50 };
 

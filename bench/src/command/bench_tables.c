@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "core/checked.h"
 #include "core/clock.h"
-#include "decode/drafter_oracle.h"
+#include "oracle/oracle_drafter.h"
 
 /* On a terminal, one line rewritten in place; redirected to a log, one line
  * per stage (the words before the first ':' or digit change), not per rep. */

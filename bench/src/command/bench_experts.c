@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "core/checked.h"
 
 #define MAX_LAYERS_SHOWN 8 /* per-layer columns up to this many MoE layers, else the mean only */

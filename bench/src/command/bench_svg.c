@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 
 enum { PW = 440, PH = 320, ML = 50, MR = 15, MT = 30, MB = 40 };
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "numerics/matmul.h"
 
 /* ---- markdown ---- */

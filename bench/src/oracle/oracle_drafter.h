@@ -13,8 +13,8 @@
  * Since the verify loop is lossless and the kernels batch-invariant, the
  * committed text always equals the greedy reference, so the position in the
  * reference is simply the number of generated tokens (n − n_prompt). */
-#ifndef SD_DECODE_DRAFTER_ORACLE_H
-#define SD_DECODE_DRAFTER_ORACLE_H
+#ifndef SD_BENCH_ORACLE_DRAFTER_H
+#define SD_BENCH_ORACLE_DRAFTER_H
 
 #include <stdint.h>
 

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench.h"
-#include "decode/drafter_oracle.h"
+#include "command/bench.h"
+#include "oracle/oracle_drafter.h"
 
 #define AB_MAX_REPS 64
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "core/checked.h"
 
 static int cmp_str(const void *a, const void *b) {

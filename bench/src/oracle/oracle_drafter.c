@@ -1,5 +1,5 @@
-/* Synthetic-acceptance drafter: see drafter_oracle.h. */
-#include "decode/drafter_oracle.h"
+/* Synthetic-acceptance drafter: see oracle_drafter.h. */
+#include "oracle/oracle_drafter.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,11 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "cli/model_args.h"
 #include "core/checked.h"
 #include "numerics/cpu.h"
 #include "numerics/pool.h"
+#include "specdec.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -31,7 +32,7 @@ static void usage(FILE *f) {
         "  --prompts DIR    prompt files *.txt, first line 'class: NAME' or name prefix (default bench/prompts)\n"
         "  -n N             tokens generated per run (default 128)\n"
         "  --reps R         runs per figure; speeds are medians (default 3)\n"
-        "  -t T             threads (default 2)\n"
+        "  -t T             threads; 0 = online cores (default 2)\n"
         "  -k K             draft tokens per round (default 8)\n"
         "  --tables LIST    any of classes,cv,ksweep,oracle,rollback,window,gate,ab,experts (default\n"
         "                   classes,cv,ksweep,oracle,rollback). rollback: hybrid targets only, each\n"
@@ -56,7 +57,7 @@ static void usage(FILE *f) {
         "                   rep r uses seed r of --seeds for the plain run and every drafter, and\n"
         "                   LOSSLESS compares each speculative output with the plain one of its seed\n"
         "  --seeds LIST     class table at --temp > 0: sampling seeds, one per rep in turn (default 42)\n"
-        "  --fixed-k 0|1    class table: 1 = every round drafts -k tokens (default 0: adaptive K)\n"
+        "  --fixed-k        class table: every round drafts -k tokens (default: adaptive K)\n"
         "  --isa NAME       kernels: scalar, avx2, avx512 or neon (default: the best this CPU runs)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
@@ -162,19 +163,44 @@ static bool parse_seeds(bench_opts *o, const char *list) {
     return o->n_seeds > 0;
 }
 
-/* A temperature: finite, in [0, 100] as generate's --temp. */
-static bool parse_temp(const char *s, double *t) {
-    char *end;
-    *t = strtod(s, &end);
-    return *s && !*end && *t >= 0 && *t <= 100;
+/* The options bench shares with generate, by their flag in the option table
+ * (specdec.h): read by the table, so they take the same spellings, ranges
+ * and messages as everywhere else. */
+static const char *const SHARED[] = {"--model", "--model-draft", "--n-predict", "--threads",
+                                     "--seed",  "--temp",        "--gate",      "--fixed-k"};
+
+static const specdec_option *shared_option(const char *a) {
+    const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
+    for (size_t i = 0; opt && i < sizeof SHARED / sizeof *SHARED; i++)
+        if (!strcmp(opt->flag, SHARED[i])) return opt;
+    return NULL;
 }
 
-/* Every bench option takes a value. */
+/* The value the table just set in so to its place in o. Returns 0, or the exit code. */
+static int take_shared(bench_opts *o, const specdec_options *so, const specdec_option *opt, const char *a,
+                       const char *v) {
+    const char *f = opt->flag;
+    if (!strcmp(f, "--model")) o->target = so->model_path;
+    else if (!strcmp(f, "--model-draft")) { /* given twice: the second is the head */
+        if (o->draft && o->head) return usage_error("-md at most twice", so->draft_path);
+        *(o->draft ? &o->head : &o->draft) = so->draft_path;
+    } else if (!strcmp(f, "--n-predict")) {
+        if (so->gen.n_predict < 2)
+            return fprintf(stderr, "specdec: %s %s: bench needs at least 2 tokens per run\n", a, v), 2;
+        o->n_predict = so->gen.n_predict;
+    } else if (!strcmp(f, "--threads")) o->threads = so->n_threads > 0 ? so->n_threads : sd_default_threads();
+    else if (!strcmp(f, "--seed")) o->seed = so->gen.seed;
+    else if (!strcmp(f, "--temp")) o->temp = strtod(v, NULL); /* the table checked it; the report shows it as written */
+    else if (!strcmp(f, "--gate")) o->gate = so->gen.gate;
+    else if (!strcmp(f, "--fixed-k")) o->fixed_k = so->gen.fixed_k;
+    return 0;
+}
+
+/* bench's own options, each taking a value. */
 static bool known_option(const char *a) {
-    static const char *const names[] = {"-m", "-md", "--draft-b", "--prompts", "--json", "--plot", "--greedy-ids",
-                                        "-n", "--reps", "-t", "-k", "--seed", "--membw-mb", "--tables", "--drafters",
-                                        "--alphas", "--windows", "--ks", "--window-alpha", "--gate", "--fixed-k", "--oracle-gate", "--temp", "--seeds",
-                                        "--isa"};
+    static const char *const names[] = {"--draft-b", "--prompts", "--json", "--plot", "--greedy-ids", "--reps",
+                                        "-k", "--membw-mb", "--tables", "--drafters", "--alphas", "--windows", "--ks",
+                                        "--window-alpha", "--oracle-gate", "--seeds", "--isa"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i])) return true;
     return false;
@@ -190,42 +216,40 @@ static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_
     parse_ints("9,13,17", 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows);
     parse_ints("4,6,8,12,16", 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks);
     parse_drafters(o, "ngram,draft,auto,eagle3,mtp");
+    specdec_options so = specdec_options_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return -1; }
+        const specdec_option *opt = shared_option(a);
+        if (opt) {
+            specdec_error err = {0};
+            const char *v = opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
+            if (specdec_option_set(&so, opt, a, v, &err) != SPECDEC_OK) return usage_error(err.message, NULL);
+            int rc = take_shared(o, &so, opt, a, v);
+            if (rc) return rc;
+            continue;
+        }
         if (!known_option(a)) return usage_error("unknown option", a);
         if (i + 1 >= argc) return usage_error("missing value for", a);
         const char *v = argv[++i];
-        if (!strcmp(a, "-m")) o->target = v;
-        else if (!strcmp(a, "-md")) { if (o->draft && o->head) return usage_error("-md at most twice", v); *(o->draft ? &o->head : &o->draft) = v; }
-        else if (!strcmp(a, "--draft-b")) o->draft_b = v;
+        if (!strcmp(a, "--draft-b")) o->draft_b = v;
         else if (!strcmp(a, "--prompts")) o->prompts_dir = v;
         else if (!strcmp(a, "--json")) o->json = v;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--greedy-ids")) *greedy_text = v;
-        else if (!strcmp(a, "-n")) { if (!parse_int(v, 2, 1 << 20, &o->n_predict)) return usage_error("bad -n", v); }
         else if (!strcmp(a, "--reps")) { if (!parse_int(v, 1, 64, &o->reps)) return usage_error("bad --reps (1..64)", v); }
-        else if (!strcmp(a, "-t")) { if (!parse_int(v, 1, 1024, &o->threads)) return usage_error("bad -t", v); }
         else if (!strcmp(a, "-k")) { if (!parse_int(v, 1, BENCH_MAX_K, &o->k)) return usage_error("bad -k (1..16)", v); }
-        else if (!strcmp(a, "--seed")) { if (!parse_u64(v, &o->seed)) return usage_error("bad --seed", v); }
         else if (!strcmp(a, "--membw-mb")) { if (!parse_int(v, 1, 1 << 16, &o->membw_mb)) return usage_error("bad --membw-mb", v); }
         else if (!strcmp(a, "--tables")) { if (!parse_tables(o, v)) return usage_error("bad --tables (any of classes,cv,ksweep,oracle,rollback,window,gate,ab)", v); }
         else if (!strcmp(a, "--windows")) { if (!parse_ints(v, 2, 64, BENCH_MAX_WINDOWS, o->windows, &o->n_windows)) return usage_error("bad --windows (at most 4 of 2..64)", v); }
         else if (!strcmp(a, "--ks")) { if (!parse_ints(v, 1, BENCH_MAX_K, BENCH_MAX_KS, o->ks, &o->n_ks)) return usage_error("bad --ks (at most 8 of 1..16)", v); }
         else if (!strcmp(a, "--window-alpha")) { if (!parse_alpha(v, &o->window_alpha)) return usage_error("bad --window-alpha (in [0, 1])", v); }
         else if (!strcmp(a, "--drafters")) { if (!parse_drafters(o, v)) return usage_error("bad --drafters (any of ngram,draft,auto,eagle3,mtp, or none)", v); }
-        else if (!strcmp(a, "--gate")) { if (!parse_int(v, 0, 1 << 20, &o->gate)) return usage_error("bad --gate", v); }
         else if (!strcmp(a, "--oracle-gate")) {
             int f;
             if (!parse_int(v, 0, 1, &f)) return usage_error("bad --oracle-gate (0 or 1)", v);
             o->oracle_gate = f;
         }
-        else if (!strcmp(a, "--fixed-k")) {
-            int f;
-            if (!parse_int(v, 0, 1, &f)) return usage_error("bad --fixed-k (0 or 1)", v);
-            o->fixed_k = f;
-        }
-        else if (!strcmp(a, "--temp")) { if (!parse_temp(v, &o->temp)) return usage_error("bad --temp (0..100)", v); }
         else if (!strcmp(a, "--seeds")) { if (!parse_seeds(o, v)) return usage_error("bad --seeds (at most 16 comma-separated integers)", v); }
         else if (!strcmp(a, "--alphas")) { if (!parse_alphas(o, v)) return usage_error("bad --alphas", v); }
         else if (!strcmp(a, "--isa")) {

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "core/checked.h"
-#include "decode/drafter_oracle.h"
+#include "oracle/oracle_drafter.h"
 
 typedef struct gate_acc {
     double tok_s[64], ratio[64]; /* per rep: tok/s, and tok/s over the same rep's greedy */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/bench.h"
+#include "command/bench.h"
 #include "core/checked.h"
 #include "core/clock.h"
 
