@@ -57,10 +57,10 @@ struct worker {
     bool stopping, draining; /* draining: SIGTERM came, new requests get 503 */
     pthread_t thread;
     /* The inference thread's own. */
-    int n;          /* holders and batch slots: --parallel */
+    int n;            /* holders and batch slots: --parallel */
     bw_slot *holders; /* [n]; a holder's j is written under mu */
-    slot_mem *mem;  /* [n], by batch slot */
-    uint64_t ticks;
+    slot_mem *mem;    /* [n], by batch slot */
+    uint64_t ticks;   /* requests ended so far: slot_mem.ended's clock */
 };
 
 static bool bw_piece(const specdec_piece *p, void *user) {
