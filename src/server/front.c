@@ -29,7 +29,7 @@ static void usage(FILE *f, const specdec_options *defaults) {
                "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
                "  --port N                 port, [0, 65535] (default 8080; 0 = any free port, printed on stderr)\n"
                "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
-               "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
+               "  --queue N                requests that may wait while every slot runs, [1, 4096] (default 8; more: 503)\n"
                "  --parallel N             requests served at once, batched into one forward per step, [1, 64]\n"
                "                           (default from the machine: online cores / 4 in [1, 4]; here %d).\n"
                "                           Each slot holds its own context (-c positions); answers are the same\n"

@@ -116,8 +116,9 @@ int job_live_count(void);
 int server_worker_start(server *s);
 void server_worker_stop(server *s);
 void server_worker_free(server *s);
-/* Queues j (taking a reference); false when the queue is full or the server
- * drains or stops (the caller answers 503). */
+/* Queues j (taking a reference); false when opts.queue_max jobs already wait
+ * for a slot (counting beyond one per free slot), or the server drains or
+ * stops (the caller answers 503). */
 bool server_submit(server *s, job *j);
 /* Waiting jobs and running ones (in the batch's slots), for /metrics and /props. */
 void server_queue_state(server *s, int *waiting, int *running);

@@ -47,12 +47,15 @@ typedef struct slot_mem {
 } slot_mem;
 
 struct worker {
-    /* The queue of waiting jobs (FIFO, at most cap), and the count of jobs
-     * the holders hold; under mu. */
+    /* The queue of waiting jobs (FIFO), and the count of jobs the holders
+     * hold; under mu. At most cap jobs wait for a slot (--queue): the queue
+     * also takes, beyond them, one job per free slot (a burst that arrives
+     * together finds its slots free, not a full queue, until this thread
+     * moves the jobs in at its next turn); its ring has cap + n entries. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     job **queue;
-    int cap, head, len;
+    int cap, ring, head, len;
     int n_active;            /* holders holding a job (its checkpoint or its generation) */
     bool stopping, draining; /* draining: SIGTERM came, new requests get 503 */
     pthread_t thread;
@@ -280,7 +283,7 @@ static bw_slot *free_holder(worker *w) {
 /* Under mu: the next waiting job, out of the queue. */
 static job *dequeue(worker *w) {
     job *j = w->queue[w->head];
-    w->head = (w->head + 1) % w->cap;
+    w->head = (w->head + 1) % w->ring;
     w->len--;
     return j;
 }
@@ -336,9 +339,10 @@ int server_worker_start(server *s) {
     if (!w) return -1;
     w->cap = s->opts.queue_max;
     w->n = specdec_batch_n_slots(s->batch);
+    w->ring = w->cap + w->n;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    w->queue = calloc((size_t)w->cap, sizeof *w->queue);
+    w->queue = calloc((size_t)w->ring, sizeof *w->queue);
     w->holders = calloc((size_t)w->n, sizeof *w->holders);
     w->mem = calloc((size_t)w->n, sizeof *w->mem);
     if (w->n < 1 || !w->queue || !w->holders || !w->mem) {
@@ -360,7 +364,7 @@ void server_worker_stop(server *s) {
     if (!w) return;
     pthread_mutex_lock(&w->mu);
     w->stopping = true;
-    for (int i = 0; i < w->len; i++) atomic_store(&w->queue[(w->head + i) % w->cap]->cancel, true);
+    for (int i = 0; i < w->len; i++) atomic_store(&w->queue[(w->head + i) % w->ring]->cancel, true);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
@@ -374,12 +378,12 @@ void server_worker_free(server *s) {
 bool server_submit(server *s, job *j) {
     worker *w = s->w;
     pthread_mutex_lock(&w->mu);
-    const bool ok = !w->stopping && !w->draining && w->len < w->cap;
+    const bool ok = !w->stopping && !w->draining && w->len < w->cap + (w->n - w->n_active);
     if (ok) {
         pthread_mutex_lock(&j->mu);
         j->refs++;
         pthread_mutex_unlock(&j->mu);
-        w->queue[(w->head + w->len) % w->cap] = j;
+        w->queue[(w->head + w->len) % w->ring] = j;
         w->len++;
         pthread_cond_signal(&w->cv);
     }
