@@ -9,8 +9,8 @@ SD_WEAK int cmd_bench(int argc, char **argv);
 SD_WEAK int cmd_inspect(int argc, char **argv);
 SD_WEAK int cmd_tokenize(int argc, char **argv);
 SD_WEAK int cmd_quantize(int argc, char **argv);
-/* src/server/: the HTTP server and the terminal chat, on the public API. */
-SD_WEAK int cmd_serve(int argc, char **argv);
 SD_WEAK int cmd_chat(int argc, char **argv);
+/* src/server/: the HTTP server, on the public API. */
+SD_WEAK int cmd_serve(int argc, char **argv);
 
 #endif

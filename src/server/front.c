@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 /* The generation options are the library's option table (the same flags,
- * ranges and help as generate); the template and HTTP flags are ours. */
-static void usage(FILE *f, bool serve, const specdec_options *defaults) {
+ * ranges and help as generate and chat); the template and HTTP flags are ours. */
+static void usage(FILE *f, const specdec_options *defaults) {
     char *table = NULL;
     size_t len = 0;
     specdec_error err = {0};
@@ -17,43 +17,38 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return;
     }
-    fprintf(f, "usage: specdec %s [-m MODEL.gguf] [-md DRAFT.gguf] [options]\n\n", serve ? "serve" : "chat");
-    if (serve)
-        fprintf(f, "An OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /tokenize,\n"
-                   "/detokenize, /apply-template, /props, /metrics, /health) with a chat page at /.\n"
-                   "Per request, \"speculative\": false turns drafting off; responses carry timings.\n"
-                   "The sampling settings and -n below are each request's defaults.\n\n");
-    else
-        fprintf(f, "A conversation in the terminal: type a message, the answer streams; /spec on|off,\n"
-                   "/reset, /quit. A status line follows each answer.\n\n");
+    fprintf(f, "usage: specdec serve [-m MODEL.gguf] [-md DRAFT.gguf] [options]\n\n"
+               "An OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /tokenize,\n"
+               "/detokenize, /apply-template, /props, /metrics, /health) with a chat page at /.\n"
+               "Per request, \"speculative\": false turns drafting off; responses carry timings.\n"
+               "The sampling settings and -n below are each request's defaults.\n\n");
     fprintf(f, "%s", table);
     specdec_free(table);
     fprintf(f, "  --chat-template NAME     override the model's template: chatml, qwen3, qwen35, qwen36,\n"
-               "                           llama3, llama31\n");
-    if (serve)
-        fprintf(f, "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
-                   "  --port N                 port, [0, 65535] (default 8080; 0 = any free port, printed on stderr)\n"
-                   "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
-                   "  --queue N                requests that may wait while one runs, [1, 4096] (default 8; more: 503)\n"
-                   "  --parallel N             requests served at once, batched into one forward per step, [1, 64]\n"
-                   "                           (default from the machine: online cores / 4 in [1, 4]; here %d).\n"
-                   "                           Each slot holds its own context (-c positions); answers are the same\n"
-                   "                           as served one at a time\n"
-                   "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
-                   "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n"
-                   "  --cache-ram MIB          prefix cache over many conversations: states kept per token prefix,\n"
-                   "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off);\n"
-                   "                           shared by the --parallel slots\n"
-                   "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
-                   "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
-                   "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
-                   "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none);\n"
-                   "                           shared by the --parallel slots\n",
-                front_default_parallel());
+               "                           llama3, llama31\n"
+               "  --host ADDR              IPv4 address to bind (default 127.0.0.1)\n"
+               "  --port N                 port, [0, 65535] (default 8080; 0 = any free port, printed on stderr)\n"
+               "  --alias NAME             model id in responses (default: general.name, spaces as -)\n"
+               "  --queue N                requests that may wait while every slot runs, [1, 4096] (default 8; more: 503)\n"
+               "  --parallel N             requests served at once, batched into one forward per step, [1, 64]\n"
+               "                           (default from the machine: online cores / 4 in [1, 4]; here %d).\n"
+               "                           Each slot holds its own context (-c positions); answers are the same\n"
+               "                           as served one at a time. Token trees (--tree) are not batched: a\n"
+               "                           request verifies chains (the same text)\n"
+               "  --max-body BYTES         largest request body, [64, 1073741824] (default 1048576; more: 413)\n"
+               "  --sse-ping SECONDS       keep-alive comment on an idle stream, [0.05, 3600] (default 15)\n"
+               "  --cache-ram MIB          prefix cache over many conversations: states kept per token prefix,\n"
+               "                           least recently used evicted, [0, 1048576] (default 2048; 0 = off);\n"
+               "                           shared by the --parallel slots\n"
+               "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
+               "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
+               "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
+               "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none);\n"
+               "                           shared by the --parallel slots\n",
+            front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
-               "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
-               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n",
-            serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens unless -n says otherwise");
+               "\nTemperature defaults to 0.8 here (generate's is 0).\n"
+               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n");
 }
 
 /* A slot costs a context (n_ctx positions of KV cache), so the default stays
@@ -87,11 +82,10 @@ static bool count(const char *flag, const char *s, double lo, double hi, double 
     return num_in(flag, s, lo, hi, true, out);
 }
 
-/* serve's and chat's own flags (template, HTTP); 0 handled, 1 not ours, 2 usage error. */
-static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
+/* serve's own flags (template, HTTP); 0 handled, 1 not ours, 2 usage error. */
+static int own_flag(server_opts *o, const char *a, const char *v) {
     double x;
     if (!strcmp(a, "--chat-template")) o->chat_template = v;
-    else if (!serve) return 1;
     else if (!strcmp(a, "--host")) o->host = v;
     else if (!strcmp(a, "--alias")) o->alias = v;
     else if (!strcmp(a, "--port")) { if (!count(a, v, 0, 65535, &x)) return 2; o->port = (int)x; }
@@ -106,12 +100,11 @@ static int own_flag(server_opts *o, bool serve, const char *a, const char *v) {
     return 0;
 }
 
-static bool is_own_flag(bool serve, const char *a) {
-    static const char *const http[] = {"--host", "--alias", "--port", "--queue", "--max-body", "--sse-ping",
-                                       "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens"};
-    if (!strcmp(a, "--chat-template")) return true;
-    for (size_t i = 0; serve && i < sizeof http / sizeof *http; i++)
-        if (!strcmp(a, http[i])) return true;
+static bool is_own_flag(const char *a) {
+    static const char *const own[] = {"--chat-template", "--host", "--alias", "--port", "--queue", "--max-body",
+                                      "--sse-ping", "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (!strcmp(a, own[i])) return true;
     return false;
 }
 
@@ -124,34 +117,33 @@ static void take_options(server_opts *o, const specdec_options *so) {
     o->n_threads = so->n_threads;
 }
 
-int front_parse(int argc, char **argv, bool serve, server_opts *o) {
+int front_parse(int argc, char **argv, server_opts *o) {
     *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15,
                       .cache_ram_mib = 2048, .drain_timeout_s = 30, .suffix_tokens = FRONT_SUFFIX_TOKENS};
     specdec_options so = specdec_options_default();
     so.gen.temperature = 0.8f;
-    so.gen.n_predict = serve ? -1 : FRONT_CHAT_N_PREDICT; /* a chat answer is a turn, not a document */
+    so.gen.n_predict = -1; /* until the end of turn or a full context */
     so.model_path = FRONT_DEFAULT_TARGET;
     bool model_given = false;
-    const char *cmd = serve ? "serve" : "chat";
     specdec_error err = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout, serve, &so); return -1; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout, &so); return -1; }
         const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
-        bool own = !opt && is_own_flag(serve, a);
-        if (!opt && !own) { fprintf(stderr, "specdec: unknown option %s (see specdec %s --help)\n", a, cmd); return 2; }
+        bool own = !opt && is_own_flag(a);
+        if (!opt && !own) { fprintf(stderr, "specdec: unknown option %s (see specdec serve --help)\n", a); return 2; }
         const char *v = opt && opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
-        if (own && !v) { fprintf(stderr, "specdec: %s needs a value (see specdec %s --help)\n", a, cmd); return 2; }
-        if (own && own_flag(o, serve, a, v) != 0) return 2;
+        if (own && !v) { fprintf(stderr, "specdec: %s needs a value (see specdec serve --help)\n", a); return 2; }
+        if (own && own_flag(o, a, v) != 0) return 2;
         if (opt && specdec_option_set(&so, opt, a, v, &err) != SPECDEC_OK) {
-            fprintf(stderr, "specdec: %s (see specdec %s --help)\n", err.message, cmd);
+            fprintf(stderr, "specdec: %s (see specdec serve --help)\n", err.message);
             return 2;
         }
         if (opt && !strcmp(opt->flag, "--model")) model_given = true;
     }
     if (specdec_options_check(&so, &err) != SPECDEC_OK) { fprintf(stderr, "specdec: %s\n", err.message); return 2; }
     take_options(o, &so);
-    if (o->parallel <= 0) o->parallel = serve ? front_default_parallel() : 1; /* chat: one conversation */
+    if (o->parallel <= 0) o->parallel = front_default_parallel();
     if (!model_given && !o->draft_path && access(FRONT_DEFAULT_DRAFT, R_OK) == 0) o->draft_path = FRONT_DEFAULT_DRAFT;
     if (o->gen.spec == SPECDEC_SPEC_DRAFT && !o->draft_path) {
         fprintf(stderr, "specdec: --spec draft needs -md DRAFT.gguf\n");
@@ -176,23 +168,17 @@ bool front_load(server *s) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
-    specdec_context_params cp = specdec_context_default_params();
-    cp.n_ctx = s->opts.n_ctx;
-    cp.n_threads = s->opts.n_threads;
-    cp.draft = s->draft;
-    if (s->opts.parallel > 1) { /* the slots of the batched worker; no single context: it would go unused */
-        specdec_batch_params bp = specdec_batch_default_params();
-        bp.n_slots = s->opts.parallel;
-        bp.ctx = cp;
-        if (specdec_batch_init(s->model, &bp, &s->batch, &err)) {
-            fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
-            return false;
-        }
-    } else if (specdec_context_init(s->model, &cp, &s->ctx, &err)) {
-        fprintf(stderr, "specdec: %s\n", err.message);
+    /* The slots of the inference thread: --parallel contexts (one for --parallel 1). */
+    specdec_batch_params bp = specdec_batch_default_params();
+    bp.n_slots = s->opts.parallel;
+    bp.ctx.n_ctx = s->opts.n_ctx;
+    bp.ctx.n_threads = s->opts.n_threads;
+    bp.ctx.draft = s->draft;
+    if (specdec_batch_init(s->model, &bp, &s->batch, &err)) {
+        fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
         return false;
     }
-    specdec_context *c0 = s->ctx ? s->ctx : specdec_batch_slot_context(s->batch, 0);
+    specdec_context *c0 = specdec_batch_slot_context(s->batch, 0);
     s->n_ctx = specdec_context_n_ctx(c0);
     if (specdec_generate_params_check(c0, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
@@ -221,9 +207,7 @@ void front_unload(server *s) {
     s->batch = NULL;
     specdec_suffix_cache_free(s->suffix);
     s->suffix = NULL;
-    specdec_context_free(s->ctx);
     specdec_model_free(s->draft);
     specdec_model_free(s->model);
-    s->ctx = NULL;
     s->draft = s->model = NULL;
 }

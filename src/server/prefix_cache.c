@@ -129,20 +129,6 @@ void prefix_cache_checkpointed(prefix_cache *pc, pc_use *u, specdec_context *ctx
     store(pc, u, ctx);
 }
 
-void prefix_cache_enter(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
-                        const specdec_generate_params *gp, void *user) {
-    u->pre_ms = 0;
-    if (!prefix_cache_restore(pc, u, ctx, prompt, n, true)) return;
-    specdec_generate_params g = *gp;
-    g.n_predict = 0;
-    g.check_lossless = false;
-    specdec_stats st; /* g.abort stays: a client that left or a drain's end stops this prefill too */
-    if (specdec_generate(ctx, prompt, n - 1, &g, NULL, user, &st, NULL) != SPECDEC_OK ||
-        st.stop_reason == SPECDEC_STOP_CANCELLED)
-        return;
-    prefix_cache_checkpointed(pc, u, ctx, st.t_prefill_ms);
-}
-
 void prefix_cache_leave(prefix_cache *pc, pc_use *u, specdec_context *ctx, specdec_status rc, specdec_stats *st) {
     if (pc->cap == 0) return;
     if (u->reused >= 0 && rc == SPECDEC_OK) {

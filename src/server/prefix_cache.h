@@ -2,14 +2,12 @@
  * (specdec_state_save: KV rows, and a hybrid's recurrent state at the end of
  * what it holds) kept per token prefix, matched by the longest common prefix
  * across all of them (specdec_state_match), evicted least recently used
- * under a byte budget (--cache-ram MiB, 0 = off). The inference thread calls
- * prefix_cache_enter before a generate and prefix_cache_leave after it; the
- * counters are read by /metrics under the lock. With --parallel N the cache
- * is shared by the N slots' contexts, each with a pc_use of its own; the
- * batched worker calls prefix_cache_restore before a slot's request (and
+ * under a byte budget (--cache-ram MiB, 0 = off). It is shared by the
+ * --parallel slots' contexts, each with a pc_use of its own: the inference
+ * thread (worker.c) calls prefix_cache_restore before a slot's request (and
  * runs a hybrid's checkpoint as a request of its own, then
- * prefix_cache_checkpointed) and prefix_cache_leave in its done callback,
- * all on the inference thread. */
+ * prefix_cache_checkpointed) and prefix_cache_leave in its done callback;
+ * the counters are read by /metrics under the lock. */
 #ifndef SD_SERVER_PREFIX_CACHE_H
 #define SD_SERVER_PREFIX_CACHE_H
 
@@ -28,8 +26,8 @@ typedef struct pc_entry {
     uint64_t id;   /* never reused: a context's pc_use.live names it */
 } pc_entry;
 
-/* One context's use of the cache (the one-at-a-time loop's, or a batch
- * slot's), touched only by the inference thread. */
+/* One batch slot context's use of the cache, touched only by the inference
+ * thread. */
 typedef struct pc_use {
     uint64_t live; /* the id of the entry the context holds unchanged since (0: unknown) */
     /* This request's: tokens reused from the cache (-1: the library's own count
@@ -49,15 +47,9 @@ typedef struct prefix_cache {
 
 void prefix_cache_init(prefix_cache *pc, size_t cap_bytes, const specdec_model *model);
 void prefix_cache_free(prefix_cache *pc);
-/* Before a generate of prompt[n] with gp: restores the cached state sharing
- * the longest usable prefix with the prompt into ctx (unless ctx holds it),
- * and for a hybrid prefills and stores a checkpoint at n - 1 tokens, so a
- * later prompt that extends this one finds its recurrent state; gp->abort
- * (with user, as generate would pass it) can stop that prefill. */
-void prefix_cache_enter(prefix_cache *pc, pc_use *u, specdec_context *ctx, const specdec_token *prompt, size_t n,
-                        const specdec_generate_params *gp, void *user);
-/* The first half of enter: restores the best entry into ctx (u->reused says
- * what it gives; u->pre_ms is left as it is). Returns whether a hybrid's
+/* Before a request of prompt[n] on ctx: restores the entry sharing the
+ * longest usable prefix with the prompt into ctx, unless ctx holds it
+ * (u->reused says what it gives; u->pre_ms is left as it is). Returns whether a hybrid's
  * checkpoint at n - 1 tokens is wanted: the caller then generates with
  * n_predict 0 over prompt[0..n-1) on ctx and calls prefix_cache_checkpointed.
  * count: whether this is the request's first look (hits, misses and restored

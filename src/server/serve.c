@@ -35,7 +35,7 @@ static void drain(server *s, const sigset_t *set) {
 int cmd_serve(int argc, char **argv) {
     static server s; /* big and one per process */
     memset(&s, 0, sizeof s);
-    int rc = front_parse(argc, argv, true, &s.opts);
+    int rc = front_parse(argc, argv, &s.opts);
     if (rc) return rc < 0 ? 0 : rc;
     /* Signals go to sigwait below, not to whichever thread runs. */
     sigset_t set;
@@ -63,6 +63,7 @@ int cmd_serve(int argc, char **argv) {
     s.started = now_unix();
     if (server_worker_start(&s)) {
         fprintf(stderr, "specdec: cannot start the inference thread\n");
+        prefix_cache_free(&s.pc);
         front_unload(&s);
         return 1;
     }
@@ -71,6 +72,7 @@ int cmd_serve(int argc, char **argv) {
     if (!d) {
         fprintf(stderr, "specdec: cannot listen on %s:%d\n", s.opts.host, s.opts.port);
         server_worker_stop(&s);
+        server_worker_free(&s);
         prefix_cache_free(&s.pc);
         front_unload(&s);
         return 1;
@@ -92,6 +94,7 @@ int cmd_serve(int argc, char **argv) {
     /* Cancel what is left, let the running generate end, close the connections. */
     server_worker_stop(&s);
     MHD_stop_daemon(d);
+    server_worker_free(&s);
     prefix_cache_free(&s.pc);
     front_unload(&s);
     return 0;

@@ -1,15 +1,15 @@
 /* specdec serve: an OpenAI-compatible HTTP server on the public API.
  *
  * Threads: libmicrohttpd runs one thread per connection (the handler and the
- * SSE reader may block); one inference thread owns the context and runs the
- * jobs of a bounded FIFO one at a time (a full queue answers 503). A job is
- * the channel between the two: the inference thread appends generated pieces
- * under its lock, the connection thread turns them into JSON / SSE and sets
- * `cancel` when the client goes away, which the piece callback and the abort
- * hook (polled between prefill chunks) return to the decode loop. Requests
- * never share a job, so outputs never mix. With --parallel N > 1 the
- * inference thread runs up to N jobs at once instead (batch_worker.c:
- * continuous batching with specdec_batch), each job still its own channel. */
+ * SSE reader may block); one inference thread (worker.c) owns the batch of
+ * --parallel N slots (N = 1 too: a one-slot batch) and runs the jobs of a
+ * bounded FIFO, up to N at once by continuous batching with specdec_batch
+ * (docs/BATCHING.md); a full queue answers 503. A job is the channel between
+ * the two: the inference thread appends generated pieces under its lock, the
+ * connection thread turns them into JSON / SSE and sets `cancel` when the
+ * client goes away, which the piece callback returns to the decode loop and
+ * the worker passes to the batch before each step (between prefill chunks
+ * too). Requests never share a job, so outputs never mix. */
 #ifndef SD_SERVER_SERVER_H
 #define SD_SERVER_SERVER_H
 
@@ -28,7 +28,7 @@ typedef struct server_opts {
     const char *model_path, *draft_path, *host, *chat_template, *alias;
     int port;                       /* 0: any free port (printed on stderr) */
     int n_ctx, n_threads, queue_max, max_body;
-    int parallel;                   /* requests served at once (--parallel; 1: one at a time, the classic loop) */
+    int parallel;                   /* requests served at once: the batch's slots (--parallel) */
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
     double cache_ram_mib;           /* prefix cache budget (MiB); 0 = off */
     double drain_timeout_s;         /* SIGTERM: how long in-flight requests may take to finish */
@@ -75,11 +75,15 @@ typedef struct metrics {
     uint64_t draft_tokens, accepted_tokens, drafts;
 } metrics;
 
+/* The inference thread and its queue (worker.c). */
+typedef struct worker worker;
+
+/* What the HTTP front and the inference thread share. */
 typedef struct server {
     server_opts opts;
     specdec_model *model, *draft;
-    specdec_context *ctx; /* the one-at-a-time loop's (--parallel 1; NULL with a batch) */
-    int32_t n_ctx;        /* positions of a request's context (ctx's or each batch slot's) */
+    specdec_batch *batch; /* --parallel slots, each a context of n_ctx positions */
+    int32_t n_ctx;
     /* The outputs of earlier requests, for suffix drafting (--spec suffix,
      * auto): kept for the server's lifetime, shared by the batch's slots (it
      * locks itself). */
@@ -88,48 +92,36 @@ typedef struct server {
     char template_error[512];
     char model_id[256];
     char fingerprint[64]; /* "specdec-VERSION", the system_fingerprint */
-    int64_t started; /* unix seconds */
-    /* The queue of waiting jobs (FIFO), under qmu. */
-    pthread_mutex_t qmu;
-    pthread_cond_t qcv;
-    job **queue;
-    int q_head, q_len;
-    bool stopping, draining; /* draining: SIGTERM came, new requests get 503 */
-    job *current; /* the running job, under qmu */
-    pthread_t worker;
+    int64_t started;      /* unix seconds */
     metrics m;
-    /* --parallel N > 1 (batch_worker.c): the engine serving N requests per
-     * step, and the job of each of its slots (NULL: free), under qmu. */
-    specdec_batch *batch;
-    struct bw_slot *slots;
-    int n_active; /* jobs running, under qmu: slots holding a job (its checkpoint or its generation),
-                     or 0/1 for the one-at-a-time loop */
     prefix_cache pc; /* used by the inference thread; /metrics reads it */
-    pc_use pcu;      /* ctx's use of it */
-    pc_use *slot_use; /* [parallel]: each batch slot context's use of it (batch_worker.c) */
-    uint64_t *slot_ended; /* [parallel]: when each batch slot's last request ended (a tick, 0: never) */
-    uint64_t ticks;       /* the worker's tick counter for slot_ended */
+    worker *w;       /* the queue and the inference thread (server_worker_start) */
 } server;
 
 /* Jobs (job.c). */
 job *job_new(job_kind kind);
 void job_release(job *j); /* drops one reference; frees at zero */
-/* Queues j (taking a reference); false when the queue is full (the caller answers 503). */
-bool server_submit(server *s, job *j);
-/* Waiting jobs and running ones (in the batch's slots, or the one of the
- * one-at-a-time loop), for /metrics and /props. */
-void server_queue_state(server *s, int *waiting, int *running);
-int server_worker_start(server *s);
-void server_worker_stop(server *s);
-/* job.c, for the batched worker too: the piece callback (user = the job) and
- * the end of a job (its outcome stored, its waiters woken, metrics). */
+/* The piece callback (user = the job) and the end of a job (its outcome
+ * stored, its waiters woken, metrics), on the inference thread. */
 bool job_on_piece(const specdec_piece *p, void *user);
 void job_finish(server *s, job *j, specdec_status rc, const specdec_error *err, const specdec_stats *st);
-/* The batched inference thread (batch_worker.c), --parallel N > 1: continuous
- * batching of up to N jobs with specdec_batch (docs/BATCHING.md). */
-void *batch_worker_main(void *arg);
 /* Jobs alive (queued, running, or still being answered), for the SIGTERM drain. */
 int job_live_count(void);
+
+/* The inference thread and its queue (worker.c). Start: the queue of
+ * opts.queue_max jobs and the thread over s->batch; -1 when either cannot be
+ * made. Stop: cancels the queued and the running jobs and waits for the
+ * thread to end; the queue goes on refusing (server_submit false) until
+ * free, which comes after the HTTP daemon has stopped. */
+int server_worker_start(server *s);
+void server_worker_stop(server *s);
+void server_worker_free(server *s);
+/* Queues j (taking a reference); false when opts.queue_max jobs already wait
+ * for a slot (counting beyond one per free slot), or the server drains or
+ * stops (the caller answers 503). */
+bool server_submit(server *s, job *j);
+/* Waiting jobs and running ones (in the batch's slots), for /metrics and /props. */
+void server_queue_state(server *s, int *waiting, int *running);
 /* SIGTERM: new requests are refused (503) from now on; the queued and the
  * running ones go on. */
 void server_drain_start(server *s);

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "cli/chat.h"
 #include "cli/generate.h"
 #include "server/front.h"
 #include "server/oai.h"
@@ -98,15 +99,20 @@ static int parse_generate(int argc, char **argv) {
     return rc == -1 ? 0 : rc;
 }
 
-static int parse_front(int argc, char **argv, bool serve) {
+static int parse_serve(int argc, char **argv) {
     server_opts o;
-    int rc = front_parse(argc, argv, serve, &o);
+    int rc = front_parse(argc, argv, &o);
     last = (specdec_options){.gen = o.gen, .n_ctx = o.n_ctx, .n_threads = o.n_threads,
                              .model_path = o.model_path, .draft_path = o.draft_path};
     return rc;
 }
-static int parse_serve(int argc, char **argv) { return parse_front(argc, argv, true); }
-static int parse_chat(int argc, char **argv) { return parse_front(argc, argv, false); }
+
+static int parse_chat(int argc, char **argv) {
+    chat_opts o;
+    int rc = chat_parse(argc, argv, &o);
+    last = o.run;
+    return rc;
+}
 
 /* The value text as the table prints it back ("1e+02" and "100" both read 100). */
 static void assert_landed(const specdec_option *t, const char *given) {
@@ -215,7 +221,7 @@ static void test_http(void **state) {
     (void)state;
     server s = {0};
     char *argv[] = {"serve", "-m", "models/fixture-target.gguf", "-t", "1", "-c", "256"};
-    assert_int_equal(front_parse(7, argv, true, &s.opts), 0);
+    assert_int_equal(front_parse(7, argv, &s.opts), 0);
     assert_true(front_load(&s));
     size_t n, fields = 0;
     const specdec_option *table = specdec_option_table(&n);

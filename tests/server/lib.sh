@@ -1,6 +1,9 @@
 # Shared by the server tests: start `specdec serve` on a free port of
 # 127.0.0.1 (it picks one: --port 0) and always stop it on exit.
 #   start_server [serve options...]   sets SERVER_PID, PORT, BASE; logs to $SERVER_LOG
+# SD_SERVE_PARALLEL=N runs the servers started without --parallel with
+# --parallel N (the default is the machine's), so a test can be run with
+# one slot and with several.
 set -u
 BIN=${SD_SPECDEC_BIN:-build/specdec}
 cd "${SD_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}"
@@ -16,7 +19,12 @@ trap cleanup EXIT
 
 start_server() {
   SERVER_LOG=$TMP/server.$RANDOM.log
-  "$BIN" serve --host 127.0.0.1 --port 0 "$@" 2>"$SERVER_LOG" &
+  local a par=()
+  if [ -n "${SD_SERVE_PARALLEL:-}" ]; then
+    par=(--parallel "$SD_SERVE_PARALLEL")
+    for a in "$@"; do [ "$a" = --parallel ] && par=(); done
+  fi
+  "$BIN" serve --host 127.0.0.1 --port 0 "$@" "${par[@]}" 2>"$SERVER_LOG" &
   SERVER_PID=$!
   SERVER_PIDS+=("$SERVER_PID")
   local i

@@ -2,7 +2,8 @@
 # Bad input gets its status and an OpenAI-shaped error body, x-should-retry:
 # false where retrying cannot help, and the server answers correctly after
 # each one; a client that disconnects mid-stream does not disturb the next
-# request; a full queue answers 503; a waiting stream gets keep-alive comments.
+# request; a full queue answers 503 (with one slot and with two); a waiting
+# stream gets keep-alive comments.
 source "$(dirname "$0")/lib.sh"
 start_server -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 -c 2048 \
   --max-body 32768 --queue 1 --sse-ping 0.1
@@ -107,36 +108,48 @@ done
 curl -s "$BASE/metrics" | grep -q 'outcome="cancelled"} [1-9]' || fail "the disconnected request was not cancelled"
 echo "ok  disconnect mid-stream: cancelled, next answer correct"
 
-# --queue 1: one running + one waiting; a third concurrent request gets 503.
-# The waiting stream gets ': ping' comments (--sse-ping 0.1) before its answer.
+# --queue 1: every slot running + one waiting; one more concurrent request
+# gets 503. The waiting stream gets ': ping' comments (--sse-ping 0.1) before
+# its answer. Run on this server (its --parallel: the machine's default, or
+# SD_SERVE_PARALLEL) and at the end on one with the other of 1 and 2 slots.
 SLOW='{"messages":[{"role":"user","content":"Go on forever."}],"max_tokens":2000,"temperature":0,"stream":true}'
 gauge() { curl -s "$BASE/metrics" | awk -v m="specdec_$1" '$1 == m { print $2 }'; }
 until_gauge() { # until_gauge NAME VALUE: poll /metrics (at most ~20 s)
   local i; for i in $(seq 1 400); do [ "$(gauge "$1")" = "$2" ] && return 0; sleep 0.05; done
-  fail "/metrics $1 never became $2"
+  fail "/metrics $1 never became $2 (last: $(gauge "$1"))"
 }
-# The running request must still be running when the third arrives; on a fast machine it can
+slots() { curl -sf "$BASE/props" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total_slots"])'; }
+# The running requests must still be running when the last arrives; on a fast machine one can
 # end first (the fixture decodes thousands of tokens a second), so that case is retried, but a
-# 200 while the first is still streaming fails at once.
-for attempt in 1 2 3 4 5; do
-  curl -sN "$BASE$CHAT" -d "$SLOW" > "$TMP/s1" &
-  c1=$!
-  until_gauge requests_processing 1
-  curl -sN "$BASE$CHAT" -d "$LONGGEN" > "$TMP/s2" &
-  c2=$!
-  until_gauge requests_deferred 1
-  code=$(curl -s -o "$TMP/s3" -w '%{http_code}' "$BASE$CHAT" -d "$GOOD")
-  first_done=$(grep -c '^data: \[DONE\]' "$TMP/s1" || true)
-  wait $c1 $c2
-  [ "$code" = 503 ] && break
-  [ "$first_done" = 0 ] || [ "$attempt" = 5 ] &&
-    fail "third request with --queue 1: status $code, want 503 (first request done: $first_done, attempt $attempt): $(cat "$TMP/s3")"
-  echo "note: the running request ended before the third arrived (attempt $attempt); again"
-done
-grep -q unavailable_error "$TMP/s3" || fail "503 body: $(cat "$TMP/s3")"
-grep -q '^: ping' "$TMP/s2" || fail "the waiting stream got no keep-alive comment"
-grep -q '^data: \[DONE\]' "$TMP/s2" || fail "the waiting stream did not finish"
-echo "ok  503 when the queue is full; keep-alive comments while waiting"
+# 200 while they are all still streaming fails at once.
+queue_full() {
+  local n attempt i code first_done pids
+  n=$(slots)
+  QUEUE_SLOTS=$n
+  for attempt in 1 2 3 4 5; do
+    pids=()
+    for i in $(seq 1 "$n"); do
+      curl -sN "$BASE$CHAT" -d "$SLOW" > "$TMP/s1.$i" &
+      pids+=($!)
+    done
+    until_gauge requests_processing "$n"
+    curl -sN "$BASE$CHAT" -d "$LONGGEN" > "$TMP/s2" &
+    pids+=($!)
+    until_gauge requests_deferred 1
+    code=$(curl -s -o "$TMP/s3" -w '%{http_code}' "$BASE$CHAT" -d "$GOOD")
+    first_done=$(cat "$TMP"/s1.* | grep -c '^data: \[DONE\]' || true)
+    wait "${pids[@]}"
+    [ "$code" = 503 ] && break
+    [ "$first_done" = 0 ] || [ "$attempt" = 5 ] &&
+      fail "request $((n + 2)) with --parallel $n --queue 1: status $code, want 503 (running requests done: $first_done, attempt $attempt): $(cat "$TMP/s3")"
+    echo "note: a running request ended before the last arrived (attempt $attempt); again"
+  done
+  grep -q unavailable_error "$TMP/s3" || fail "503 body: $(cat "$TMP/s3")"
+  grep -q '^: ping' "$TMP/s2" || fail "the waiting stream got no keep-alive comment"
+  grep -q '^data: \[DONE\]' "$TMP/s2" || fail "the waiting stream did not finish"
+  echo "ok  --parallel $n: 503 when the queue is full; keep-alive comments while waiting"
+}
+queue_full
 
 # Metrics: Prometheus text with the speculation counters.
 curl -s "$BASE/metrics" > "$TMP/metrics"
@@ -169,3 +182,9 @@ for bad in "--spec eagle3" "--spec mtp"; do
     fail "serve $bad: want one 'specdec: spec mode ...' line, got: $out"
 done
 echo "ok  serve refuses --spec eagle3 / mtp without a head or MTP block at startup"
+
+# The full queue once more with the other slot count (1 or 2).
+start_server -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 -c 2048 \
+  --queue 1 --sse-ping 0.1 --parallel "$([ "$QUEUE_SLOTS" = 1 ] && echo 2 || echo 1)"
+queue_full
+stop_server "$SERVER_PID"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # specdec serve --parallel 4: requests fired together (streaming and not,
 # temperature 0 and 0.8 with seeds, speculation on) are served in batched
-# steps, and each answer is byte for byte the one a --parallel 1 server (the
-# one-at-a-time loop) gives the same request alone; on the dense fixture with
+# steps, and each answer is byte for byte the one a --parallel 1 server (one
+# slot: each request alone) gives the same request; on the dense fixture with
 # its draft model and on the qwen35 hybrid (n-gram + its MTP block). Then 8
 # requests on 4 slots: the later ones join as slots free up, while a ninth
 # client leaves mid-stream (its request is cancelled; nothing else changes).

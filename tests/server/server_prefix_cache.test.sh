@@ -5,7 +5,9 @@
 # in between), and every answer is bitwise the answer of a server without the
 # cache (greedy and seeded sampling). With a budget of about two states the
 # cache stays under it, counts evictions in /metrics, and the answers still
-# match.
+# match. One slot (--parallel 1, whatever the machine's default): with more,
+# each conversation keeps its slot and its KV rows without the cache too
+# (server_parallel_cache.test.sh checks the cache shared by 4 slots).
 source "$(dirname "$0")/lib.sh"
 fail() { echo "FAIL: $*"; echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
 metric() { curl -sf "$BASE/metrics" | sed -n "s/^specdec_prefix_cache_$1 //p"; }
@@ -49,6 +51,6 @@ print("ok  %s: turn 2+ cache_n %s; answers equal to the cache-less server's" % (
 PY
 }
 
-run_fixture dense -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 -c 2048
-run_fixture hybrid -m models/fixture-q35-target.gguf -t 1 -c 2048
+run_fixture dense -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 -c 2048 --parallel 1
+run_fixture hybrid -m models/fixture-q35-target.gguf -t 1 -c 2048 --parallel 1
 echo "prefix cache: ok"

@@ -1,10 +1,13 @@
-/* The inference thread of `specdec serve --parallel N` (N > 1): continuous
- * batching with specdec_batch (docs/BATCHING.md). Each turn it moves waiting
+/* The inference thread of `specdec serve`, for every --parallel N (1 too: a
+ * one-slot batch), and the bounded FIFO of jobs it takes from. Continuous
+ * batching with specdec_batch (docs/BATCHING.md): each turn it moves waiting
  * jobs into free slots (they join at the next step), tells the batch which
  * jobs' clients have gone (cancel), and runs one step: one forward over the
- * rows every running job needs next. Pieces reach each job through its own
- * channel (job_on_piece, inside the step, on this thread), so outputs never
- * mix; a job that ends frees its slot for the next waiting one.
+ * rows every running job needs next (a prefill chunk, a decode token or a
+ * verify window, so a client that leaves during a long prompt frees its slot
+ * at the next chunk). Pieces reach each job through its own channel
+ * (job_on_piece, inside the step, on this thread), so outputs never mix; a
+ * job that ends frees its slot for the next waiting one.
  *
  * The prefix cache (--cache-ram) is shared by the slots: before a job's
  * request goes into a batch slot, the cached state sharing the longest
@@ -37,6 +40,32 @@ typedef struct bw_slot {
     int32_t reused;  /* the cache's first look for the job (pc_use.reused): what the job reports */
 } bw_slot;
 
+/* What a batch slot's context keeps between requests. */
+typedef struct slot_mem {
+    pc_use use;     /* its use of the prefix cache */
+    uint64_t ended; /* when its last request ended (a tick of worker.ticks; 0: never) */
+} slot_mem;
+
+struct worker {
+    /* The queue of waiting jobs (FIFO), and the count of jobs the holders
+     * hold; under mu. At most cap jobs wait for a slot (--queue): the queue
+     * also takes, beyond them, one job per free slot (a burst that arrives
+     * together finds its slots free, not a full queue, until this thread
+     * moves the jobs in at its next turn); its ring has cap + n entries. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    job **queue;
+    int cap, ring, head, len;
+    int n_active;            /* holders holding a job (its checkpoint or its generation) */
+    bool stopping, draining; /* draining: SIGTERM came, new requests get 503 */
+    pthread_t thread;
+    /* The inference thread's own. */
+    int n;            /* holders and batch slots: --parallel */
+    bw_slot *holders; /* [n]; a holder's j is written under mu */
+    slot_mem *mem;    /* [n], by batch slot */
+    uint64_t ticks;   /* requests ended so far: slot_mem.ended's clock */
+};
+
 static bool bw_piece(const specdec_piece *p, void *user) {
     bw_slot *b = user;
     if (b->checkpoint) return !atomic_load(&b->j->cancel); /* a prefill: nothing for the client */
@@ -45,12 +74,13 @@ static bool bw_piece(const specdec_piece *p, void *user) {
 
 /* The job leaves its holder (after job_finish). */
 static void end_job(bw_slot *b) {
+    worker *w = b->s->w;
     job *j = b->j;
-    pthread_mutex_lock(&b->s->qmu);
+    pthread_mutex_lock(&w->mu);
     b->j = NULL;
     b->checkpoint = b->resume = false;
-    b->s->n_active--;
-    pthread_mutex_unlock(&b->s->qmu);
+    w->n_active--;
+    pthread_mutex_unlock(&w->mu);
     job_release(j);
 }
 
@@ -67,8 +97,9 @@ static void bw_done(const specdec_batch_result *r, void *user) {
     bw_slot *b = user;
     server *s = b->s;
     specdec_context *ctx = specdec_batch_slot_context(s->batch, r->slot);
-    pc_use *u = &s->slot_use[r->slot];
-    s->slot_ended[r->slot] = ++s->ticks;
+    slot_mem *m = &s->w->mem[r->slot];
+    pc_use *u = &m->use;
+    m->ended = ++s->w->ticks;
     if (b->checkpoint) {
         const bool cancelled = r->stats->stop_reason == SPECDEC_STOP_CANCELLED || atomic_load(&b->j->cancel);
         if (r->status == SPECDEC_OK && !cancelled) {
@@ -91,6 +122,14 @@ static void bw_done(const specdec_batch_result *r, void *user) {
     prefix_cache_leave(&s->pc, u, ctx, r->status, &st);
     job_finish(s, b->j, r->status, r->err, &st);
     end_job(b);
+}
+
+/* Whether a shutdown has begun (the holders' jobs are cancelled, queued ones too). */
+static bool stopping(worker *w) {
+    pthread_mutex_lock(&w->mu);
+    const bool st = w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    return st;
 }
 
 /* Tokens of prompt[n] that ctx holds from its start (*n_held: all it holds). */
@@ -132,9 +171,9 @@ static bool cache_before(server *s, bw_slot *b, specdec_context *ctx, pc_use *u,
 
 /* Whether a job's checkpoint ended in slot i and its generation waits to
  * start there (resume_jobs runs those before new jobs take slots). */
-static bool reserved(const server *s, int32_t i) {
-    for (int k = 0; k < s->opts.parallel; k++)
-        if (s->slots[k].j && s->slots[k].resume && s->slots[k].id == i) return true;
+static bool reserved(const worker *w, int32_t i) {
+    for (int k = 0; k < w->n; k++)
+        if (w->holders[k].j && w->holders[k].resume && w->holders[k].id == i) return true;
     return false;
 }
 
@@ -153,12 +192,13 @@ static int32_t choose_slot(server *s, const bw_slot *b, bool first) {
     if (!first && specdec_batch_slot_is_free(s->batch, b->id)) return b->id;
     int32_t best = -1, idle = -1;
     size_t best_m = 0;
-    for (int32_t i = 0; i < s->opts.parallel; i++) {
-        if (!specdec_batch_slot_is_free(s->batch, i) || reserved(s, i)) continue;
+    const worker *w = s->w;
+    for (int32_t i = 0; i < w->n; i++) {
+        if (!specdec_batch_slot_is_free(s->batch, i) || reserved(w, i)) continue;
         size_t n_held = 0;
         const size_t m = held_prefix(specdec_batch_slot_context(s->batch, i), b->j->prompt, b->j->n_prompt, &n_held);
         if (n_held > 0 && 2 * m >= n_held && m > best_m) best = i, best_m = m;
-        if (idle < 0 || s->slot_ended[i] < s->slot_ended[idle]) idle = i;
+        if (idle < 0 || w->mem[i].ended < w->mem[idle].ended) idle = i;
     }
     return best >= 0 ? best : idle;
 }
@@ -172,7 +212,7 @@ static void run_request(server *s, bw_slot *b, bool first) {
     specdec_error err = {0};
     const int32_t slot = choose_slot(s, b, first);
     specdec_context *ctx = specdec_batch_slot_context(s->batch, slot);
-    pc_use *u = ctx ? &s->slot_use[slot] : NULL;
+    pc_use *u = ctx ? &s->w->mem[slot].use : NULL;
     const bool want = u && cache_before(s, b, ctx, u, first);
     specdec_generate_params gp = j->gp;
     gp.abort = NULL;
@@ -198,11 +238,11 @@ static void run_request(server *s, bw_slot *b, bool first) {
 
 /* Starts job j in the free holder b. */
 static void start_job(server *s, bw_slot *b, job *j) {
-    pthread_mutex_lock(&s->qmu);
+    pthread_mutex_lock(&s->w->mu);
     b->j = j;
     b->pre_ms = 0;
-    s->n_active++;
-    pthread_mutex_unlock(&s->qmu);
+    s->w->n_active++;
+    pthread_mutex_unlock(&s->w->mu);
     if (atomic_load(&j->cancel)) {
         specdec_error err = {0};
         finish_unrun(s, j, SPECDEC_OK, &err);
@@ -219,11 +259,11 @@ static void start_job(server *s, bw_slot *b, job *j) {
 /* The jobs whose checkpoint ended: their generation starts now (a job
  * cancelled meanwhile ends instead). */
 static void resume_jobs(server *s) {
-    for (int i = 0; i < s->opts.parallel; i++) {
-        bw_slot *b = &s->slots[i];
+    for (int i = 0; i < s->w->n; i++) {
+        bw_slot *b = &s->w->holders[i];
         if (!b->j || !b->resume) continue;
         b->resume = false;
-        if (s->stopping || atomic_load(&b->j->cancel)) {
+        if (stopping(s->w) || atomic_load(&b->j->cancel)) {
             specdec_error err = {0};
             finish_unrun(s, b->j, SPECDEC_OK, &err);
             end_job(b);
@@ -233,62 +273,141 @@ static void resume_jobs(server *s) {
     }
 }
 
-/* Under qmu: a free holder, or NULL. */
-static bw_slot *free_slot(server *s) {
-    for (int i = 0; i < s->opts.parallel; i++)
-        if (!s->slots[i].j) return &s->slots[i];
+/* Under mu: a free holder, or NULL. */
+static bw_slot *free_holder(worker *w) {
+    for (int i = 0; i < w->n; i++)
+        if (!w->holders[i].j) return &w->holders[i];
     return NULL;
 }
 
-static void free_slots(server *s) {
-    free(s->slots);
-    free(s->slot_use);
-    free(s->slot_ended);
-    s->slots = NULL;
-    s->slot_use = NULL;
-    s->slot_ended = NULL;
+/* Under mu: the next waiting job, out of the queue. */
+static job *dequeue(worker *w) {
+    job *j = w->queue[w->head];
+    w->head = (w->head + 1) % w->ring;
+    w->len--;
+    return j;
 }
 
-void *batch_worker_main(void *arg) {
+/* One turn: the checkpointed jobs' generations and the waiting jobs into
+ * slots, the requests of clients that left (or of a shutdown) cancelled,
+ * then one step of the batch. */
+static void turn(server *s) {
+    worker *w = s->w;
+    resume_jobs(s);
+    pthread_mutex_lock(&w->mu);
+    bw_slot *b;
+    while (w->len > 0 && (b = free_holder(w))) {
+        job *j = dequeue(w);
+        pthread_mutex_unlock(&w->mu);
+        start_job(s, b, j);
+        pthread_mutex_lock(&w->mu);
+    }
+    for (int i = 0; i < w->n; i++)
+        if (w->holders[i].j && !w->holders[i].resume && (w->stopping || atomic_load(&w->holders[i].j->cancel)))
+            specdec_batch_cancel(s->batch, w->holders[i].id);
+    pthread_mutex_unlock(&w->mu);
+    specdec_error err = {0};
+    if (specdec_batch_step(s->batch, &err) != SPECDEC_OK)
+        fprintf(stderr, "specdec serve: a batched step failed: %s\n", err.message);
+}
+
+static void *worker_main(void *arg) {
     server *s = arg;
-    s->slots = calloc((size_t)s->opts.parallel, sizeof *s->slots);
-    s->slot_use = calloc((size_t)s->opts.parallel, sizeof *s->slot_use);
-    s->slot_ended = calloc((size_t)s->opts.parallel, sizeof *s->slot_ended);
-    if (!s->slots || !s->slot_use || !s->slot_ended) {
-        fprintf(stderr, "specdec: out of memory for the slots; the server cannot run requests\n");
-        free_slots(s);
-        return NULL;
-    }
-    for (int i = 0; i < s->opts.parallel; i++) s->slots[i].s = s;
+    worker *w = s->w;
     for (;;) {
-        pthread_mutex_lock(&s->qmu);
-        while (!s->stopping && s->q_len == 0 && s->n_active == 0) pthread_cond_wait(&s->qcv, &s->qmu);
-        if (s->stopping && s->q_len == 0 && s->n_active == 0) {
-            pthread_mutex_unlock(&s->qmu);
-            break;
-        }
-        pthread_mutex_unlock(&s->qmu);
-        resume_jobs(s);
-        pthread_mutex_lock(&s->qmu);
-        /* waiting jobs into free slots: they join at the next step */
-        bw_slot *b;
-        while (s->q_len > 0 && (b = free_slot(s))) {
-            job *j = s->queue[s->q_head];
-            s->q_head = (s->q_head + 1) % s->opts.queue_max;
-            s->q_len--;
-            pthread_mutex_unlock(&s->qmu);
-            start_job(s, b, j);
-            pthread_mutex_lock(&s->qmu);
-        }
-        /* clients that left, or a shutdown: their requests stop */
-        for (int i = 0; i < s->opts.parallel; i++)
-            if (s->slots[i].j && !s->slots[i].resume && (s->stopping || atomic_load(&s->slots[i].j->cancel)))
-                specdec_batch_cancel(s->batch, s->slots[i].id);
-        pthread_mutex_unlock(&s->qmu);
-        specdec_error err = {0};
-        if (specdec_batch_step(s->batch, &err) != SPECDEC_OK)
-            fprintf(stderr, "specdec serve: a batched step failed: %s\n", err.message);
+        pthread_mutex_lock(&w->mu);
+        while (!w->stopping && w->len == 0 && w->n_active == 0) pthread_cond_wait(&w->cv, &w->mu);
+        const bool done = w->stopping && w->len == 0 && w->n_active == 0;
+        pthread_mutex_unlock(&w->mu);
+        if (done) return NULL;
+        turn(s);
     }
-    free_slots(s);
-    return NULL;
+}
+
+static void worker_free(worker *w) {
+    if (!w) return;
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w->queue);
+    free(w->holders);
+    free(w->mem);
+    free(w);
+}
+
+int server_worker_start(server *s) {
+    worker *w = calloc(1, sizeof *w);
+    if (!w) return -1;
+    w->cap = s->opts.queue_max;
+    w->n = specdec_batch_n_slots(s->batch);
+    w->ring = w->cap + w->n;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->queue = calloc((size_t)w->ring, sizeof *w->queue);
+    w->holders = calloc((size_t)w->n, sizeof *w->holders);
+    w->mem = calloc((size_t)w->n, sizeof *w->mem);
+    if (w->n < 1 || !w->queue || !w->holders || !w->mem) {
+        worker_free(w);
+        return -1;
+    }
+    for (int i = 0; i < w->n; i++) w->holders[i].s = s;
+    s->w = w;
+    if (pthread_create(&w->thread, NULL, worker_main, s) != 0) {
+        s->w = NULL;
+        worker_free(w);
+        return -1;
+    }
+    return 0;
+}
+
+void server_worker_stop(server *s) {
+    worker *w = s->w;
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    for (int i = 0; i < w->len; i++) atomic_store(&w->queue[(w->head + i) % w->ring]->cancel, true);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+}
+
+void server_worker_free(server *s) {
+    worker_free(s->w);
+    s->w = NULL;
+}
+
+bool server_submit(server *s, job *j) {
+    worker *w = s->w;
+    pthread_mutex_lock(&w->mu);
+    const bool ok = !w->stopping && !w->draining && w->len < w->cap + (w->n - w->n_active);
+    if (ok) {
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        w->queue[(w->head + w->len) % w->ring] = j;
+        w->len++;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
+void server_queue_state(server *s, int *waiting, int *running) {
+    worker *w = s->w;
+    pthread_mutex_lock(&w->mu);
+    *waiting = w->len;
+    *running = w->n_active;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void server_drain_start(server *s) {
+    pthread_mutex_lock(&s->w->mu);
+    s->w->draining = true;
+    pthread_mutex_unlock(&s->w->mu);
+}
+
+bool server_draining(server *s) {
+    pthread_mutex_lock(&s->w->mu);
+    const bool d = s->w->draining;
+    pthread_mutex_unlock(&s->w->mu);
+    return d;
 }

@@ -14,9 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/front.h"
+#include "cli/chat.h"
+#include "cli/commands.h"
 
-int cmd_chat(int argc, char **argv);
+/* The loaded conversation partner. */
+typedef struct chat {
+    chat_opts o;
+    specdec_model *model, *draft;
+    specdec_context *ctx; /* keeps the conversation's KV cache between turns */
+    specdec_suffix_cache *suffix; /* the answers so far, for suffix drafting */
+    const char *template_family;
+    char model_id[256];
+} chat;
 
 typedef struct convo {
     specdec_chat_message *m;
@@ -102,9 +111,26 @@ static void convo_free(convo *c) {
 
 typedef struct turn {
     specdec_reasoning *think;
-    sd_strbuf answer;
+    char *answer; /* the content so far (not the reasoning) */
+    size_t len, cap;
+    bool oom; /* the answer could not grow: it is not kept */
     bool tty, in_reasoning;
 } turn;
+
+static void answer_add(turn *t, const char *c, size_t n) {
+    if (t->oom) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        while (cap < t->len + n + 1) cap *= 2;
+        char *a = realloc(t->answer, cap);
+        if (!a) { t->oom = true; return; }
+        t->answer = a;
+        t->cap = cap;
+    }
+    memcpy(t->answer + t->len, c, n);
+    t->len += n;
+    t->answer[t->len] = 0;
+}
 
 static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
     sigset_t old;
@@ -118,7 +144,7 @@ static void show(turn *t, const char *r, size_t nr, const char *c, size_t nc) {
         if (t->in_reasoning) fputs(t->tty ? "\x1b[0m\n" : "\n", stdout);
         t->in_reasoning = false;
         fwrite(c, 1, nc, stdout);
-        sd_strbuf_add(&t->answer, c, nc);
+        answer_add(t, c, nc);
     }
     fflush(stdout);
     out_release(&old);
@@ -149,7 +175,7 @@ static void status_line(const specdec_stats *st, bool spec) {
 }
 
 /* The conversation rendered with its template and tokenized (*toks malloc'd). */
-static bool render(server *s, const convo *c, const specdec_chat_params *cp, specdec_token **toks, size_t *n,
+static bool render(chat *s, const convo *c, const specdec_chat_params *cp, specdec_token **toks, size_t *n,
                    specdec_error *err) {
     char *text = NULL;
     size_t len = 0;
@@ -162,7 +188,7 @@ static bool render(server *s, const convo *c, const specdec_chat_params *cp, spe
 /* The prompt of the next answer, with room for the answer: the oldest turns
  * (user + assistant pairs) are dropped until it fits; the last message alone
  * needs only to fit the context. False (message printed) if it cannot. */
-static bool fit_prompt(server *s, convo *c, const specdec_chat_params *cp, int32_t room, specdec_token **toks,
+static bool fit_prompt(chat *s, convo *c, const specdec_chat_params *cp, int32_t room, specdec_token **toks,
                        size_t *n) {
     const size_t n_ctx = (size_t)specdec_context_n_ctx(s->ctx);
     size_t dropped = 0;
@@ -192,24 +218,24 @@ static bool fit_prompt(server *s, convo *c, const specdec_chat_params *cp, int32
 
 /* Tokens kept free for an answer when the conversation is fitted: its length
  * limit, or a quarter of the context when it has none. */
-static int32_t answer_room(const server *s) {
-    const int32_t n_ctx = specdec_context_n_ctx(s->ctx), n = s->opts.gen.n_predict;
+static int32_t answer_room(const chat *s) {
+    const int32_t n_ctx = specdec_context_n_ctx(s->ctx), n = s->o.run.gen.n_predict;
     int32_t room = n >= 0 ? n : n_ctx / 4;
     return room < n_ctx / 2 ? room : n_ctx / 2;
 }
 
 /* One user turn: render, tokenize, generate, remember the answer. */
-static void answer(server *s, convo *c, bool spec, bool tty) {
+static void answer(chat *s, convo *c, bool spec, bool tty) {
     specdec_error err = {0};
     specdec_chat_params cp = specdec_chat_default_params();
-    cp.template_name = s->opts.chat_template;
+    cp.template_name = s->o.chat_template;
     size_t n = 0;
     specdec_token *toks = NULL;
     if (!fit_prompt(s, c, &cp, answer_room(s), &toks, &n)) {
         convo_pop(c);
         return;
     }
-    specdec_generate_params gp = s->opts.gen;
+    specdec_generate_params gp = s->o.run.gen;
     if (!spec) gp.spec = SPECDEC_SPEC_NONE;
     else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
     gp.abort = stop_requested;
@@ -238,29 +264,66 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
         convo_pop(c);
     } else {
         /* a stopped answer stays in the conversation as far as it went */
-        convo_add(c, "assistant", sd_strbuf_str(&t.answer), t.answer.len);
+        if (!t.oom) convo_add(c, "assistant", t.answer ? t.answer : "", t.len);
         if (interrupted) fprintf(stderr, "(stopped)\n");
         status_line(&st, gp.spec != SPECDEC_SPEC_NONE);
     }
     interrupted = 0;
-    sd_strbuf_free(&t.answer);
+    free(t.answer);
+}
+
+/* The model id the banner shows: the name with every space or control byte
+ * made '-', as serve's responses name it. */
+static void model_id_of(char *id, size_t cap, const char *name) {
+    snprintf(id, cap, "%s", name);
+    for (char *p = id; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f) *p = '-';
+}
+
+/* Loads the model (and the draft), makes the context and the suffix memory,
+ * resolves the chat template. Prints a one-line error and returns false on
+ * failure (what was made stays for chat_unload). */
+static bool chat_load(chat *s) {
+    specdec_error err = {0};
+    const specdec_options *r = &s->o.run;
+    if (cli_load_model(r->model_path, &s->model, &err) ||
+        (r->draft_path && cli_load_model(r->draft_path, &s->draft, &err))) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
+    specdec_context_params cp = specdec_context_default_params();
+    cp.n_ctx = r->n_ctx;
+    cp.n_threads = r->n_threads;
+    cp.draft = s->draft;
+    if (specdec_context_init(s->model, &cp, &s->ctx, &err) ||
+        specdec_generate_params_check(s->ctx, &r->gen, &err) || /* e.g. --spec eagle3 without a head */
+        specdec_suffix_cache_init(CHAT_SUFFIX_TOKENS, &s->suffix, &err) ||
+        specdec_chat_template_resolve(s->model, s->o.chat_template, &s->template_family, &err)) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return false;
+    }
+    model_id_of(s->model_id, sizeof s->model_id, specdec_model_name(s->model));
+    return true;
+}
+
+static void chat_unload(chat *s) {
+    specdec_suffix_cache_free(s->suffix);
+    specdec_context_free(s->ctx);
+    specdec_model_free(s->draft);
+    specdec_model_free(s->model);
+    *s = (chat){0};
 }
 
 int cmd_chat(int argc, char **argv) {
-    static server s;
+    static chat s;
     memset(&s, 0, sizeof s);
-    int rc = front_parse(argc, argv, false, &s.opts);
+    int rc = chat_parse(argc, argv, &s.o);
     if (rc) return rc < 0 ? 0 : rc;
-    if (!front_load(&s)) { front_unload(&s); return 1; }
-    if (!s.template_family) {
-        fprintf(stderr, "specdec: %s\n", s.template_error);
-        front_unload(&s);
-        return 1;
-    }
+    if (!chat_load(&s)) { chat_unload(&s); return 1; }
     bool tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-    bool spec = s.opts.gen.spec != SPECDEC_SPEC_NONE;
+    bool spec = s.o.run.gen.spec != SPECDEC_SPEC_NONE;
     fprintf(stderr, "specdec chat: %s (template %s, spec %s) — /spec on|off, /reset, /quit\n", s.model_id,
-            s.template_family, spec ? specdec_spec_mode_name(s.opts.gen.spec) : "off");
+            s.template_family, spec ? specdec_spec_mode_name(s.o.run.gen.spec) : "off");
     convo c = {0};
     char *line = NULL;
     size_t cap = 0;
@@ -304,6 +367,6 @@ int cmd_chat(int argc, char **argv) {
     }
     free(line);
     convo_free(&c);
-    front_unload(&s);
+    chat_unload(&s);
     return 0;
 }

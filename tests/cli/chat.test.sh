@@ -2,7 +2,11 @@
 # specdec chat: a conversation on stdin; answers stream to stdout, a status line
 # per answer goes to stderr; the second turn reuses the cached prompt; with
 # /spec off the same first answer comes out (temperature 0: lossless).
-source "$(dirname "$0")/lib.sh"
+set -u
+BIN=${SD_SPECDEC_BIN:-build/specdec}
+cd "${SD_SOURCE_DIR:-$(dirname "$0")/../..}"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; for f in a.out a.err b.out b.err; do echo "--- $f"; cat "$TMP/$f"; done; exit 1; }
 run() { "$BIN" chat -m models/fixture-target.gguf -md models/fixture-draft.gguf --temp 0 -n 24 -t 1; }
 printf 'def add(a, b):\nand subtract?\n/quit\n' | run > "$TMP/a.out" 2> "$TMP/a.err" || fail "exit status $?"
