@@ -114,6 +114,7 @@ static jv sub(jctx *c, const jstr *s, size_t off, size_t n) {
 
 static const char *find_bytes(const char *h, size_t hn, const char *nd, size_t nn) {
     if (nn > hn) return NULL;
+    if (nn == 1) return memchr(h, nd[0], hn);
     for (size_t i = 0; i + nn <= hn; i++)
         if (!memcmp(h + i, nd, nn)) return h + i;
     return NULL;
@@ -160,6 +161,7 @@ static jv split(jctx *c, const jnode *n, const jstr *s, jv sep, int64_t maxsplit
                         hit = s->s + i - d->n;
                         break;
                     }
+            jcharge(c, 1 + end * d->n / 64);
             if (!hit) {
                 jl_push(a, r, sub(c, s, 0, end));
                 break;
@@ -175,6 +177,7 @@ static jv split(jctx *c, const jnode *n, const jstr *s, jv sep, int64_t maxsplit
     size_t st = 0;
     int64_t k = 0;
     for (;;) {
+        jcharge(c, 1 + (s->n - st) * d->n / 64);
         const char *hit = (maxsplit < 0 || k < maxsplit) ? find_bytes(s->s + st, s->n - st, d->s, d->n) : NULL;
         if (!hit) {
             jl_push(a, l, sub(c, s, st, s->n - st));
@@ -210,6 +213,7 @@ static jv replace(jctx *c, const jnode *n, const jstr *s, jv oldv, jv newv, int6
         return jv_str(jb_done(a, &o));
     }
     for (;;) {
+        jcharge(c, 1 + (s->n - st) * old->n / 64);
         const char *hit = (count < 0 || k < count) ? find_bytes(s->s + st, s->n - st, old->s, old->n) : NULL;
         if (!hit) {
             jb_sub(a, &o, s, st, s->n - st);
@@ -314,6 +318,7 @@ static void sort_list(jctx *c, const jnode *n, jv *v, size_t cnt, const jv *keys
     for (size_t i = 1; i < cnt; i++) {
         size_t k = idx[i], j = i;
         while (j > 0) {
+            jcharge(c, 1);
             int r = cmp_ci(c, n, keys[idx[j - 1]], keys[k], cs);
             if (rev ? r >= 0 : r <= 0) break;
             idx[j] = idx[j - 1];
@@ -502,6 +507,7 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
             jv k = in->v[i];
             if (!jv_truthy(cs) && k.t == JV_STR) k = map_case(c, k.u.s, 0);
             bool dup = false;
+            jcharge(c, seen->n);
             for (size_t j = 0; j < seen->n && !dup; j++) dup = jv_equal(seen->v[j], k);
             if (dup) continue;
             jl_push(a, seen, k);
@@ -737,6 +743,7 @@ jv jb_method(jctx *c, const jnode *n, jv obj, const jv *args, size_t na, const j
         if (!strcmp(m, "find") || !strcmp(m, "rfind") || !strcmp(m, "count")) {
             const jstr *d = need_str(c, n, a0, m);
             int64_t res = -1, cnt = 0;
+            jcharge(c, 1 + s->n * d->n / 64);
             for (size_t i = 0; i + d->n <= s->n; i++)
                 if (!memcmp(s->s + i, d->s, d->n)) {
                     if (res < 0 || m[0] == 'r') res = (int64_t)i;
@@ -826,6 +833,7 @@ jv jb_global(jctx *c, const jnode *n, const jv *args, size_t na, const jstr *con
         jlist *l = jl_new(a, 0);
         for (int64_t i = st; sp > 0 ? i < en : i > en; i += sp) {
             if (l->n >= 1000000) FAIL("range() too long");
+            jcharge(c, 1);
             jl_push(a, l, jv_int(i));
         }
         return list_v(l);

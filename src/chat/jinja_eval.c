@@ -46,6 +46,11 @@ _Noreturn void jfail(jctx *c, int line, int col, const char *fmt, ...) {
     longjmp(c->fail, 1);
 }
 
+void jcharge(jctx *c, uint64_t n) {
+    c->steps += n;
+    if (c->steps > c->lim.max_steps) jfail(c, 0, 0, "template ran more than %llu steps", (unsigned long long)c->lim.max_steps);
+}
+
 static void step(jctx *c, const jnode *n) {
     if (++c->steps > c->lim.max_steps)
         jfail(c, n->line, n->col, "template ran more than %llu steps", (unsigned long long)c->lim.max_steps);
@@ -184,6 +189,7 @@ static jv eval_slice(jctx *c, const jnode *n) {
     int64_t a = slice_bound(c, st, (int64_t)len, stepv, true, n), b = slice_bound(c, en, (int64_t)len, stepv, false, n);
     jlist *l = obj.t == JV_LIST ? jl_new(&c->a, 0) : NULL;
     jbuf sb = {0};
+    jcharge(c, len);
     for (int64_t i = a; stepv > 0 ? i < b : i > b; i += stepv) {
         if (l) jl_push(&c->a, l, obj.u.l->v[i]);
         else jb_sub(&c->a, &sb, obj.u.s, off[i], off[i + 1] - off[i]);
@@ -226,10 +232,12 @@ static bool contains(jctx *c, jv hay, jv needle, const jnode *n) {
     case JV_STR:
         if (needle.t != JV_STR) jfail(c, n->line, n->col, "'in <string>' requires string as left operand");
         if (!needle.u.s->n) return true;
+        jcharge(c, 1 + hay.u.s->n * needle.u.s->n / 64);
         for (size_t i = 0; i + needle.u.s->n <= hay.u.s->n; i++)
             if (!memcmp(hay.u.s->s + i, needle.u.s->s, needle.u.s->n)) return true;
         return false;
     case JV_LIST:
+        jcharge(c, hay.u.l->n);
         for (size_t i = 0; i < hay.u.l->n; i++)
             if (jv_equal(hay.u.l->v[i], needle)) return true;
         return false;

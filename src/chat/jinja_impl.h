@@ -57,6 +57,9 @@ typedef struct jdict {
     size_t n, cap;
     const jstr **k;
     jv *v;
+    uint32_t *idx; /* open-addressing index of k (slot = i + 1), built once n passes 16 */
+    size_t icap;   /* slots in idx (a power of two), 0 = none */
+    jarena *a;     /* where idx grows */
 } jdict;
 
 typedef struct jloop {
@@ -141,6 +144,9 @@ size_t jv_length(jctx *c, jv v);
 jlist *jv_iterate(jctx *c, jv v, int line, int col); /* a list of the items a for loop sees */
 
 /* Runtime error: longjmps out of the render with "jinja LINE:COL: msg". */
+/* Charges n evaluation steps (work inside a filter or method: a sort's
+ * comparisons, a join's items) against the step limit. */
+void jcharge(jctx *c, uint64_t n);
 _Noreturn void jfail(jctx *c, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 jarena *jctx_arena(jctx *c);
 int64_t jctx_now(jctx *c);

@@ -35,6 +35,7 @@ typedef struct parser {
     jmp_buf fail;
     sd_status code;
     int depth;
+    bool keep_nl; /* the last block tag ended with +%} */
     /* names the template defines with {% macro %}, checked after parsing */
     jnodes calls;
     const jstr *macros[256];
@@ -187,6 +188,12 @@ static size_t lex_tag(parser *p, bool block, bool *strip_after) {
             *strip_after = false;
             return s + 2;
         }
+        if (block && left >= 3 && q[0] == '+' && !memcmp(q + 1, close, 2)) { /* +%}: no trim_blocks */
+            push_tok(p, T_BLOCK_END, s);
+            *strip_after = false;
+            p->keep_nl = true;
+            return s + 3;
+        }
         if (is_id0(*q)) {
             while (p->pos < p->n && is_id(p->src[p->pos])) p->pos++;
             push_tok(p, T_NAME, s)->s = js_new(p->a, q, p->pos - s, PROV_TEMPLATE);
@@ -309,11 +316,9 @@ static void lex(parser *p) {
         size_t raw_end, body_start;
         bool sb, sa;
         if (kind == '%' && match_block_word(p, i, "raw", &body_start, &sb, &sa)) {
-            size_t j = body_start;
+            size_t j = body_start; /* no trim_blocks after {% raw %} (jinja2's raw_begin rule) */
             if (sa)
                 while (j < p->n && is_ws(p->src[j])) j++;
-            else if (j < p->n && p->src[j] == '\n')
-                j++;
             size_t k = j;
             bool esb = false, esa = false;
             while (k < p->n && !(p->src[k] == '{' && match_block_word(p, k, "endraw", &raw_end, &esb, &esa))) k++;
@@ -334,8 +339,9 @@ static void lex(parser *p) {
         }
         bool block = kind == '%';
         push_tok(p, block ? T_BLOCK_BEGIN : T_VAR_BEGIN, i);
+        p->keep_nl = false;
         p->pos = lex_tag(p, block, &strip_next);
-        trim_nl = block;
+        trim_nl = block && !p->keep_nl;
         line_starting = false;
     }
     push_tok(p, T_EOF, p->n);

@@ -85,19 +85,57 @@ jdict *jd_new(jarena *a, size_t cap) {
         d->v = ja_alloc(a, cap * sizeof *d->v);
     }
     d->cap = cap;
+    d->a = a;
     return d;
 }
-const jv *jd_get(const jdict *d, const char *k, size_t n) {
-    for (size_t i = 0; i < d->n; i++)
-        if (d->k[i]->n == n && !memcmp(d->k[i]->s, k, n)) return &d->v[i];
-    return NULL;
+
+static uint32_t key_hash(const char *k, size_t n) { /* FNV-1a */
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h;
 }
-void jd_set(jarena *a, jdict *d, const jstr *k, jv v) {
-    for (size_t i = 0; i < d->n; i++)
-        if (d->k[i]->n == k->n && !memcmp(d->k[i]->s, k->s, k->n)) {
-            d->v[i] = v;
-            return;
+
+static void idx_put(jdict *d, size_t i) {
+    size_t m = d->icap - 1, s = key_hash(d->k[i]->s, d->k[i]->n) & m;
+    while (d->idx[s]) s = (s + 1) & m;
+    d->idx[s] = (uint32_t)(i + 1);
+}
+
+/* Keeps the index at most half full; large dicts (JSON from a request) stay linear-time. */
+static void idx_grow(jdict *d) {
+    if (d->n <= 16 || d->n * 2 < d->icap) return;
+    size_t cap = d->icap ? d->icap * 2 : 64;
+    while (cap < d->n * 2) cap *= 2;
+    d->idx = ja_alloc(d->a, cap * sizeof *d->idx);
+    d->icap = cap;
+    for (size_t i = 0; i < d->n; i++) idx_put(d, i);
+}
+
+static long jd_find(const jdict *d, const char *k, size_t n) {
+    if (d->icap) {
+        size_t m = d->icap - 1, s = key_hash(k, n) & m;
+        for (; d->idx[s]; s = (s + 1) & m) {
+            size_t i = d->idx[s] - 1;
+            if (d->k[i]->n == n && !memcmp(d->k[i]->s, k, n)) return (long)i;
         }
+        return -1;
+    }
+    for (size_t i = 0; i < d->n; i++)
+        if (d->k[i]->n == n && !memcmp(d->k[i]->s, k, n)) return (long)i;
+    return -1;
+}
+
+const jv *jd_get(const jdict *d, const char *k, size_t n) {
+    long i = jd_find(d, k, n);
+    return i < 0 ? NULL : &d->v[i];
+}
+
+void jd_set(jarena *a, jdict *d, const jstr *k, jv v) {
+    long at = jd_find(d, k->s, k->n);
+    if (at >= 0) {
+        d->v[at] = v;
+        return;
+    }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 4;
         const jstr **nk = ja_alloc(a, cap * sizeof *nk);
@@ -110,8 +148,11 @@ void jd_set(jarena *a, jdict *d, const jstr *k, jv v) {
         d->v = nv;
         d->cap = cap;
     }
+    if (!d->a) d->a = a;
     d->k[d->n] = k;
     d->v[d->n++] = v;
+    if (d->icap && d->n * 2 < d->icap) idx_put(d, d->n - 1);
+    else idx_grow(d);
 }
 
 /* ---- text building ---- */
@@ -440,6 +481,7 @@ size_t jv_length(jctx *c, jv v) {
 
 jlist *jv_iterate(jctx *c, jv v, int line, int col) {
     jarena *a = jctx_arena(c);
+    if (v.t == JV_LIST || v.t == JV_DICT || v.t == JV_STR) jcharge(c, v.t == JV_LIST ? v.u.l->n : v.t == JV_DICT ? v.u.d->n : v.u.s->n);
     switch (v.t) {
     case JV_UNDEF: return jl_new(a, 0);
     case JV_LIST: return v.u.l;

@@ -276,6 +276,10 @@ static void test_semantics(void **state) {
                   "{\"xs\": [{\"k\": 1, \"v\": \"a\"}, {\"k\": 2, \"v\": \"b\"}]}", "['b']");
     expect_render("{%- raw %}{{ not code }}{% endraw -%}\n  {{ 7 // 2 }} {{ 7 / 2 }} {{ -7 % 3 }}", "{}",
                   "{{ not code }}3 3.5 2");
+    /* whitespace rules: raw opener keeps its newline, endraw trims; +%} keeps; comments lstrip and trim */
+    expect_render("{% raw %}\nA{% endraw %}\nB|  {% raw %}x{% endraw %}|{% if 1 +%}\nX{% endif %}|a {# c #}\nb|"
+                  "  {#- c #}\nb|x\n  {%+ if 1 %}y{% endif %}",
+                  "{}", "\nAB|  x|\nX|a b|b|x\n  y");
     expect_render("{{ d | dictsort }} {{ d.items() | list }} {{ d.get('z', 'no') }}", "{\"d\": {\"b\": 2, \"a\": 1}}",
                   "[('a', 1), ('b', 2)] [('b', 2), ('a', 1)] no");
 }
