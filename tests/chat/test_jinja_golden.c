@@ -121,7 +121,7 @@ static void test_golden(void **state) {
     for (size_t k = 0; k < n_stats; k++) {
         fprintf(stderr, "jinja golden %-42s %3zu cases: %3zu rendered, %3zu raised (as jinja2), %zu mismatches\n",
                 stats[k].name, stats[k].cases, stats[k].rendered, stats[k].raised, stats[k].bad);
-        assert_true(stats[k].cases >= 50);
+        assert_true(stats[k].rendered >= 50); /* byte-equal renders, not counting raises */
         bad += stats[k].bad;
     }
     json_decref(all);
