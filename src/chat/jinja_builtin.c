@@ -229,18 +229,80 @@ static jv replace(jctx *c, const jnode *n, const jstr *s, jv oldv, jv newv, int6
     return jv_str(jb_done(a, &o));
 }
 
-/* ASCII case mapping keeps every byte where it was, so provenance carries over. */
-static jv map_case(jctx *c, const jstr *s, int mode /* 0 lower, 1 upper, 2 capitalize, 3 title */) {
+/* Case mapping of the code points whose upper and lower forms have the same
+ * UTF-8 length: ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic. Every
+ * byte stays where it was, so provenance carries over. Others (ß -> SS,
+ * ligatures, scripts further out) are left as they are: a known difference
+ * from Python, which maps all of Unicode. */
+static unsigned cp_upper(unsigned cp) {
+    if (cp >= 'a' && cp <= 'z') return cp - 32;
+    if ((cp >= 0xE0 && cp <= 0xFE && cp != 0xF7)) return cp - 32;
+    if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 && cp != 0x17F) {
+        bool odd_lower = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
+        if (odd_lower ? (cp & 1) == 0 : (cp & 1) == 1) return cp - 1;
+        return cp;
+    }
+    if (cp >= 0x3B1 && cp <= 0x3C9 && cp != 0x3C2) return cp - 32;
+    if (cp >= 0x430 && cp <= 0x44F) return cp - 32;
+    if (cp >= 0x450 && cp <= 0x45F) return cp - 80;
+    return cp;
+}
+static unsigned cp_lower(unsigned cp) {
+    if (cp >= 'A' && cp <= 'Z') return cp + 32;
+    if ((cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;
+    if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 && cp != 0x17F) {
+        bool odd_lower = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
+        if (odd_lower ? (cp & 1) == 1 : (cp & 1) == 0) return cp + 1;
+        return cp;
+    }
+    if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 32;
+    if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
+    if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+    return cp;
+}
+static bool cp_cased(unsigned cp) { return cp_upper(cp) != cp || cp_lower(cp) != cp; }
+
+/* The code point at s[i] (2-byte forms only beyond ASCII; others returned as 0x10000+). */
+static unsigned cp_at(const char *s, size_t n, size_t i, size_t *len) {
+    unsigned char b = (unsigned char)s[i];
+    *len = cp_len(s, n, i);
+    if (b < 0x80) return b;
+    if (*len == 2 && (b & 0xE0) == 0xC0) return (unsigned)(b & 0x1F) << 6 | ((unsigned char)s[i + 1] & 0x3F);
+    return 0x10000;
+}
+static void put_cp2(char *o, unsigned cp, size_t len) {
+    if (len == 1) o[0] = (char)cp;
+    else if (len == 2 && cp >= 0x80 && cp < 0x800) o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 63));
+}
+
+enum { CASE_LOWER, CASE_UPPER, CASE_CAPITALIZE, CASE_TITLE_METHOD, CASE_TITLE_FILTER };
+
+/* lower / upper; capitalize (first upper, rest lower); Python str.title
+ * (upper after an uncased character, lower after a cased one); jinja2's
+ * title filter (upper at the start of each run after whitespace, - ( { [ <,
+ * the rest lower). */
+static jv map_case(jctx *c, const jstr *s, int mode) {
     jarena *a = jctx_arena(c);
     jbuf o = {0};
     jb_str(a, &o, s);
-    bool word_start = true;
-    for (size_t i = 0; i < o.n; i++) {
-        char ch = o.s[i];
-        bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-        bool up = mode == 1 || (mode == 2 && i == 0) || (mode == 3 && word_start);
-        if (alpha) o.s[i] = up ? (char)(ch & ~0x20) : (char)(ch | 0x20);
-        if (mode == 3) word_start = !alpha && !((unsigned char)ch >= 0x80);
+    bool prev_cased = false, word_start = true;
+    for (size_t i = 0; i < o.n;) {
+        size_t len;
+        unsigned cp = cp_at(o.s, o.n, i, &len);
+        bool up;
+        switch (mode) {
+        case CASE_UPPER: up = true; break;
+        case CASE_CAPITALIZE: up = i == 0; break;
+        case CASE_TITLE_METHOD: up = !prev_cased; break;
+        case CASE_TITLE_FILTER: up = word_start; break;
+        default: up = false;
+        }
+        unsigned m = up ? cp_upper(cp) : cp_lower(cp);
+        if (m != cp) put_cp2(o.s + i, m, len);
+        prev_cased = cp_cased(cp);
+        word_start = cp == ' ' || (cp >= 0x09 && cp <= 0x0d) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
+                     py_space(o.s, o.n, i);
+        i += len;
     }
     return jv_str(jb_done(a, &o));
 }
@@ -293,6 +355,7 @@ static bool run_test(jctx *c, const jnode *n, jv v, const jv *args, size_t na) {
 
 static jv select_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, bool by_attr, bool keep) {
     jarena *a = jctx_arena(c);
+    if (!jv_truthy(v)) return list_v(jl_new(a, 0)); /* jinja2: `if value: for item in value` */
     jlist *in = jv_iterate(c, v, n->line, n->col), *out = jl_new(a, 0);
     if (by_attr && !na) FAIL("%s needs an attribute", n->name->s);
     for (size_t i = 0; i < in->n; i++) {
@@ -305,7 +368,7 @@ static jv select_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na
 
 static int cmp_ci(jctx *c, const jnode *n, jv x, jv y, bool cs) {
     if (!cs && x.t == JV_STR && y.t == JV_STR) {
-        jv lx = map_case(c, x.u.s, 0), ly = map_case(c, y.u.s, 0);
+        jv lx = map_case(c, x.u.s, CASE_LOWER), ly = map_case(c, y.u.s, CASE_LOWER);
         return jv_compare(c, lx, ly, n->line, n->col);
     }
     return jv_compare(c, x, y, n->line, n->col);
@@ -360,6 +423,7 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
     if (!strcmp(f, "select")) return select_filter(c, n, v, args, na, false, true);
     if (!strcmp(f, "reject")) return select_filter(c, n, v, args, na, false, false);
     if (!strcmp(f, "map")) {
+        if (!jv_truthy(v)) return list_v(jl_new(a, 0));
         jlist *in = jv_iterate(c, v, n->line, n->col), *out = jl_new(a, in->n);
         jv at = kwarg(kwn, kwv, nk, "attribute", jv_undef());
         jv def = kwarg(kwn, kwv, nk, "default", jv_undef());
@@ -398,10 +462,10 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         if (!in->n) return jv_undef();
         return f[0] == 'f' ? in->v[0] : in->v[in->n - 1];
     }
-    if (!strcmp(f, "lower")) return map_case(c, jv_to_str(c, v), 0);
-    if (!strcmp(f, "upper")) return map_case(c, jv_to_str(c, v), 1);
-    if (!strcmp(f, "capitalize")) return map_case(c, map_case(c, jv_to_str(c, v), 0).u.s, 2);
-    if (!strcmp(f, "title")) return map_case(c, jv_to_str(c, v), 3);
+    if (!strcmp(f, "lower")) return map_case(c, jv_to_str(c, v), CASE_LOWER);
+    if (!strcmp(f, "upper")) return map_case(c, jv_to_str(c, v), CASE_UPPER);
+    if (!strcmp(f, "capitalize")) return map_case(c, jv_to_str(c, v), CASE_CAPITALIZE);
+    if (!strcmp(f, "title")) return map_case(c, jv_to_str(c, v), CASE_TITLE_FILTER);
     if (!strcmp(f, "replace")) {
         jv cnt = arg(args, na, 2, kwn, kwv, nk, "count", jv_none());
         if (na < 2) FAIL("replace needs two arguments");
@@ -413,6 +477,7 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         if (v.t == JV_UNDEF || (jv_truthy(boolean) && !jv_truthy(v))) return def;
         return v;
     }
+    if ((!strcmp(f, "int") || !strcmp(f, "float")) && v.t == JV_UNDEF) FAIL("%s of an undefined value", f);
     if (!strcmp(f, "int")) {
         jv def = arg(args, na, 0, kwn, kwv, nk, "default", jv_int(0));
         if (v.t == JV_INT) return v;
@@ -439,6 +504,7 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         return arg(args, na, 0, kwn, kwv, nk, "default", (jv){.t = JV_FLOAT, .u.f = 0});
     }
     if (!strcmp(f, "abs")) {
+        if (v.t == JV_BOOL) return jv_int(v.u.b);
         if (v.t == JV_INT) return v.u.i == INT64_MIN ? (FAIL("integer overflow"), v) : jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
         if (v.t == JV_FLOAT) return (jv){.t = JV_FLOAT, .u.f = fabs(v.u.f)};
         FAIL("bad operand type for abs(): '%s'", jv_type_name(v));
@@ -505,7 +571,7 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         jlist *seen = jl_new(a, in->n);
         for (size_t i = 0; i < in->n; i++) {
             jv k = in->v[i];
-            if (!jv_truthy(cs) && k.t == JV_STR) k = map_case(c, k.u.s, 0);
+            if (!jv_truthy(cs) && k.t == JV_STR) k = map_case(c, k.u.s, CASE_LOWER);
             bool dup = false;
             jcharge(c, seen->n);
             for (size_t j = 0; j < seen->n && !dup; j++) dup = jv_equal(seen->v[j], k);
@@ -531,6 +597,8 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         jv acc = arg(args, na, 1, kwn, kwv, nk, "start", jv_int(0));
         for (size_t i = 0; i < in->n; i++) {
             jv x = at.t == JV_STR ? attr_path(c, n, in->v[i], at.u.s) : in->v[i];
+            if (acc.t == JV_BOOL) acc = jv_int(acc.u.b);
+            if (x.t == JV_BOOL) x = jv_int(x.u.b);
             if ((acc.t != JV_INT && acc.t != JV_FLOAT) || (x.t != JV_INT && x.t != JV_FLOAT)) FAIL("sum of non-numbers");
             acc = acc.t == JV_INT && x.t == JV_INT ? jv_int(acc.u.i + x.u.i)
                                                    : (jv){.t = JV_FLOAT, .u.f = (acc.t == JV_INT ? (double)acc.u.i : acc.u.f) + (x.t == JV_INT ? (double)x.u.i : x.u.f)};
@@ -567,9 +635,17 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         }
         return jv_str(jb_done(a, &o));
     }
-    if (!strcmp(f, "wordcount")) {
-        jv parts = split(c, n, jv_to_str(c, v), jv_none(), -1, false);
-        return jv_int((int64_t)parts.u.l->n);
+    if (!strcmp(f, "wordcount")) { /* runs of \w (letters, digits, _; any non-ASCII byte counts as a letter) */
+        const jstr *t = jv_to_str(c, v);
+        int64_t words = 0;
+        bool in_word = false;
+        for (size_t i = 0; i < t->n; i++) {
+            unsigned char ch = (unsigned char)t->s[i];
+            bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+            if (w && !in_word) words++;
+            in_word = w;
+        }
+        return jv_int(words);
     }
     FAIL("unsupported filter '%s'", f);
 }
@@ -591,21 +667,36 @@ bool jb_test(jctx *c, const jnode *n, jv v, const jv *args, size_t na) {
     if (!strcmp(t, "true")) return v.t == JV_BOOL && v.u.b;
     if (!strcmp(t, "false")) return v.t == JV_BOOL && !v.u.b;
     if (!strcmp(t, "callable")) return v.t == JV_MACRO;
-    if (!strcmp(t, "odd") || !strcmp(t, "even")) {
-        if (v.t != JV_INT) FAIL("'%s' test expects an integer", t);
-        return (v.u.i & 1) == (t[0] == 'o');
+    if (!strcmp(t, "odd") || !strcmp(t, "even") || !strcmp(t, "divisibleby")) { /* value % k, Python's */
+        jv k = t[0] == 'd' ? x : jv_int(2);
+        bool num_v = v.t == JV_INT || v.t == JV_BOOL || v.t == JV_FLOAT, num_k = k.t == JV_INT || k.t == JV_BOOL || k.t == JV_FLOAT;
+        if (!num_v || !num_k) FAIL("'%s' test needs numbers, got %s", t, jv_type_name(v));
+        double dv = v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : v.u.b;
+        double dk = k.t == JV_FLOAT ? k.u.f : k.t == JV_INT ? (double)k.u.i : k.u.b;
+        if (dk == 0) FAIL("integer division or modulo by zero");
+        double r;
+        if (v.t != JV_FLOAT && k.t != JV_FLOAT) {
+            int64_t iv = v.t == JV_INT ? v.u.i : v.u.b, ik = k.t == JV_INT ? k.u.i : k.u.b;
+            int64_t m = ik == -1 ? 0 : iv % ik;
+            if (m && ((m < 0) != (ik < 0))) m += ik;
+            r = (double)m;
+        } else {
+            r = fmod(dv, dk);
+            if (r != 0 && ((r < 0) != (dk < 0))) r += dk;
+        }
+        return t[0] == 'o' ? r == 1 : r == 0;
     }
-    if (!strcmp(t, "divisibleby")) {
-        if (v.t != JV_INT || x.t != JV_INT || !x.u.i) FAIL("divisibleby expects non-zero integers");
-        return v.u.i % x.u.i == 0;
-    }
-    if (!strcmp(t, "lower") || !strcmp(t, "upper")) {
-        if (v.t != JV_STR) return false;
+    if (!strcmp(t, "lower") || !strcmp(t, "upper")) { /* str(value).islower() / .isupper() */
+        const jstr *sv = jv_to_str(c, v);
         bool cased = false;
-        for (size_t i = 0; i < v.u.s->n; i++) {
-            char ch = v.u.s->s[i];
-            if (t[0] == 'l' ? (ch >= 'A' && ch <= 'Z') : (ch >= 'a' && ch <= 'z')) return false;
-            cased |= (ch | 0x20) >= 'a' && (ch | 0x20) <= 'z';
+        for (size_t i = 0; i < sv->n;) {
+            size_t len;
+            unsigned cp = cp_at(sv->s, sv->n, i, &len);
+            i += len;
+            if (!cp_cased(cp)) continue;
+            cased = true;
+            bool is_upper = cp_lower(cp) != cp;
+            if (t[0] == 'l' ? is_upper : !is_upper) return false;
         }
         return cased;
     }
@@ -698,6 +789,43 @@ static bool all_chars(const jstr *s, int kind) {
     return kind < 3 || cased;
 }
 
+/* Python's printf-style str % args for %s %r %d %i %%: args a tuple (its
+ * items) or one value; leftover arguments are an error unless the value is a
+ * list or dict (Python then takes it as a mapping and ignores it). */
+jv jb_percent(jctx *c, const jnode *n, const jstr *fmt, jv args) {
+    jarena *a = jctx_arena(c);
+    const jv *items = &args;
+    size_t na = 1, used = 0;
+    if (args.t == JV_LIST && args.u.l->tuple) items = args.u.l->v, na = args.u.l->n;
+    jbuf o = {0};
+    for (size_t i = 0; i < fmt->n; i++) {
+        if (fmt->s[i] != '%') {
+            jb_sub(a, &o, fmt, i, 1);
+            continue;
+        }
+        char k = i + 1 < fmt->n ? fmt->s[i + 1] : 0;
+        i++;
+        if (k == '%') {
+            jb_sub(a, &o, fmt, i, 1);
+            continue;
+        }
+        if (!strchr("srdi", k) || !k) FAIL("unsupported: %%%c in string formatting", k ? k : ' ');
+        if (used >= na) FAIL("not enough arguments for format string");
+        jv x = items[used++];
+        if (k == 'r') jv_repr(c, &o, x);
+        else if (k == 's') jb_str(a, &o, jv_to_str(c, x));
+        else {
+            if (x.t == JV_FLOAT) x = jv_int((int64_t)x.u.f);
+            if (x.t == JV_BOOL) x = jv_int(x.u.b);
+            if (x.t != JV_INT) FAIL("%%%c format: a number is required, not %s", k, jv_type_name(x));
+            jb_str(a, &o, jv_to_str(c, x));
+        }
+    }
+    if (used < na && !(args.t == JV_DICT || (args.t == JV_LIST && !args.u.l->tuple)))
+        FAIL("not all arguments converted during string formatting");
+    return jv_str(jb_done(a, &o));
+}
+
 jv jb_method(jctx *c, const jnode *n, jv obj, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk, bool *found) {
     jarena *a = jctx_arena(c);
     const char *m = n->name->s;
@@ -731,10 +859,10 @@ jv jb_method(jctx *c, const jnode *n, jv obj, const jv *args, size_t na, const j
             jv mx = arg(args, na, 1, kwn, kwv, nk, "maxsplit", jv_int(-1));
             return split(c, n, s, sep, mx.t == JV_INT ? mx.u.i : -1, m[0] == 'r');
         }
-        if (!strcmp(m, "upper")) return map_case(c, s, 1);
-        if (!strcmp(m, "lower")) return map_case(c, s, 0);
-        if (!strcmp(m, "title")) return map_case(c, s, 3);
-        if (!strcmp(m, "capitalize")) return map_case(c, map_case(c, s, 0).u.s, 2);
+        if (!strcmp(m, "upper")) return map_case(c, s, CASE_UPPER);
+        if (!strcmp(m, "lower")) return map_case(c, s, CASE_LOWER);
+        if (!strcmp(m, "title")) return map_case(c, s, CASE_TITLE_METHOD);
+        if (!strcmp(m, "capitalize")) return map_case(c, s, CASE_CAPITALIZE);
         if (!strcmp(m, "replace")) {
             if (na < 2) FAIL("replace expected at least 2 arguments");
             return replace(c, n, s, args[0], args[1], na > 2 && args[2].t == JV_INT ? args[2].u.i : -1);

@@ -322,7 +322,7 @@ static jv binop(jctx *c, const jnode *n) {
     case OP_IN: return jv_bool(contains(c, b, a, n));
     case OP_NOTIN: return jv_bool(!contains(c, b, a, n));
     default:
-        if (n->op == OP_MOD && a.t == JV_STR) jfail(c, n->line, n->col, "unsupported: %% string formatting");
+        if (n->op == OP_MOD && a.t == JV_STR) return jb_percent(c, n, a.u.s, b);
         return arith(c, n, a, b);
     }
 }

@@ -162,6 +162,8 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
 bool jb_test(jctx *c, const jnode *n, jv v, const jv *args, size_t na);
 jv jb_method(jctx *c, const jnode *n, jv obj, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk, bool *found);
 jv jb_global(jctx *c, const jnode *n, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk, bool *found);
+/* Python's str % args (jinja_builtin.c). */
+jv jb_percent(jctx *c, const jnode *n, const jstr *fmt, jv args);
 /* Calls a macro value (the evaluator's; the filters' map() uses it too). */
 jv jeval_call_macro(jctx *c, const jnode *call, const jnode *m, const jv *args, size_t na, const jstr *const *kwn,
                     const jv *kwv, size_t nk);

@@ -167,6 +167,7 @@ static void lex_string(parser *p, size_t start) {
 /* Tokens inside {{ }} or {% %} up to the closing delimiter. Returns the
  * offset right after the closing delimiter and whether it had '-'. */
 static size_t lex_tag(parser *p, bool block, bool *strip_after) {
+    int open = 0; /* brackets open: "}}" inside {'a': {}} closes a dict, not the tag (jinja2 balances too) */
     for (;;) {
         while (p->pos < p->n && is_ws(p->src[p->pos])) p->pos++;
         size_t s = p->pos;
@@ -178,6 +179,7 @@ static size_t lex_tag(parser *p, bool block, bool *strip_after) {
         const char *q = p->src + s;
         size_t left = p->n - s;
         const char *close = block ? "%}" : "}}";
+        if (open > 0) goto token;
         if (left >= 3 && q[0] == '-' && !memcmp(q + 1, close, 2)) {
             push_tok(p, block ? T_BLOCK_END : T_VAR_END, s);
             *strip_after = true;
@@ -194,6 +196,7 @@ static size_t lex_tag(parser *p, bool block, bool *strip_after) {
             p->keep_nl = true;
             return s + 3;
         }
+    token:
         if (is_id0(*q)) {
             while (p->pos < p->n && is_id(p->src[p->pos])) p->pos++;
             push_tok(p, T_NAME, s)->s = js_new(p->a, q, p->pos - s, PROV_TEMPLATE);
@@ -242,6 +245,8 @@ static size_t lex_tag(parser *p, bool block, bool *strip_after) {
             }
             p->pos += len;
             push_tok(p, T_OP, s)->s = js_new(p->a, q, len, PROV_TEMPLATE);
+            if (len == 1 && strchr("([{", *q)) open++;
+            else if (len == 1 && strchr(")]}", *q) && open > 0) open--;
         }
     }
 }
@@ -629,9 +634,9 @@ static jnode *parse_filters_tests(parser *p, jnode *n) {
                 p->depth--;
             } else if ((q->t == T_NAME && !is_name(q, "else") && !is_name(q, "or") && !is_name(q, "and") &&
                         !is_name(q, "if") && !is_name(q, "is") && !is_name(q, "in") && !is_name(q, "not")) ||
-                       q->t == T_STRING || q->t == T_INT || q->t == T_FLOAT || is_op(q, "[") || is_op(q, "{") ||
-                       is_op(q, "-")) {
-                nodes_push(p->a, &x->args, parse_unary(p, false));
+                       q->t == T_STRING || q->t == T_INT || q->t == T_FLOAT || is_op(q, "[") || is_op(q, "{")) {
+                /* one argument without parentheses: a primary with postfix, as jinja2's parse_test */
+                nodes_push(p->a, &x->args, parse_postfix(p, parse_primary(p)));
             }
             n = x;
         } else return n;

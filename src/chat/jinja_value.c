@@ -308,7 +308,7 @@ void jv_repr(jctx *c, jbuf *b, jv v) {
         jb_add(a, b, "}", 1, PROV_DATA);
         if (v.t == JV_NS) jb_add(a, b, ">", 1, PROV_DATA);
         return;
-    case JV_UNDEF: return;
+    case JV_UNDEF: jb_add(a, b, "Undefined", 9, PROV_DATA); return; /* repr(Undefined) in a container */
     case JV_MACRO:
     case JV_LOOP: jb_add(a, b, "<object>", 8, PROV_DATA); return;
     default: scalar_text(v, t, sizeof t); jb_add(a, b, t, strlen(t), PROV_DATA);

@@ -22,18 +22,22 @@ static const char *source_dir(void) {
     return s ? s : ".";
 }
 
-static json_t *load_cases(void) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/chat/render_jinja.py' '%s' --interpreter", source_dir(),
-             source_dir());
+static json_t *run_json(const char *cmd) {
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     json_error_t jerr;
     json_t *cases = json_loadf(p, 0, &jerr);
     int rc = pclose(p);
-    if (!cases) fail_msg("render_jinja.py output: %s", jerr.text);
+    if (!cases) fail_msg("%s: %s", cmd, jerr.text);
     assert_int_equal(rc, 0);
     return cases;
+}
+
+static json_t *load_cases(void) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/chat/render_jinja.py' '%s' --interpreter", source_dir(),
+             source_dir());
+    return run_json(cmd);
 }
 
 static const char *str_or_null(json_t *o, const char *key) {
@@ -70,6 +74,7 @@ static void test_golden(void **state) {
     (void)state;
     json_t *all = load_cases();
     json_t *cases = json_object_get(all, "cases");
+    assert_non_null(cases);
     sd_jinja_opts opts = sd_jinja_default_opts();
     opts.now = json_integer_value(json_object_get(all, "now"));
     per_template stats[32] = {0};
@@ -126,6 +131,47 @@ static void test_golden(void **state) {
     }
     json_decref(all);
     assert_true(n_stats >= 13);
+    assert_int_equal(bad, 0);
+}
+
+/* Random expressions and statements (tests/chat/jinja_random.py): the same
+ * output as jinja2, or an error where jinja2 raises. */
+static void test_random(void **state) {
+    (void)state;
+    static const int seeds[] = {1, 2, 3};
+    size_t total = 0, rendered = 0, bad = 0;
+    for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/chat/jinja_random.py' %d 1000", source_dir(), seeds[k]);
+        json_t *all = run_json(cmd);
+        json_t *cases = json_object_get(all, "cases"), *c;
+        size_t i;
+        char *ctx = NULL;
+        json_array_foreach(cases, i, c) {
+            if (!ctx) ctx = json_dumps(json_object_get(c, "context"), JSON_PRESERVE_ORDER | JSON_COMPACT);
+            const char *text = str_or_null(c, "text"), *want = str_or_null(c, "expected");
+            sd_jinja *t = NULL;
+            sd_err err = {0};
+            total++;
+            if (sd_jinja_parse(text, strlen(text), &t, &err) != SD_OK) {
+                if (want) fprintf(stderr, "random: refused %s\n  %s\n", text, err.msg), bad++;
+                continue;
+            }
+            sd_jinja_out out;
+            sd_status st = sd_jinja_render_json(t, ctx, strlen(ctx), NULL, &out, &err);
+            if (want && st != SD_OK) fprintf(stderr, "random: %s\n  failed: %s\n", text, err.msg), bad++;
+            else if (want && strcmp(want, out.text.s)) fprintf(stderr, "random: %s\n  want %s\n  got  %s\n", text, want, out.text.s), bad++;
+            else if (!want && st == SD_OK)
+                fprintf(stderr, "random: %s\n  jinja2 raised %s, we rendered\n", text, str_or_null(c, "error")), bad++;
+            else if (want) rendered++, check_segments(&out);
+            sd_jinja_out_free(&out);
+            sd_jinja_free(t);
+        }
+        free(ctx);
+        json_decref(all);
+    }
+    fprintf(stderr, "jinja random: %zu cases, %zu rendered, %zu mismatches\n", total, rendered, bad);
+    assert_true(rendered >= 1000);
     assert_int_equal(bad, 0);
 }
 
@@ -286,7 +332,8 @@ static void test_semantics(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),   cmocka_unit_test(test_provenance), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_golden),   cmocka_unit_test(test_random),     cmocka_unit_test(test_provenance),
+        cmocka_unit_test(test_refused),
         cmocka_unit_test(test_limits),   cmocka_unit_test(test_semantics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
