@@ -36,6 +36,8 @@ typedef struct parser {
     sd_status code;
     int depth;
     bool keep_nl; /* the last block tag ended with +%} */
+    size_t pos_off; /* pos_of's cursor: src[pos_off] is at pos_line:pos_col */
+    int pos_line, pos_col;
     /* names the template defines with {% macro %}, checked after parsing */
     jnodes calls;
     const jstr *macros[256];
@@ -57,14 +59,18 @@ static _Noreturn void perr(parser *p, sd_status code, int line, int col, const c
     longjmp(p->fail, 1);
 }
 
-static void pos_of(const parser *p, size_t off, int *line, int *col) {
-    int l = 1, c = 1;
-    for (size_t i = 0; i < off && i < p->n; i++) {
-        if (p->src[i] == '\n') l++, c = 1;
-        else if (((unsigned char)p->src[i] & 0xC0) != 0x80) c++;
+/* Line and column (1-based, columns in code points) of src[off]. Tokens come
+ * in increasing order, so the scan resumes from the last answer: linear, not
+ * quadratic, in the template's length. */
+static void pos_of(parser *p, size_t off, int *line, int *col) {
+    if (off < p->pos_off) p->pos_off = 0, p->pos_line = 1, p->pos_col = 1;
+    for (size_t i = p->pos_off; i < off && i < p->n; i++) {
+        if (p->src[i] == '\n') p->pos_line++, p->pos_col = 1;
+        else if (((unsigned char)p->src[i] & 0xC0) != 0x80) p->pos_col++;
     }
-    *line = l;
-    *col = c;
+    p->pos_off = off < p->n ? off : p->n;
+    *line = p->pos_line;
+    *col = p->pos_col;
 }
 
 static tok *push_tok(parser *p, int t, size_t off) {
@@ -109,7 +115,9 @@ static int hexv(char c) {
  * any other backslash stays as written. */
 static void lex_string(parser *p, size_t start) {
     char q = p->src[p->pos++];
-    char *o = ja_alloc(p->a, (p->n - p->pos) + 1);
+    size_t end = p->pos; /* the closing quote bounds the decoded length */
+    while (end < p->n && p->src[end] != q) end += p->src[end] == '\\' ? 2 : 1;
+    char *o = ja_alloc(p->a, (end < p->n ? end : p->n) - p->pos + 1);
     size_t k = 0;
     for (;;) {
         if (p->pos >= p->n) {
@@ -252,7 +260,7 @@ static size_t lex_tag(parser *p, bool block, bool *strip_after) {
 }
 
 /* Whether src[from..] starts "{%" [-+]? ws* word ws* [-]? "%}" for word; sets end. */
-static bool match_block_word(const parser *p, size_t from, const char *word, size_t *end, bool *strip_before,
+static bool match_block_word(parser *p, size_t from, const char *word, size_t *end, bool *strip_before,
                              bool *strip_after) {
     size_t i = from, n = p->n, wl = strlen(word);
     if (i + 2 > n || memcmp(p->src + i, "{%", 2)) return false;
@@ -997,6 +1005,7 @@ sd_status sd_jinja_parse(const char *src, size_t len, sd_jinja **out, sd_err *er
     s[k] = 0;
     p->src = s;
     p->n = k;
+    p->pos_line = p->pos_col = 1;
     lex(p);
     const char *w;
     parse_body(p, &t->body, NULL, &w);

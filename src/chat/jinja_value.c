@@ -536,7 +536,9 @@ static int jp_hex4(jp *p, unsigned *cp) {
 
 static const jstr *jp_string(jp *p) {
     p->i++; /* opening quote */
-    char *o = ja_alloc(p->a, p->n - p->i + 1);
+    size_t end = p->i; /* the closing quote bounds the decoded length (escapes only shrink) */
+    while (end < p->n && p->s[end] != '"') end += p->s[end] == '\\' ? 2 : 1;
+    char *o = ja_alloc(p->a, (end < p->n ? end : p->n) - p->i + 1);
     size_t k = 0;
     while (p->i < p->n && p->s[p->i] != '"') {
         unsigned char ch = (unsigned char)p->s[p->i++];
