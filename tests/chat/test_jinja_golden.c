@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat.h"
 #include "chat/jinja.h"
 
 static const char *source_dir(void) {
@@ -65,9 +66,45 @@ static void check_segments(const sd_jinja_out *o) {
     assert_int_equal(at, o->text.len);
 }
 
+/* The same case through the chat layer (sd_chat_render with the template as
+ * sd_chat_template.jinja, the context built by sd_chat_context_json from
+ * sd_chat_msg fields). Returns false when the case does not fit those fields
+ * (a null content, which sd_chat_msg renders as ""): then not checked. */
+static bool via_chat_layer(const sd_jinja *t, json_t *ctx, int64_t now, sd_strbuf *out, sd_status *st, sd_err *err) {
+    json_t *msgs = json_object_get(ctx, "messages"), *m;
+    size_t n = json_array_size(msgs), i;
+    sd_chat_msg cm[32];
+    char *calls[32] = {0};
+    if (n > 32) return false;
+    json_array_foreach(msgs, i, m) {
+        json_t *content = json_object_get(m, "content");
+        if (!json_is_string(content)) return false;
+        cm[i] = (sd_chat_msg){.role = str_or_null(m, "role"), .content = json_string_value(content),
+                              .reasoning_content = str_or_null(m, "reasoning_content"),
+                              .tool_call_id = str_or_null(m, "tool_call_id"), .name = str_or_null(m, "name")};
+        json_t *tc = json_object_get(m, "tool_calls");
+        if (tc) cm[i].tool_calls_json = calls[i] = json_dumps(tc, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    }
+    sd_chat_template tmpl = {.family = SD_CHAT_CHATML, .jinja = t};
+    sd_chat_opts o = sd_chat_default_opts();
+    o.add_generation_prompt = json_is_true(json_object_get(ctx, "add_generation_prompt"));
+    json_t *et = json_object_get(ctx, "enable_thinking");
+    if (et) o.enable_thinking = json_is_true(et);
+    o.preserve_thinking = json_is_true(json_object_get(ctx, "preserve_thinking"));
+    o.bos_token = str_or_null(ctx, "bos_token");
+    o.eos_token = str_or_null(ctx, "eos_token");
+    char *tools = json_object_get(ctx, "tools") ? json_dumps(json_object_get(ctx, "tools"), JSON_PRESERVE_ORDER) : NULL;
+    o.tools_json = tools;
+    o.now = now;
+    *st = sd_chat_render(&tmpl, cm, n, &o, out, err);
+    free(tools);
+    for (i = 0; i < n; i++) free(calls[i]);
+    return true;
+}
+
 typedef struct per_template {
     const char *name;
-    size_t cases, rendered, raised, bad;
+    size_t cases, rendered, raised, bad, via_chat;
 } per_template;
 
 static void test_golden(void **state) {
@@ -121,11 +158,23 @@ static void test_golden(void **state) {
             }
         }
         sd_jinja_out_free(&out);
+        sd_strbuf text = {0};
+        sd_status cst;
+        if (via_chat_layer(t, json_object_get(c, "context"), opts.now, &text, &cst, &err)) {
+            s->via_chat++;
+            if (want ? cst != SD_OK || strcmp(want, sd_strbuf_str(&text)) : cst == SD_OK) {
+                fprintf(stderr, "%s / %s: through sd_chat_render: %s\n", name, conv, cst ? err.msg : "differs");
+                s->bad++;
+            }
+        }
+        sd_strbuf_free(&text);
     }
     sd_jinja_free(t);
     for (size_t k = 0; k < n_stats; k++) {
-        fprintf(stderr, "jinja golden %-42s %3zu cases: %3zu rendered, %3zu raised (as jinja2), %zu mismatches\n",
-                stats[k].name, stats[k].cases, stats[k].rendered, stats[k].raised, stats[k].bad);
+        fprintf(stderr, "jinja golden %-42s %3zu cases: %3zu rendered, %3zu raised (as jinja2), %3zu also through "
+                "sd_chat_render, %zu mismatches\n",
+                stats[k].name, stats[k].cases, stats[k].rendered, stats[k].raised, stats[k].via_chat, stats[k].bad);
+        assert_true(stats[k].via_chat >= 50);
         assert_true(stats[k].rendered >= 50); /* byte-equal renders, not counting raises */
         bad += stats[k].bad;
     }
