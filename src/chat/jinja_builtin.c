@@ -313,17 +313,17 @@ static jv to_json(jctx *c, const jnode *n, jv v, const jv *args, size_t na, cons
     jv ind = arg(args, na, 1, kwn, kwv, nk, "indent", jv_none());
     jv seps = arg(args, na, 2, kwn, kwv, nk, "separators", jv_none());
     jv sk = arg(args, na, 3, kwn, kwv, nk, "sort_keys", jv_bool(false));
-    if (jv_truthy(ea) || jv_truthy(sk)) FAIL("unsupported: tojson with ensure_ascii or sort_keys");
     int indent = -1;
     if (ind.t == JV_INT) indent = ind.u.i < 0 ? 0 : ind.u.i > 64 ? 64 : (int)ind.u.i;
     else if (ind.t != JV_NONE) FAIL("unsupported: tojson indent that is not an integer");
-    const char *item = indent >= 0 ? "," : ", ", *key = ": ";
+    jjson_opts jo = {.indent = indent, .item_sep = indent >= 0 ? "," : ", ", .key_sep = ": ",
+                     .ascii = jv_truthy(ea), .sort_keys = jv_truthy(sk)};
     if (seps.t == JV_LIST && seps.u.l->n == 2 && seps.u.l->v[0].t == JV_STR && seps.u.l->v[1].t == JV_STR) {
-        item = seps.u.l->v[0].u.s->s;
-        key = seps.u.l->v[1].u.s->s;
+        jo.item_sep = seps.u.l->v[0].u.s->s;
+        jo.key_sep = seps.u.l->v[1].u.s->s;
     } else if (seps.t != JV_NONE) FAIL("tojson separators must be two strings");
     jbuf o = {0};
-    jv_json(c, &o, v, indent, 0, item, key);
+    jv_json(c, &o, v, &jo, 0);
     return jv_str(jb_done(a, &o));
 }
 

@@ -135,7 +135,13 @@ const jstr *jb_done(jarena *a, jbuf *b);
  * template string passes through str() unchanged). */
 const jstr *jv_to_str(jctx *c, jv v);
 void jv_repr(jctx *c, jbuf *b, jv v);
-void jv_json(jctx *c, jbuf *b, jv v, int indent, int level, const char *item_sep, const char *key_sep);
+typedef struct jjson_opts {
+    int indent;                     /* -1 = one line */
+    const char *item_sep, *key_sep; /* ", " / ": " (or "," with an indent) */
+    bool ascii;                     /* ensure_ascii: non-ASCII as \uXXXX */
+    bool sort_keys;
+} jjson_opts;
+void jv_json(jctx *c, jbuf *b, jv v, const jjson_opts *o, int level);
 
 bool jv_truthy(jv v);
 bool jv_equal(jv a, jv b);

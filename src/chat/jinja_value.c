@@ -325,12 +325,27 @@ const jstr *jv_to_str(jctx *c, jv v) {
 }
 
 /* json.dumps(ensure_ascii=False): only '"', '\\' and control characters escaped. */
-static void json_str(jctx *c, jbuf *b, const jstr *s) {
+static void json_str(jctx *c, jbuf *b, const jstr *s, bool ascii) {
     jarena *a = jctx_arena(c);
     jb_add(a, b, "\"", 1, PROV_DATA);
     size_t run = 0;
     for (size_t i = 0; i <= s->n; i++) {
         unsigned char ch = i < s->n ? (unsigned char)s->s[i] : 0;
+        if (i < s->n && ascii && ch >= 0x80) { /* \uXXXX, a surrogate pair above U+FFFF */
+            jb_add(a, b, s->s + run, i - run, PROV_DATA);
+            size_t len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+            if (i + len > s->n) len = 1;
+            unsigned cp = len == 1 ? 0xFFFD : ch & (0x3F >> (len - 1));
+            for (size_t k = 1; k < len; k++) cp = cp << 6 | ((unsigned char)s->s[i + k] & 0x3F);
+            char t[16];
+            if (cp >= 0x10000)
+                snprintf(t, sizeof t, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+            else snprintf(t, sizeof t, "\\u%04x", cp);
+            jb_add(a, b, t, strlen(t), PROV_DATA);
+            i += len - 1;
+            run = i + 1;
+            continue;
+        }
         if (i < s->n && ch >= 0x20 && ch != '"' && ch != '\\') continue;
         jb_add(a, b, s->s + run, i - run, PROV_DATA);
         run = i + 1;
@@ -357,7 +372,7 @@ static void json_newline(jctx *c, jbuf *b, int indent, int level) {
     for (int i = 0; i < indent * level; i++) jb_add(a, b, " ", 1, PROV_DATA);
 }
 
-void jv_json(jctx *c, jbuf *b, jv v, int indent, int level, const char *item_sep, const char *key_sep) {
+void jv_json(jctx *c, jbuf *b, jv v, const jjson_opts *o, int level) {
     jarena *a = jctx_arena(c);
     char t[64];
     switch (v.t) {
@@ -369,7 +384,7 @@ void jv_json(jctx *c, jbuf *b, jv v, int indent, int level, const char *item_sep
         else if (isinf(v.u.f)) strcpy(t, v.u.f < 0 ? "-Infinity" : "Infinity");
         else float_repr(v.u.f, t, sizeof t);
         break;
-    case JV_STR: json_str(c, b, v.u.s); return;
+    case JV_STR: json_str(c, b, v.u.s, o->ascii); return;
     case JV_LIST:
     case JV_DICT: {
         bool list = v.t == JV_LIST;
@@ -379,17 +394,36 @@ void jv_json(jctx *c, jbuf *b, jv v, int indent, int level, const char *item_sep
             jb_add(a, b, list ? "]" : "}", 1, PROV_DATA);
             return;
         }
-        for (size_t i = 0; i < n; i++) {
-            if (i) jb_add(a, b, item_sep, strlen(item_sep), PROV_DATA);
-            if (indent >= 0) json_newline(c, b, indent, level + 1);
-            if (list) jv_json(c, b, v.u.l->v[i], indent, level + 1, item_sep, key_sep);
-            else {
-                json_str(c, b, v.u.d->k[i]);
-                jb_add(a, b, key_sep, strlen(key_sep), PROV_DATA);
-                jv_json(c, b, v.u.d->v[i], indent, level + 1, item_sep, key_sep);
+        if (++level > 200) jfail(c, 0, 0, "tojson: nested deeper than 200");
+        size_t *order = NULL; /* sort_keys: key order by code point (UTF-8 byte order) */
+        if (!list && o->sort_keys) {
+            order = ja_alloc(a, n * sizeof *order);
+            for (size_t i = 0; i < n; i++) {
+                size_t j = i;
+                jcharge(c, i);
+                while (j > 0) {
+                    const jstr *x = v.u.d->k[order[j - 1]], *y = v.u.d->k[i];
+                    size_t m = x->n < y->n ? x->n : y->n;
+                    int r = memcmp(x->s, y->s, m);
+                    if (r < 0 || (r == 0 && x->n <= y->n)) break;
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = i;
             }
         }
-        if (indent >= 0) json_newline(c, b, indent, level);
+        for (size_t i = 0; i < n; i++) {
+            if (i) jb_add(a, b, o->item_sep, strlen(o->item_sep), PROV_DATA);
+            if (o->indent >= 0) json_newline(c, b, o->indent, level);
+            if (list) jv_json(c, b, v.u.l->v[i], o, level);
+            else {
+                size_t k = order ? order[i] : i;
+                json_str(c, b, v.u.d->k[k], o->ascii);
+                jb_add(a, b, o->key_sep, strlen(o->key_sep), PROV_DATA);
+                jv_json(c, b, v.u.d->v[k], o, level);
+            }
+        }
+        if (o->indent >= 0) json_newline(c, b, o->indent, level - 1);
         jb_add(a, b, list ? "]" : "}", 1, PROV_DATA);
         return;
     }

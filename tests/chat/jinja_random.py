@@ -51,7 +51,8 @@ FILTERS = ["length", "trim", "upper", "lower", "join(',')", "first", "last", "de
            "tojson", "dictsort", "unique|list", "int", "title", "capitalize", "replace('a','b')",
            "selectattr('role','equalto','user')|list", "map(attribute='role')|list", "tojson(indent=2)", "sort",
            "min", "max", "sum", "select('odd')|list", "reject('none')|list", "rejectattr('content')|list", "d",
-           "float", "abs", "count", "wordcount", "string|indent(2)"]
+           "float", "abs", "count", "wordcount", "string|indent(2)", "tojson(sort_keys=True)",
+           "tojson(ensure_ascii=True)", "tojson(separators=(',', ':'))", "tojson(indent=1, sort_keys=True)"]
 TESTS = ["defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "number", "odd", "even",
          "integer", "float", "boolean", "true", "false", "equalto 3", "divisibleby 2", "in [1, 'ab']", "lower",
          "upper"]
