@@ -515,8 +515,7 @@ static int exec_for(jctx *c, const jnode *n) {
         items = kept;
     }
     if (!items->n) return exec_body(c, &n->orelse);
-    const jv *outer = lookup(c, js_lit(&c->a, "loop"));
-    int depth = outer && outer->t == JV_LOOP ? outer->u.loop->depth + 1 : 1;
+    int depth = 1; /* loop.depth counts recursive loop() calls, which are not supported: always 1 */
     static const jstr loop_name = {4, "loop", PROV_TEMPLATE, NULL};
     for (size_t i = 0; i < items->n; i++) {
         c->cur = push_frame(c, saved);

@@ -343,6 +343,11 @@ static void lex(parser *p) {
             size_t e = k;
             if (esb)
                 while (e > j && is_ws(p->src[e - 1])) e--;
+            else if (p->src[k + 2] != '+') { /* lstrip_blocks before {% endraw %} at a line start */
+                size_t l = e;
+                while (l > j && (p->src[l - 1] == ' ' || p->src[l - 1] == '\t')) l--;
+                if (l > j && p->src[l - 1] == '\n') e = l;
+            }
             push_text(p, j, p->src + j, e - j);
             p->pos = raw_end;
             strip_next = esa;

@@ -6,7 +6,7 @@ output where jinja2 renders, an error where jinja2 raises.
 
 Left out (printed as "skipped"): templates jinja2 rejects as syntax errors
 (the interpreter's parser accepts a superset: `x is odd if c`), a test
-followed by `not` (jinja2 takes the `not` as the test's argument), and results
+followed by `not` or `in` (jinja2 takes the word as the test's argument), and results
 that are lazy Python objects (jinja2 prints '<generator object ...>' for
 `unique` or `items` not consumed, list_reverseiterator for `reverse` of a
 list) which no template relies on.
@@ -114,8 +114,38 @@ def expr(d=0):
     return atom(d) + "|" + R.choice(FILTERS)
 
 
+def ws():
+    return R.choice(["", " ", "\n", "  \n", "\n  ", "\n\n", "\t", " \n \n"])
+
+
+def tag(body, kind="%"):
+    left = R.choice(["", "", "-", "+"]) if kind == "%" else R.choice(["", "-"])
+    right = R.choice(["", "", "-"])
+    return "{" + kind + left + " " + body + " " + right + kind + "}" if kind == "%" else \
+        "{{" + left + " " + body + " " + right + "}}"
+
+
+def layout():
+    """Tags with random whitespace control and indentation: the lexer's trim_blocks / lstrip_blocks rules."""
+    parts = [ws(), tag("for x in xs"), ws(), tag("if loop.first", "%"), ws(), "a", ws(), tag("elif x > 1"),
+             ws(), tag("x", "{"), ws(), tag("else"), ws(), "{# c #}", ws(), tag("endif"), ws(), tag("endfor"), ws(),
+             tag("set y = 1"), ws(), R.choice(["{% raw %}" + ws() + "{{ y }}" + ws() + "{% endraw %}", "r"]), ws()]
+    return "".join(parts)
+
+
+def macro():
+    return ("{% macro m(a, b=2, c='k') %}<{{ a }}|{{ b }}|{{ c ~ caller_v|default('') }}>{% endmacro %}"
+            "{{ m(" + expr() + ") }}{{ m(1, c=" + expr() + ") }}{{ m(b=" + expr() + ", a=0) }}"
+            "{% set blk %}[{{ " + expr() + " }}]{% endset %}{{ blk|length }}{{ blk }}"
+            "{% for a in [1, 2] %}{% for b in ws[:2] %}{{ loop.index }}{{ loop.depth }}.{% endfor %}{% endfor %}")
+
+
 def statement():
-    c = R.randrange(6)
+    c = R.randrange(8)
+    if c == 6:
+        return layout()
+    if c == 7:
+        return macro()
     if c == 0:
         return "{{ " + expr() + " }}"
     if c == 1:
@@ -147,7 +177,9 @@ def main():
         except Exception as e:  # noqa: BLE001 (any jinja2 failure: the interpreter must fail too)
             case["error"] = type(e).__name__ + ": " + str(e)
             # "takes 1 positional argument": jinja2 took a following `not` as a test's argument
-            lazy = any(w in str(e) for w in ("generator", "iterator", "unhashable", "positional argument"))
+            # and "'in' is undefined": jinja2 took a following `in` / `not` as a test's argument, a variable
+            lazy = any(w in str(e) for w in ("generator", "iterator", "unhashable", "positional argument",
+                                             "'in' is undefined", "'not' is undefined", "'if' is undefined"))
         if lazy:
             skipped += 1
             continue
