@@ -394,9 +394,12 @@ static void sort_list(jctx *c, const jnode *n, jv *v, size_t cnt, const jv *keys
     memcpy(v, copy, cnt * sizeof *v);
 }
 
-jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk) {
+/* Filters that make text: tojson, string, trim, case, replace, indent, wordcount. */
+static jv filter_text(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk,
+                      bool *found) {
     jarena *a = jctx_arena(c);
     const char *f = n->name->s;
+    *found = true;
     if (!strcmp(f, "tojson")) return to_json(c, n, v, args, na, kwn, kwv, nk);
     if (!strcmp(f, "safe")) return v;
     if (!strcmp(f, "string")) return jv_str(jv_to_str(c, v));
@@ -404,6 +407,62 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         jv ch = arg(args, na, 0, kwn, kwv, nk, "chars", jv_none());
         return strip(c, jv_to_str(c, v), ch.t == JV_STR ? ch.u.s : NULL, true, true);
     }
+    if (!strcmp(f, "lower")) return map_case(c, jv_to_str(c, v), CASE_LOWER);
+    if (!strcmp(f, "upper")) return map_case(c, jv_to_str(c, v), CASE_UPPER);
+    if (!strcmp(f, "capitalize")) return map_case(c, jv_to_str(c, v), CASE_CAPITALIZE);
+    if (!strcmp(f, "title")) return map_case(c, jv_to_str(c, v), CASE_TITLE_FILTER);
+    if (!strcmp(f, "replace")) {
+        jv cnt = arg(args, na, 2, kwn, kwv, nk, "count", jv_none());
+        if (na < 2) FAIL("replace needs two arguments");
+        return replace(c, n, jv_to_str(c, v), args[0], args[1], cnt.t == JV_INT ? cnt.u.i : -1);
+    }
+    if (!strcmp(f, "indent")) {
+        jv w = arg(args, na, 0, kwn, kwv, nk, "width", jv_int(4));
+        jv first = arg(args, na, 1, kwn, kwv, nk, "first", jv_bool(false));
+        jv blank = arg(args, na, 2, kwn, kwv, nk, "blank", jv_bool(false));
+        const jstr *pad = w.t == JV_STR ? w.u.s : NULL;
+        char spaces[65];
+        int64_t nw = w.t == JV_INT ? (w.u.i < 0 ? 0 : w.u.i > 64 ? 64 : w.u.i) : 0;
+        memset(spaces, ' ', (size_t)nw);
+        const jstr *s = jv_to_str(c, v);
+        jbuf o = {0};
+        bool line_start = true;
+        for (size_t i = 0; i < s->n; i++) {
+            if (line_start && (i > 0 || jv_truthy(first))) {
+                bool empty = s->s[i] == '\n';
+                if (!empty || jv_truthy(blank)) {
+                    if (pad) jb_str(a, &o, pad);
+                    else jb_add(a, &o, spaces, (size_t)nw, PROV_TEMPLATE);
+                }
+            }
+            jb_sub(a, &o, s, i, 1);
+            line_start = s->s[i] == '\n';
+        }
+        return jv_str(jb_done(a, &o));
+    }
+    if (!strcmp(f, "wordcount")) { /* runs of \w (letters, digits, _; any non-ASCII byte counts as a letter) */
+        const jstr *t = jv_to_str(c, v);
+        int64_t words = 0;
+        bool in_word = false;
+        for (size_t i = 0; i < t->n; i++) {
+            unsigned char ch = (unsigned char)t->s[i];
+            bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+            if (w && !in_word) words++;
+            in_word = w;
+        }
+        return jv_int(words);
+    }
+    *found = false;
+    return jv_undef();
+}
+
+/* Filters over sequences and mappings: length, items, select/reject(attr), map, join, first/last,
+ * list, reverse, sort, dictsort, unique, min/max, sum. */
+static jv filter_seq(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk,
+                     bool *found) {
+    jarena *a = jctx_arena(c);
+    const char *f = n->name->s;
+    *found = true;
     if (!strcmp(f, "length") || !strcmp(f, "count")) return jv_int((int64_t)jv_length(c, v));
     if (!strcmp(f, "items")) {
         if (v.t == JV_UNDEF) return list_v(jl_new(a, 0));
@@ -461,53 +520,6 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         jlist *in = jv_iterate(c, v, n->line, n->col);
         if (!in->n) return jv_undef();
         return f[0] == 'f' ? in->v[0] : in->v[in->n - 1];
-    }
-    if (!strcmp(f, "lower")) return map_case(c, jv_to_str(c, v), CASE_LOWER);
-    if (!strcmp(f, "upper")) return map_case(c, jv_to_str(c, v), CASE_UPPER);
-    if (!strcmp(f, "capitalize")) return map_case(c, jv_to_str(c, v), CASE_CAPITALIZE);
-    if (!strcmp(f, "title")) return map_case(c, jv_to_str(c, v), CASE_TITLE_FILTER);
-    if (!strcmp(f, "replace")) {
-        jv cnt = arg(args, na, 2, kwn, kwv, nk, "count", jv_none());
-        if (na < 2) FAIL("replace needs two arguments");
-        return replace(c, n, jv_to_str(c, v), args[0], args[1], cnt.t == JV_INT ? cnt.u.i : -1);
-    }
-    if (!strcmp(f, "default") || !strcmp(f, "d")) {
-        jv def = arg(args, na, 0, kwn, kwv, nk, "default_value", jv_str(js_lit(a, "")));
-        jv boolean = arg(args, na, 1, kwn, kwv, nk, "boolean", jv_bool(false));
-        if (v.t == JV_UNDEF || (jv_truthy(boolean) && !jv_truthy(v))) return def;
-        return v;
-    }
-    if ((!strcmp(f, "int") || !strcmp(f, "float")) && v.t == JV_UNDEF) FAIL("%s of an undefined value", f);
-    if (!strcmp(f, "int")) {
-        jv def = arg(args, na, 0, kwn, kwv, nk, "default", jv_int(0));
-        if (v.t == JV_INT) return v;
-        if (v.t == JV_BOOL) return jv_int(v.u.b);
-        if (v.t == JV_FLOAT) return isfinite(v.u.f) && fabs(v.u.f) < 9e18 ? jv_int((int64_t)v.u.f) : def;
-        if (v.t == JV_STR) {
-            jv t = strip(c, v.u.s, NULL, true, true);
-            char *end;
-            long long x = strtoll(t.u.s->s, &end, 10);
-            if (t.u.s->n && *end == 0) return jv_int(x);
-            double d = strtod(t.u.s->s, &end);
-            if (t.u.s->n && *end == 0 && isfinite(d) && fabs(d) < 9e18) return jv_int((int64_t)d);
-        }
-        return def;
-    }
-    if (!strcmp(f, "float")) {
-        if (v.t == JV_FLOAT) return v;
-        if (v.t == JV_INT || v.t == JV_BOOL) return (jv){.t = JV_FLOAT, .u.f = v.t == JV_INT ? (double)v.u.i : v.u.b};
-        if (v.t == JV_STR) {
-            char *end;
-            double d = strtod(v.u.s->s, &end);
-            if (v.u.s->n && *end == 0) return (jv){.t = JV_FLOAT, .u.f = d};
-        }
-        return arg(args, na, 0, kwn, kwv, nk, "default", (jv){.t = JV_FLOAT, .u.f = 0});
-    }
-    if (!strcmp(f, "abs")) {
-        if (v.t == JV_BOOL) return jv_int(v.u.b);
-        if (v.t == JV_INT) return v.u.i == INT64_MIN ? (FAIL("integer overflow"), v) : jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
-        if (v.t == JV_FLOAT) return (jv){.t = JV_FLOAT, .u.f = fabs(v.u.f)};
-        FAIL("bad operand type for abs(): '%s'", jv_type_name(v));
     }
     if (!strcmp(f, "list")) {
         jlist *in = jv_iterate(c, v, n->line, n->col), *out = jl_new(a, in->n);
@@ -605,49 +617,71 @@ jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jst
         }
         return acc;
     }
+    *found = false;
+    return jv_undef();
+}
+
+/* Filters on single values: default, int, float, abs, round. */
+static jv filter_value(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk,
+                       bool *found) {
+    jarena *a = jctx_arena(c);
+    const char *f = n->name->s;
+    *found = true;
+    if (!strcmp(f, "default") || !strcmp(f, "d")) {
+        jv def = arg(args, na, 0, kwn, kwv, nk, "default_value", jv_str(js_lit(a, "")));
+        jv boolean = arg(args, na, 1, kwn, kwv, nk, "boolean", jv_bool(false));
+        if (v.t == JV_UNDEF || (jv_truthy(boolean) && !jv_truthy(v))) return def;
+        return v;
+    }
+    if ((!strcmp(f, "int") || !strcmp(f, "float")) && v.t == JV_UNDEF) FAIL("%s of an undefined value", f);
+    if (!strcmp(f, "int")) {
+        jv def = arg(args, na, 0, kwn, kwv, nk, "default", jv_int(0));
+        if (v.t == JV_INT) return v;
+        if (v.t == JV_BOOL) return jv_int(v.u.b);
+        if (v.t == JV_FLOAT) return isfinite(v.u.f) && fabs(v.u.f) < 9e18 ? jv_int((int64_t)v.u.f) : def;
+        if (v.t == JV_STR) {
+            jv t = strip(c, v.u.s, NULL, true, true);
+            char *end;
+            long long x = strtoll(t.u.s->s, &end, 10);
+            if (t.u.s->n && *end == 0) return jv_int(x);
+            double d = strtod(t.u.s->s, &end);
+            if (t.u.s->n && *end == 0 && isfinite(d) && fabs(d) < 9e18) return jv_int((int64_t)d);
+        }
+        return def;
+    }
+    if (!strcmp(f, "float")) {
+        if (v.t == JV_FLOAT) return v;
+        if (v.t == JV_INT || v.t == JV_BOOL) return (jv){.t = JV_FLOAT, .u.f = v.t == JV_INT ? (double)v.u.i : v.u.b};
+        if (v.t == JV_STR) {
+            char *end;
+            double d = strtod(v.u.s->s, &end);
+            if (v.u.s->n && *end == 0) return (jv){.t = JV_FLOAT, .u.f = d};
+        }
+        return arg(args, na, 0, kwn, kwv, nk, "default", (jv){.t = JV_FLOAT, .u.f = 0});
+    }
+    if (!strcmp(f, "abs")) {
+        if (v.t == JV_BOOL) return jv_int(v.u.b);
+        if (v.t == JV_INT) return v.u.i == INT64_MIN ? (FAIL("integer overflow"), v) : jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+        if (v.t == JV_FLOAT) return (jv){.t = JV_FLOAT, .u.f = fabs(v.u.f)};
+        FAIL("bad operand type for abs(): '%s'", jv_type_name(v));
+    }
     if (!strcmp(f, "round")) {
         jv prec = arg(args, na, 0, kwn, kwv, nk, "precision", jv_int(0));
         double x = v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : (FAIL("round expects a number"), 0);
         double m = pow(10, prec.t == JV_INT ? (double)prec.u.i : 0);
         return (jv){.t = JV_FLOAT, .u.f = round(x * m) / m};
     }
-    if (!strcmp(f, "indent")) {
-        jv w = arg(args, na, 0, kwn, kwv, nk, "width", jv_int(4));
-        jv first = arg(args, na, 1, kwn, kwv, nk, "first", jv_bool(false));
-        jv blank = arg(args, na, 2, kwn, kwv, nk, "blank", jv_bool(false));
-        const jstr *pad = w.t == JV_STR ? w.u.s : NULL;
-        char spaces[65];
-        int64_t nw = w.t == JV_INT ? (w.u.i < 0 ? 0 : w.u.i > 64 ? 64 : w.u.i) : 0;
-        memset(spaces, ' ', (size_t)nw);
-        const jstr *s = jv_to_str(c, v);
-        jbuf o = {0};
-        bool line_start = true;
-        for (size_t i = 0; i < s->n; i++) {
-            if (line_start && (i > 0 || jv_truthy(first))) {
-                bool empty = s->s[i] == '\n';
-                if (!empty || jv_truthy(blank)) {
-                    if (pad) jb_str(a, &o, pad);
-                    else jb_add(a, &o, spaces, (size_t)nw, PROV_TEMPLATE);
-                }
-            }
-            jb_sub(a, &o, s, i, 1);
-            line_start = s->s[i] == '\n';
-        }
-        return jv_str(jb_done(a, &o));
-    }
-    if (!strcmp(f, "wordcount")) { /* runs of \w (letters, digits, _; any non-ASCII byte counts as a letter) */
-        const jstr *t = jv_to_str(c, v);
-        int64_t words = 0;
-        bool in_word = false;
-        for (size_t i = 0; i < t->n; i++) {
-            unsigned char ch = (unsigned char)t->s[i];
-            bool w = ch >= 0x80 || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
-            if (w && !in_word) words++;
-            in_word = w;
-        }
-        return jv_int(words);
-    }
-    FAIL("unsupported filter '%s'", f);
+    *found = false;
+    return jv_undef();
+}
+
+jv jb_filter(jctx *c, const jnode *n, jv v, const jv *args, size_t na, const jstr *const *kwn, const jv *kwv, size_t nk) {
+    bool found = false;
+    jv r = filter_text(c, n, v, args, na, kwn, kwv, nk, &found);
+    if (!found) r = filter_seq(c, n, v, args, na, kwn, kwv, nk, &found);
+    if (!found) r = filter_value(c, n, v, args, na, kwn, kwv, nk, &found);
+    if (!found) FAIL("unsupported filter '%s'", n->name->s);
+    return r;
 }
 
 bool jb_test(jctx *c, const jnode *n, jv v, const jv *args, size_t na) {
