@@ -803,13 +803,23 @@ SPECDEC_API specdec_chat_params specdec_chat_default_params(void);
  * rendered. */
 SPECDEC_API const char *specdec_chat_builtin_templates(void);
 
-/* The formatter that renders model's conversations: template_name when
- * non-NULL (it must be a built-in name: SPECDEC_ERR_ARG otherwise), else the
- * one recognised from the model's tokenizer.chat_template (SPECDEC_ERR_UNSUPPORTED,
- * with a message naming --chat-template, when the model has none or no
- * formatter fits). *family receives the name (static storage). */
+/* What renders model's conversations: the built-in formatter template_name
+ * when non-NULL (it must be a built-in name: SPECDEC_ERR_ARG otherwise); else
+ * the model's own tokenizer.chat_template run as written by the Jinja-subset
+ * interpreter (docs/TEMPLATES.md) when it took the template at load; else
+ * the built-in formatter recognised from the template's text
+ * (SPECDEC_ERR_UNSUPPORTED, with a message naming --chat-template, when the
+ * model has none or no formatter fits). *family receives the name (static
+ * storage): "qwen35" for a built-in formatter, "qwen35+jinja" for the model's
+ * template of a recognised family run by the interpreter, "jinja" when no
+ * family is recognised (the reasoning splitter then treats all as content). */
 SPECDEC_API specdec_status specdec_chat_template_resolve(const specdec_model *model, const char *template_name,
                                                          const char **family, specdec_error *err);
+/* Why the interpreter refused the model's chat template at load ("jinja
+ * LINE:COL: unsupported filter 'NAME'"), so a built-in formatter renders
+ * instead; NULL when it took the template or the model has none. Borrowed
+ * from the model. */
+SPECDEC_API const char *specdec_chat_template_refusal(const specdec_model *model);
 
 /* Renders messages[0..n) with the model's chat template (params NULL =
  * defaults) into one malloc'd NUL-terminated buffer *text of *len bytes (free

@@ -30,27 +30,42 @@ static specdec_status resolve(const specdec_model *model, const char *name, sd_c
         sd_err_set(&e, SD_ERR_ARG, "chat: model is NULL");
         return fail(err, &e);
     }
+    if (!name && model->jinja) { /* the model's own template, as written */
+        if (sd_chat_detect(model->chat_template, t, &e) != SD_OK)
+            *t = (sd_chat_template){.family = SD_CHAT_CHATML, .family_unknown = true};
+        t->jinja = model->jinja;
+        return SPECDEC_OK;
+    }
     sd_status st = name ? sd_chat_template_named(name, t, &e)
                         : sd_chat_detect(specdec_model_chat_template(model), t, &e);
     return st == SD_OK ? SPECDEC_OK : fail(err, &e);
+}
+
+const char *specdec_chat_template_refusal(const specdec_model *model) {
+    return model && !model->jinja ? model->jinja_refusal : NULL;
 }
 
 specdec_status specdec_chat_template_resolve(const specdec_model *model, const char *template_name,
                                              const char **family, specdec_error *err) {
     sd_chat_template t;
     specdec_status st = resolve(model, template_name, &t, err);
-    if (family) *family = st == SPECDEC_OK ? sd_chat_family_name(t.family) : NULL;
+    if (family) *family = st == SPECDEC_OK ? sd_chat_engine_name(&t) : NULL;
     return st;
 }
 
-static sd_chat_opts chat_opts(const specdec_chat_params *p) {
+static sd_chat_opts chat_opts(const specdec_model *model, const specdec_chat_params *p) {
     specdec_chat_params d = specdec_chat_default_params();
     if (!p) p = &d;
-    /* No BOS text: the tokenizer adds BOS as the model asks (llama.cpp strips the template's). */
+    /* No BOS text: the tokenizer adds BOS as the model asks (llama.cpp strips
+     * the template's). EOS is the model's: templates that close turns with it
+     * (Mistral) need its text. */
+    const char *eos = specdec_token_text(model, specdec_token_eos(model));
     return (sd_chat_opts){.add_generation_prompt = p->add_generation_prompt,
                           .enable_thinking = p->enable_thinking < 0 ? -1 : p->enable_thinking ? 1 : 0,
                           .preserve_thinking = p->preserve_thinking,
-                          .bos_token = ""};
+                          .bos_token = "",
+                          .eos_token = eos ? eos : "",
+                          .now = -1};
 }
 
 specdec_status specdec_chat_apply_template(const specdec_model *model, const specdec_chat_message *messages,
@@ -72,8 +87,9 @@ specdec_status specdec_chat_apply_template(const specdec_model *model, const spe
         return fail(err, &e);
     }
     for (size_t i = 0; i < n; i++)
-        m[i] = (sd_chat_msg){messages[i].role, messages[i].content, messages[i].reasoning_content};
-    sd_chat_opts o = chat_opts(params);
+        m[i] = (sd_chat_msg){.role = messages[i].role, .content = messages[i].content,
+                             .reasoning_content = messages[i].reasoning_content};
+    sd_chat_opts o = chat_opts(model, params);
     sd_strbuf out = {0};
     sd_status rs = sd_chat_render(&t, m, n, &o, &out, &e);
     free(m);
@@ -113,7 +129,7 @@ specdec_status specdec_reasoning_init(const specdec_model *model, const specdec_
         sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
         return fail(err, &e);
     }
-    sd_chat_opts o = chat_opts(params);
+    sd_chat_opts o = chat_opts(model, params);
     sd_think_init(&r->think, sd_chat_think_start(&t, &o));
     *out = r;
     return SPECDEC_OK;

@@ -18,6 +18,10 @@
 struct specdec_model {
     sd_model *m;
     char *path, *name, *chat_template;
+    /* chat_template parsed by the Jinja interpreter at load (src/chat/jinja.h),
+     * or NULL with jinja_refusal saying why (NULL too when there is no template). */
+    struct sd_jinja *jinja;
+    char *jinja_refusal;
     double load_ms; /* specdec_model_load's wall time */
     /* specdec_model_meta_str's copies, made on first use (key, value pairs). */
     pthread_mutex_t meta_lock;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "chat/jinja.h"
 #include "core/clock.h"
 #include "numerics/pool.h"
 
@@ -99,6 +100,12 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
                          gguf_kv_type(h->m->gguf, gguf_find_key(h->m->gguf, "tokenizer.chat_template")) ==
                              GGUF_TYPE_STRING;
     pthread_mutex_init(&h->meta_lock, NULL);
+    if (h->chat_template) { /* the model's own template runs when the interpreter takes it */
+        sd_err je = {0};
+        sd_status js = sd_jinja_parse(h->chat_template, strlen(h->chat_template), &h->jinja, &je);
+        if (js == SD_ERR_NOMEM) template_lost = true;
+        else if (js != SD_OK && !(h->jinja_refusal = strdup(je.msg))) template_lost = true;
+    }
     if (!h->path || !h->name || template_lost) {
         specdec_model_free(h);
         return sd_api_fail(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
@@ -116,6 +123,8 @@ void specdec_model_free(specdec_model *h) {
     free(h->path);
     free(h->name);
     free(h->chat_template);
+    sd_jinja_free(h->jinja);
+    free(h->jinja_refusal);
     free(h);
 }
 

@@ -1,9 +1,13 @@
-/* Chat templates without a Jinja engine: a model's `tokenizer.chat_template`
- * (the Hugging Face Jinja source stored in the GGUF, gguf-py constants.py) is
- * recognised by substrings of its text and rendered by a hand-written
- * formatter that reproduces that template byte for byte for plain-text
+/* Chat templates. A model's `tokenizer.chat_template` (the Hugging Face Jinja
+ * source stored in the GGUF, gguf-py constants.py) runs as written through the
+ * Jinja-subset interpreter (chat/jinja.h) when it parses; sd_chat_template.jinja
+ * then points at it. The hand-written formatters stay as the fallback for a
+ * file without a template or with one the interpreter refuses, and for
+ * --chat-template NAME: a template is recognised by substrings of its text and
+ * rendered by a formatter that reproduces it byte for byte for plain-text
  * conversations (tests/chat/test_chat_golden.c checks each against Python's
- * jinja2 on the real template texts in tests/data/chat/).
+ * jinja2 on the real template texts in tests/data/chat/). The family is
+ * recognised in both cases: the reasoning splitter (think.h) follows it.
  *
  * This layer is text only: it knows nothing of tokens or models. */
 #ifndef SD_CHAT_CHAT_H
@@ -12,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "chat/jinja.h"
 #include "core/status.h"
 #include "core/strbuf.h"
 
@@ -31,6 +36,10 @@ typedef struct sd_chat_template {
     sd_chat_family family;
     bool has_default_system;  /* ChatML: a system turn is added when the conversation has none */
     char default_system[512]; /* its text (Qwen2's "You are a helpful assistant") */
+    /* The model's own template, parsed (borrowed; it must outlive this struct),
+     * or NULL: sd_chat_render then runs it instead of the family's formatter. */
+    const sd_jinja *jinja;
+    bool family_unknown; /* jinja set and no family recognised: no reasoning split */
 } sd_chat_template;
 
 /* One message. Strings are borrowed, NUL-terminated UTF-8. */
@@ -38,6 +47,12 @@ typedef struct sd_chat_msg {
     const char *role;              /* "system", "user", "assistant", "tool" */
     const char *content;           /* NULL is rendered as "" */
     const char *reasoning_content; /* assistant reasoning; NULL = absent (then split from content at </think>) */
+    /* For the interpreter only (the formatters ignore them), NULL = absent:
+     * tool_calls_json a JSON array of OpenAI tool calls with `arguments` as
+     * objects; tool_call_id and name of a tool result. */
+    const char *tool_calls_json;
+    const char *tool_call_id;
+    const char *name;
 } sd_chat_msg;
 
 /* Rendering switches, named after the template variables they set. */
@@ -46,6 +61,9 @@ typedef struct sd_chat_opts {
     int enable_thinking;        /* -1 = not set (the template's default), 0 = false, 1 = true */
     bool preserve_thinking;     /* Qwen3.6: keep reasoning of every past assistant turn */
     const char *bos_token;      /* text of the BOS token for Llama 3 ("<|begin_of_text|>"); NULL = "" */
+    const char *eos_token;      /* the interpreter's eos_token (Mistral closes turns with it); NULL = "" */
+    const char *tools_json;     /* the interpreter's `tools`: a JSON array of OpenAI tool definitions; NULL = none */
+    int64_t now;                /* strftime_now's time, seconds since the epoch UTC; -1 = the clock */
 } sd_chat_opts;
 
 /* Options with add_generation_prompt = true, enable_thinking unset. */
@@ -65,9 +83,29 @@ sd_status sd_chat_template_named(const char *name, sd_chat_template *out, sd_err
 
 /* Appends the prompt text for msgs[0..n) to out. Errors (SD_ERR_ARG) where the
  * real template raises an exception (Qwen3.5: a system message not first, no
- * user message, an unknown role) and on out-of-memory (SD_ERR_NOMEM). */
+ * user message, an unknown role) or the interpreter stops (a runtime error, a
+ * limit), and on out-of-memory (SD_ERR_NOMEM). */
 sd_status sd_chat_render(const sd_chat_template *t, const sd_chat_msg *msgs, size_t n,
                          const sd_chat_opts *opts, sd_strbuf *out, sd_err *err);
+
+/* As sd_chat_render, into *out with provenance (jinja.h): which bytes are the
+ * template's own text and which came from the messages or tools, so that a
+ * tokenizer parses special tokens only in the template's text. The built-in
+ * formatters mark every message field as data and their own text as
+ * template. out is reset first; free it with sd_jinja_out_free. */
+sd_status sd_chat_render_segments(const sd_chat_template *t, const sd_chat_msg *msgs, size_t n,
+                                  const sd_chat_opts *opts, sd_jinja_out *out, sd_err *err);
+
+/* The JSON context the interpreter gets for (msgs, opts): {"messages": [...],
+ * "tools"?, "add_generation_prompt", "enable_thinking"?, "preserve_thinking"?,
+ * "bos_token", "eos_token"} appended to out. SD_ERR_NOMEM. */
+sd_status sd_chat_context_json(const sd_chat_msg *msgs, size_t n, const sd_chat_opts *opts, sd_strbuf *out,
+                               sd_err *err);
+
+/* "NAME" for a built-in formatter, "NAME+jinja" when the interpreter runs the
+ * model's template of recognised family NAME, "jinja" when no family fits.
+ * Static storage. */
+const char *sd_chat_engine_name(const sd_chat_template *t);
 
 /* How the model's answer begins, for splitting reasoning from content. */
 typedef enum sd_think_start {

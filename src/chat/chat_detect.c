@@ -16,10 +16,20 @@ const char *sd_chat_family_name(sd_chat_family family) {
     return family >= 0 && family < SD_CHAT_N_FAMILIES ? k_names[family] : "unknown";
 }
 
+const char *sd_chat_engine_name(const sd_chat_template *t) {
+    static const char *const jinja_names[SD_CHAT_N_FAMILIES] = {
+        [SD_CHAT_CHATML] = "chatml+jinja", [SD_CHAT_QWEN3] = "qwen3+jinja",   [SD_CHAT_QWEN35] = "qwen35+jinja",
+        [SD_CHAT_QWEN36] = "qwen36+jinja", [SD_CHAT_LLAMA3] = "llama3+jinja", [SD_CHAT_LLAMA31] = "llama31+jinja",
+    };
+    if (!t->jinja) return sd_chat_family_name(t->family);
+    if (t->family_unknown || t->family < 0 || t->family >= SD_CHAT_N_FAMILIES) return "jinja";
+    return jinja_names[t->family];
+}
+
 const char *sd_chat_family_names(void) { return "chatml, qwen3, qwen35, qwen36, llama3, llama31"; }
 
 sd_chat_opts sd_chat_default_opts(void) {
-    return (sd_chat_opts){.add_generation_prompt = true, .enable_thinking = -1};
+    return (sd_chat_opts){.add_generation_prompt = true, .enable_thinking = -1, .now = -1};
 }
 
 sd_status sd_chat_template_named(const char *name, sd_chat_template *out, sd_err *err) {
@@ -85,6 +95,7 @@ sd_status sd_chat_detect(const char *tmpl, sd_chat_template *out, sd_err *err) {
 
 sd_think_start sd_chat_think_start(const sd_chat_template *t, const sd_chat_opts *opts) {
     bool off = opts && opts->enable_thinking == 0;
+    if (t->family_unknown) return SD_THINK_NONE;
     switch (t->family) {
     case SD_CHAT_QWEN3: return off ? SD_THINK_NONE : SD_THINK_MAYBE;
     case SD_CHAT_QWEN35:

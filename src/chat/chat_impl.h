@@ -16,6 +16,9 @@ sd_status sd_chat_render_qwen35(const sd_chat_template *t, const sd_chat_msg *m,
                                 const sd_chat_opts *o, sd_strbuf *out, sd_err *err);
 sd_status sd_chat_render_llama3(const sd_chat_template *t, const sd_chat_msg *m, size_t n,
                                 const sd_chat_opts *o, sd_strbuf *out, sd_err *err);
+/* The model's template through the interpreter (t->jinja set), appended to out. */
+sd_status sd_chat_render_jinja_text(const sd_chat_template *t, const sd_chat_msg *m, size_t n,
+                                    const sd_chat_opts *o, sd_strbuf *out, sd_err *err);
 
 static inline void sd_strbuf_slice(sd_strbuf *b, sd_slice s) { sd_strbuf_add(b, s.p, s.n); }
 static inline bool sd_role_is(const sd_chat_msg *m, const char *role) {

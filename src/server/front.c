@@ -196,6 +196,9 @@ bool front_load(server *s) {
         s->template_family = NULL;
         snprintf(s->template_error, sizeof s->template_error, "%s", err.message);
     }
+    if (!s->opts.chat_template && specdec_chat_template_refusal(s->model)) /* say which renders, and why */
+        fprintf(stderr, "specdec: the model's chat template cannot run (%s); using %s\n",
+                specdec_chat_template_refusal(s->model), s->template_family ? s->template_family : "no template");
     if (s->opts.alias) snprintf(s->model_id, sizeof s->model_id, "%s", s->opts.alias);
     else model_id_of(s->model_id, sizeof s->model_id, specdec_model_name(s->model));
     snprintf(s->fingerprint, sizeof s->fingerprint, "specdec-%s", specdec_version());

@@ -69,8 +69,8 @@ static void test_golden(void **state) {
         assert_true(n <= 16);
         for (size_t k = 0; k < n; k++) {
             json_t *o = json_array_get(msgs, k);
-            m[k] = (sd_chat_msg){str_or_null(o, "role"), str_or_null(o, "content"),
-                                 str_or_null(o, "reasoning_content")};
+            m[k] = (sd_chat_msg){.role = str_or_null(o, "role"), .content = str_or_null(o, "content"),
+                                 .reasoning_content = str_or_null(o, "reasoning_content")};
         }
         json_t *jo = json_object_get(c, "options");
         sd_chat_opts opts = sd_chat_default_opts();
@@ -123,7 +123,7 @@ static void test_detect_and_names(void **state) {
         assert_int_equal(t.family, f);
     }
     /* A message without a role is refused, not rendered. */
-    sd_chat_msg bad = {NULL, "x", NULL};
+    sd_chat_msg bad = {.role = NULL, .content = "x"};
     sd_strbuf out = {0};
     assert_int_equal(sd_chat_render(&t, &bad, 1, NULL, &out, &err), SD_ERR_ARG);
     sd_strbuf_free(&out);

@@ -361,6 +361,9 @@ static void add_hparams(builder *b) {
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, sp->arch), key)
     check(b, gguf_writer_set_str(w, "general.architecture", sp->arch, strlen(sp->arch)), "arch");
     check(b, gguf_writer_set_str(w, "general.name", "tiny", 4), "name");
+    if (sp->chat_template)
+        check(b, gguf_writer_set_str(w, "tokenizer.chat_template", sp->chat_template, strlen(sp->chat_template)),
+              "tokenizer.chat_template");
     check(b, gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)sp->n_ctx_train), key);
     check(b, gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)sp->n_embd), key);
     check(b, gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)sp->n_layer), key);

@@ -66,6 +66,7 @@ typedef struct tiny_model_spec {
     int alter_type;            /* ... stored as this ggml type (random bytes if not quantizable); -1 = unchanged */
     int32_t ssm_inner_delta;   /* qwen35: added to ssm.inner_size */
     int32_t pattern_extra;     /* qwen35: entries added to (negative: removed from) recurrent_layers */
+    const char *chat_template; /* non-NULL: written as tokenizer.chat_template */
 } tiny_model_spec;
 
 /* A small, valid spec for arch and type: n_vocab 320, n_embd 256, 2 layers,
