@@ -55,8 +55,8 @@ expect 1 "$tmp/prompts: cannot write: Is a directory" bench "${quick[@]}" --plot
 [ -s "$tmp/ok.json" ] || fail "bench wrote no JSON after its check"
 expect 1 "$tmp/none: cannot open prompt directory" bench -m "$T" --prompts "$tmp/none" -t 1
 # (quick flags, so a regression costs seconds, not a whole benchmark)
-expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed 12x
-expect 2 "bad --seed" bench "${quick[@]}" --tables classes --drafters ngram --seed -1
+expect 2 "--seed 12x: not an integer" bench "${quick[@]}" --tables classes --drafters ngram --seed 12x
+expect 2 "--seed -1: out of range" bench "${quick[@]}" --tables classes --drafters ngram --seed -1
 
 # quantize: missing operands are one line too (not the whole usage text).
 expect 2 "quantize: needs IN.gguf OUT.gguf TYPE, got 2 arguments" quantize a.gguf b.gguf
