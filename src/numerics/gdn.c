@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "numerics/cpu.h"
-#include "numerics/gdn_kernels.h"
+#include "numerics/kernels/gdn_kernels.h"
 
 void sd_conv_step_scalar(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t c0,
                          int64_t n) {

@@ -12,7 +12,7 @@
 
 #include "core/checked.h"
 #include "numerics/cpu.h"
-#include "numerics/matmul_impl.h"
+#include "numerics/kernels/matmul_impl.h"
 #include "numerics/quant.h"
 
 #if SD_X86
@@ -36,7 +36,11 @@ static void pack_tiles(sd_matrix *m, int64_t t0, int64_t t1) {
         return;
     }
 #endif
+#if SD_X86 /* kernels/x86/matmul_pack.c; no other path packs */
     sd_matmul_pack(m, m->packed, t0, t1);
+#else
+    (void)m, (void)t0, (void)t1;
+#endif
 }
 
 static void pack_slabs(sd_matrix *m, const sd_wtype *wt, const sd_matrix_opts *o) {

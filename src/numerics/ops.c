@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "numerics/cpu.h"
-#include "numerics/ops_kernels.h"
+#include "numerics/kernels/ops_kernels.h"
 #include "numerics/quant.h"
 
 /* Element i of a KV row of floats or of f16 halves, as a float (exact). */

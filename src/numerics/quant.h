@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "format/ggml_type.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/quant/quant_blocks.h"
 
 /* IEEE half <-> float, and bfloat16 <-> float. fp32 -> fp16 rounds to
  * nearest, ties to even (as x86 VCVTPS2PH), overflows to +-inf at >= 65520,

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "numerics/ops_kernels.h"
+#include "numerics/kernels/ops_kernels.h"
 
 /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of the lanes c0 = l0..l3, c1 = l4..l7. */
 static inline float hsum_tree(float32x4_t c0, float32x4_t c1) {

@@ -8,7 +8,7 @@
  * one group instead unpacks each sub-block once for all rows (q4_k_all); the other
  * types one weight block at a time for groups of up to SD_GRP rows
  * (block_rows). */
-#include "numerics/matmul_avx2.h"
+#include "numerics/kernels/x86/matmul_avx2.h"
 
 /* ---- activation quantization: the scalar quantize_block, 8 floats at a time ---- */
 

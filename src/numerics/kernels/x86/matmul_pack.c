@@ -46,8 +46,8 @@
  * the mapping (faulting back in only the rows it looks up). */
 #include <string.h>
 
-#include "numerics/matmul_impl.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/kernels/matmul_impl.h"
+#include "numerics/quant/quant_blocks.h"
 
 static uint8_t *at(uint8_t *c, int k, int r, int t) { return c + 32 * k + 4 * r + t; }
 

@@ -1,4 +1,4 @@
-/* Per-tensor type choice of the quantizer (numerics/quantize_file.c), after llama.cpp
+/* Per-tensor type choice of the quantizer (numerics/quantize/quantize_file.c), after llama.cpp
  * src/llama-quant.cpp (read for the rules, not copied).
  *
  * Which tensors are converted at all (tensor_allows_quantization): 2-D or
@@ -30,7 +30,7 @@
  * of the type's block: Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1;
  * Q6_K -> Q8_0; IQ4_XS -> IQ4_NL; then F16 if 32 does not divide the row. */
 #define _POSIX_C_SOURCE 200809L /* strcasecmp */
-#include "numerics/quantize_mix.h"
+#include "numerics/quantize/quantize_mix.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "numerics/matmul_impl.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/kernels/matmul_impl.h"
+#include "numerics/quant/quant_blocks.h"
 
 #define INLINE static inline __attribute__((always_inline))
 

@@ -1,4 +1,4 @@
-/* Which tensor type the quantizer (numerics/quantize_file.c) gives each tensor: the TYPE names, and
+/* Which tensor type the quantizer (numerics/quantize/quantize_file.c) gives each tensor: the TYPE names, and
  * llama.cpp's per-tensor choices for its mixed file types (src/llama-quant.cpp
  * tensor_allows_quantization, llama_tensor_get_type_impl,
  * tensor_type_fallback), without an importance matrix. */

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "numerics/quant.h"
-#include "numerics/quant_internal.h"
+#include "numerics/quant/quant_internal.h"
 
 #define GROUP_MAX_EPS 1e-15f
 

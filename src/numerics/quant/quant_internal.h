@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "numerics/quant_blocks.h"
+#include "numerics/quant/quant_blocks.h"
 
 /* Round to nearest, ties to even, like llama.cpp's nearest_int (which adds
  * 1.5 * 2^23 and reads the mantissa). Inputs past +-2^22 are clamped there

@@ -12,8 +12,8 @@
  *  IQ4_*  signed table values (|v| <= 127) through |w| x sign(x, w): one
  *         maddubs is at most 2 * 127 * 127 = 32258, so each goes to int32
  *         (madd) on its own. */
-#include "numerics/matmul_avx2.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/kernels/x86/matmul_avx2.h"
+#include "numerics/quant/quant_blocks.h"
 
 /* 8 u8 at p -> (v & mask, v & mask) int16 pairs per row, after >> shift. */
 INLINE __m256i u8_pairs(const uint8_t *p, int shift, int mask) {

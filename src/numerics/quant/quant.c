@@ -1,10 +1,10 @@
 /* Type dispatch for the block formats: which types exist here, their block
- * geometry, and the row converters (numerics/quant_legacy.c, quant_k.c,
+ * geometry, and the row converters (numerics/quant/quant_legacy.c, quant_k.c,
  * quant_iq4.c, fp16.c). */
 #include <string.h>
 
 #include "numerics/quant.h"
-#include "numerics/quant_internal.h"
+#include "numerics/quant/quant_internal.h"
 
 typedef void (*dequantize_fn)(const void *src, float *dst, int64_t n);
 typedef void (*quantize_fn)(const float *src, void *dst, int64_t n);

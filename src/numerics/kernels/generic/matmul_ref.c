@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
-#include "numerics/matmul_impl.h"
+#include "numerics/kernels/matmul_impl.h"
 #include "numerics/quant.h"
 
 /* packed_bytes: see matmul_pack.c (ints + f32 scales for 8 rows; Q8_0, Q4_K: f16). */

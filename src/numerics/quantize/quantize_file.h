@@ -1,7 +1,7 @@
 /* Quantizing a whole GGUF file: metadata copied in order with
  * general.file_type set to the plan's LLAMA_FTYPE (llama.cpp include/llama.h)
  * and general.quantization_version to 2 (GGML_QNT_VERSION); each tensor in
- * the type numerics/quantize_mix.c chooses for it, converted row by row
+ * the type numerics/quantize/quantize_mix.c chooses for it, converted row by row
  * (dequantize to f32, then the reference row quantizer of numerics/quant.h).
  * Checked against llama.cpp's llama_model_quantize with
  * tests/data/quant/compare_llamacpp.py: identical tensors, bytes included. */
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "numerics/quantize_mix.h"
+#include "numerics/quantize/quantize_mix.h"
 
 typedef struct sd_quantize_totals {
     int64_t n_tensors, n_converted; /* tensors written; those whose type changed */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "numerics/quant.h"
-#include "numerics/quant_internal.h"
+#include "numerics/quant/quant_internal.h"
 
 /* ---- dequantize ---- */
 

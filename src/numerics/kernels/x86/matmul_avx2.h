@@ -7,7 +7,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "numerics/matmul_impl.h"
+#include "numerics/kernels/matmul_impl.h"
 
 #define INLINE static inline __attribute__((always_inline))
 

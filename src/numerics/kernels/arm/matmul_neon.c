@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "numerics/cpu.h"
-#include "numerics/matmul_impl.h"
-#include "numerics/matmul_neon.h"
+#include "numerics/kernels/matmul_impl.h"
+#include "numerics/kernels/arm/matmul_neon.h"
 #include "numerics/quant.h"
 
 /* ---- activation quantization: quantize_block of matmul_ref.c, 4 floats at a time ---- */

@@ -27,8 +27,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "numerics/matmul_impl.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/kernels/matmul_impl.h"
+#include "numerics/quant/quant_blocks.h"
 
 /* ib: int bytes per block; sb: scale bytes (0 = type not supported); d_at,
  * m_at: offsets of the f16 d and min/dmin in the GGUF block (-1 = none). */

@@ -3,7 +3,7 @@
  * dot-product instructions (sd_cpu_neon_dotprod). */
 #include <arm_neon.h>
 
-#include "numerics/matmul_neon.h"
+#include "numerics/kernels/arm/matmul_neon.h"
 
 void sd_neon_sub_dots_sdot(const int8_t *w, const int8_t *x, int n, int sub, int32_t *out) {
     for (int j = 0; j < n / sub; j++, w += sub, x += sub) {

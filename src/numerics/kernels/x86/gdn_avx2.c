@@ -3,7 +3,7 @@
  * on its element (no reduction crosses lanes), so the bits are the same. */
 #include <immintrin.h>
 
-#include "numerics/gdn_kernels.h"
+#include "numerics/kernels/gdn_kernels.h"
 
 void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int K, int64_t ld, int64_t n) {
     int64_t c = 0;

@@ -5,7 +5,7 @@
 
 #include "numerics/ops.h"
 
-#include "numerics/ops_kernels.h"
+#include "numerics/kernels/ops_kernels.h"
 
 /* ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the tree sd_dot_f32 documents. */
 static inline float hsum_tree(__m256 v) {
