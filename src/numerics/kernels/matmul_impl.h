@@ -80,7 +80,7 @@ void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float 
  * 16t..16t+15) at packed + t * sd_avx512_tile_bytes(type, nb).
  * sd_avx512_layout: false if the type has no AVX-512 kernel, else the int and
  * scale bytes per (tile, block). sd_avx512_pack fills tiles [t0, t1) (packed
- * 64-byte aligned). Only call these when sd_cpu_avx512() is true. */
+ * 64-byte aligned). Run only through the avx512 row of the kernel table. */
 bool sd_avx512_layout(uint32_t type, int *ib, int *sb);
 size_t sd_avx512_tile_bytes(uint32_t type, int64_t nb);
 void sd_avx512_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);

@@ -8,7 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "numerics/cpu.h"
 #include "numerics/kernels/matmul_impl.h"
 #include "numerics/kernels/arm/matmul_neon.h"
 #include "numerics/quant.h"
@@ -71,10 +70,6 @@ void sd_neon_sub_dots_plain(const int8_t *w, const int8_t *x, int n, int sub, in
     }
 }
 
-static sd_neon_sub_dots_fn pick_dots(void) {
-    return sd_cpu_neon_dotprod() ? sd_neon_sub_dots_sdot : sd_neon_sub_dots_plain;
-}
-
 /* ---- quantized rows ---- */
 
 /* One decoded weight block against the activation block b of row s: the
@@ -120,10 +115,10 @@ static void q8_0_rows(const uint8_t *row, const sd_act *a, int s0, int ns, float
     }
 }
 
-void sd_matmul_neon_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1) {
+void sd_matmul_neon_quant_with(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1,
+                               sd_neon_sub_dots_fn dots) {
     const sd_wtype *wt = sd_wtype_get(m->type);
     const size_t row_bytes = (size_t)a->nb * (size_t)wt->block_bytes;
-    const sd_neon_sub_dots_fn dots = pick_dots();
     sd_wblock wb;
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)m->data + (size_t)o * row_bytes;
@@ -183,6 +178,10 @@ static float dot_w_neon(uint32_t type, const uint8_t *row, const float *x, int64
     float32x4_t t = vaddq_f32(a0, a1);
     float32x2_t u = vadd_f32(vget_low_f32(t), vget_high_f32(t));
     return vget_lane_f32(u, 0) + vget_lane_f32(u, 1);
+}
+
+void sd_matmul_neon_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1) {
+    sd_matmul_neon_quant_with(m, a, y, o0, o1, sd_neon_sub_dots_plain);
 }
 
 void sd_matmul_neon_float(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1) {

@@ -1,5 +1,5 @@
 /* AVX2 builds of the Gated DeltaNet kernels (gdn.h): eight channels or value
- * indices per vector, each lane doing exactly the scalar operations of gdn.c
+ * indices per vector, each lane doing exactly the scalar operations of generic/gdn_generic.c
  * on its element (no reduction crosses lanes), so the bits are the same. */
 #include <immintrin.h>
 
@@ -31,11 +31,15 @@ void sd_conv_step_avx2(float *y, float *win, const float *w, const float *x, int
  * four independent fma chains cover the fma latency. Per token: pass 1 reads
  * the rows for u = (decay * st)^T k without storing; pass 2 recomputes
  * decay * st (the same product), adds k d^T, stores, and sums o. Each element
- * gets exactly the scalar operations of gdn.c. */
+ * gets exactly the scalar operations of generic/gdn_generic.c. */
 #define GDN_BLOCK 4
 
 void sd_gdn_tokens_avx2(float *st, int S, int T, const float *q, const float *k, const float *v, int64_t ld,
                         const float *decay, const float *beta, int64_t ls, float scale, float *o, int64_t ldo) {
+    if (S % 8 != 0) { /* whole vectors only */
+        sd_gdn_tokens_generic(st, S, T, q, k, v, ld, decay, beta, ls, scale, o, ldo);
+        return;
+    }
     const __m256 vscale = _mm256_set1_ps(scale);
     for (int j0 = 0; j0 < S; j0 += 8 * GDN_BLOCK) {
         const int nb = (S - j0) / 8 < GDN_BLOCK ? (S - j0) / 8 : GDN_BLOCK;

@@ -378,6 +378,9 @@ void sd_softmax_mq_avx2(float *const *x, const int64_t *n, int nq, float scale) 
     }
 }
 
+/* sd_softmax: one row, scale 1 (which changes no value). */
+void sd_softmax_avx2(float *x, int64_t n) { sd_softmax_mq_avx2(&x, &n, 1, 1.0f); }
+
 void sd_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
     int64_t i = 0;
