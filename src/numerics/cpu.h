@@ -30,7 +30,8 @@
  * (numerics/kernels/kernels.h, docs/KERNELS.md); AVX512 includes AVX2 (its
  * row runs the AVX2 kernels where it has no AVX-512 one), NEON takes the
  * neon-dot row where the CPU has the dot-product instructions. */
-#define SD_ISA_PATHS(X) X(SD_ISA_SCALAR, "scalar") X(SD_ISA_AVX2, "avx2") X(SD_ISA_AVX512, "avx512") X(SD_ISA_NEON, "neon")
+#define SD_ISA_PATHS(X)                                                                                        \
+    X(SD_ISA_SCALAR, "scalar") X(SD_ISA_AVX2, "avx2") X(SD_ISA_AVX512, "avx512") X(SD_ISA_NEON, "neon")
 #define SD_ISA_ENUM_(id, name) id,
 typedef enum { SD_ISA_PATHS(SD_ISA_ENUM_) SD_ISA_COUNT } sd_isa;
 #undef SD_ISA_ENUM_

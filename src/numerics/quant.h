@@ -1,6 +1,6 @@
 /* Block quantization formats: dequantize to f32 and quantize from f32, with the
  * exact block layouts of llama.cpp (ggml/src/ggml-common.h, ggml-quants.c;
- * the structs are in numerics/quant_blocks.h). These scalar routines are the
+ * the structs are in numerics/quant/quant_blocks.h). These scalar routines are the
  * reference every SIMD kernel is tested against.
  *
  * Row lengths n must be a multiple of the type's block size (ggml_type_get:

@@ -41,15 +41,15 @@ static void test_rows_complete(void **state) {
         assert_non_null(k->name);
         assert_true((unsigned)k->isa < SD_ISA_COUNT);
         for (int j = 0; j < i; j++) assert_string_not_equal(k->name, t[j]->name);
-        const void *fns[] = {
-            (const void *)k->dot_f32,         (const void *)k->axpy_f32,         (const void *)k->dot_f32_rows,
-            (const void *)k->axpy_f32_rows,   (const void *)k->dot_f32_rows_mq,  (const void *)k->axpy_f32_rows_mq,
-            (const void *)k->dot_f16_rows_mq, (const void *)k->axpy_f16_rows_mq, (const void *)k->fp32_to_fp16_row,
-            (const void *)k->fp16_to_fp32_row, (const void *)k->add,             (const void *)k->scale_mul,
-            (const void *)k->softmax,         (const void *)k->softmax_mq,       (const void *)k->swiglu,
-            (const void *)k->silu,            (const void *)k->conv_step,        (const void *)k->gdn_tokens,
-            (const void *)k->act_quantize_row, (const void *)k->matmul_float,    (const void *)k->matmul_quant,
-            (const void *)k->pass_rows};
+/* function pointers compared with NULL as one type (a cast, never a call) */
+#define F(field) (void (*)(void)) k->field
+        void (*const fns[])(void) = {
+            F(dot_f32),          F(axpy_f32),         F(dot_f32_rows),     F(axpy_f32_rows),   F(dot_f32_rows_mq),
+            F(axpy_f32_rows_mq), F(dot_f16_rows_mq),  F(axpy_f16_rows_mq), F(fp32_to_fp16_row), F(fp16_to_fp32_row),
+            F(add),              F(scale_mul),        F(softmax),          F(softmax_mq),      F(swiglu),
+            F(silu),             F(conv_step),        F(gdn_tokens),       F(act_quantize_row), F(matmul_float),
+            F(matmul_quant),     F(pass_rows)};
+#undef F
         for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
             if (!fns[f]) fail_msg("row %s: kernel %zu is not set", k->name, f);
         for (const sd_wlayout *const *l = k->layouts; l && *l; l++) {

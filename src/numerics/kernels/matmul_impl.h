@@ -1,6 +1,7 @@
-/* Internal to the matmul kernels (matmul*.c): the activation quantization,
- * the scalar reference kernels and the AVX2 kernels with their repacked
- * weight layout. Not for use outside src/numerics/matmul*.c.
+/* Internal to the matmul (numerics/matmul.c and the matmul kernels under
+ * numerics/kernels/): the activation quantization, the weight types, and
+ * the kernels the rows of the kernel table (kernels.h) name, with their
+ * repacked weight layouts. Not for use outside src/numerics/.
  *
  * The arithmetic every kernel implements, per output element y[s][o]
  * (the scalar reference in matmul_ref.c is the definition):
@@ -88,9 +89,10 @@ void sd_avx512_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
 void sd_matmul_avx512_tile(const sd_matrix *m, const sd_act *a, float *y, int64_t t);
 int sd_matmul_avx512_pass_rows(uint32_t type);
 
-/* NEON (matmul_neon.c, aarch64 only): the same arithmetic on the GGUF layout
- * (no repack), blocks decoded with vector ops, integer dots by SDOT where the
- * CPU has it (sd_cpu_neon_dotprod) else by widening multiplies. */
+/* NEON (arm/matmul_neon.c, aarch64 only): the same arithmetic on the GGUF
+ * layout (no repack), blocks decoded with vector ops, integer dots by
+ * widening multiplies (the neon row) or SDOT (the neon-dot row,
+ * arm/matmul_neon.h). */
 void sd_act_quantize_row_neon(sd_act *a, int s, const float *x);
 void sd_matmul_neon_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1);
 void sd_matmul_neon_float(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);

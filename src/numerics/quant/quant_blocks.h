@@ -156,7 +156,7 @@ typedef struct block_iq4_xs {
 } block_iq4_xs;
 
 /* The 16 levels of IQ4_NL / IQ4_XS (llama.cpp ggml-common.h kvalues_iq4nl),
- * ascending; defined in numerics/quant_iq4.c. */
+ * ascending; defined in numerics/quant/quant_iq4.c. */
 extern const int8_t sd_kvalues_iq4nl[16];
 
 /* 6-bit scale (0..63; the dequantizer subtracts 32) of IQ4_XS sub-block j. */
