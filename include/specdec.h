@@ -123,7 +123,7 @@ SPECDEC_API specdec_isa specdec_isa_get(void);
 /* True when this CPU has the instructions and the OS saves their registers
  * (for AVX-512: the opmask and ZMM state in XCR0). */
 SPECDEC_API bool specdec_isa_available(specdec_isa isa);
-/* "scalar", "avx2", "avx512", "neon"; NULL for a value outside the enum. */
+/* "scalar", "avx2", "avx512", "neon"; NULL for a value that names no path of this library. */
 SPECDEC_API const char *specdec_isa_name(specdec_isa isa);
 /* The family named name (as above) into *isa; false if none has that name. */
 SPECDEC_API bool specdec_isa_parse(const char *name, specdec_isa *isa);

@@ -1,10 +1,10 @@
-/* The public face of the quantizer (numerics/quantize_file.c, with the
- * per-tensor type rules of numerics/quantize_mix.c). */
+/* The public face of the quantizer (numerics/quantize/quantize_file.c, with the
+ * per-tensor type rules of numerics/quantize/quantize_mix.c). */
 #include <stddef.h>
 
 #include "api/api_internal.h"
-#include "numerics/quantize_file.h"
-#include "numerics/quantize_mix.h"
+#include "numerics/quantize/quantize_file.h"
+#include "numerics/quantize/quantize_mix.h"
 
 bool specdec_quantize_type_find(const char *name, const char **canonical, uint32_t *file_type) {
     const quant_plan *plan = name ? quant_find_plan(name) : NULL;

@@ -364,7 +364,7 @@ static int print_cpu(void) {
     specdec_cpu_features(feat, sizeof feat);
     printf("cpu features: %s\n", *feat ? feat : "(none the kernels use)");
     printf("kernel paths:");
-    for (int i = SPECDEC_ISA_SCALAR; i <= SPECDEC_ISA_NEON; i++)
+    for (int i = SPECDEC_ISA_SCALAR; specdec_isa_name((specdec_isa)i); i++) /* every path the library knows */
         printf(" %s%s", specdec_isa_name((specdec_isa)i), specdec_isa_available((specdec_isa)i) ? "" : " (unavailable)");
     printf("\nin use: %s\n", specdec_isa_name(specdec_isa_get()));
     const char *why = specdec_isa_env_error();

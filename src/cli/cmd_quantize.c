@@ -1,7 +1,7 @@
 /* specdec quantize IN.gguf OUT.gguf TYPE: rewrites a GGUF model with its
  * weight matrices in another tensor type, through specdec_quantize_file
  * (which tensor gets which type, llama.cpp's mixes and the row-length
- * fallbacks are described there and in numerics/quantize_mix.c). A terminal
+ * fallbacks are described there and in numerics/quantize/quantize_mix.c). A terminal
  * on stderr sees one progress line, rewritten per tensor. */
 #define _POSIX_C_SOURCE 200809L /* isatty */
 #include <inttypes.h>

@@ -1,3 +1,6 @@
+/* Which kernel path runs: the CPUID / HWCAP probes the table rows name, the
+ * choice at first use (SPECDEC_ISA, else the best row of the table this
+ * machine runs) and the row in use (numerics/kernels/kernels.h). */
 #include "numerics/cpu.h"
 
 #include <stdatomic.h>
@@ -12,6 +15,8 @@
 #include <sys/auxv.h>
 #endif
 
+#include "numerics/kernels/kernels.h"
+
 /* -1 = not chosen yet. Choosing twice is harmless (same answer), so relaxed
  * atomics are enough. g_default is the path chosen at first use, g_isa the
  * one in use (differs while a test forces another). */
@@ -20,7 +25,12 @@ static atomic_int g_isa = -1;
 static char g_env_err[160];
 static atomic_bool g_env_bad = false;
 
-static const char *const k_names[] = {"scalar", "avx2", "avx512", "neon"};
+#define SD_ISA_NAME_(id, name) name,
+static const char *const k_names[] = {SD_ISA_PATHS(SD_ISA_NAME_)};
+#undef SD_ISA_NAME_
+
+/* The row in use: the row of g_isa (NULL until the first use). */
+_Atomic(const sd_kernels *) sd_kernels_in_use = NULL;
 
 const char *sd_isa_name(sd_isa isa) {
     return (unsigned)isa < sizeof k_names / sizeof k_names[0] ? k_names[isa] : "?";
@@ -47,32 +57,44 @@ static unsigned long long xcr0(void) {
 }
 #endif
 
-bool sd_cpu_isa_available(sd_isa isa) {
-    switch (isa) {
-    case SD_ISA_SCALAR: return true;
+bool sd_cpu_has_avx2(void) {
 #if SD_X86
-    case SD_ISA_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-               (xcr0() & 0x6) == 0x6; /* SSE and YMM state */
-    case SD_ISA_AVX512:
-        __builtin_cpu_init();
-        return sd_cpu_isa_available(SD_ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512vnni") && (xcr0() & 0xE6) == 0xE6; /* + opmask, ZMM 0-15, 16-31 */
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+           (xcr0() & 0x6) == 0x6; /* SSE and YMM state */
+#else
+    return false;
 #endif
-#if defined(__aarch64__)
-    case SD_ISA_NEON: return true;
-#endif
-    default: return false;
-    }
 }
 
+bool sd_cpu_has_avx512(void) {
+#if SD_X86
+    __builtin_cpu_init();
+    return sd_cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+           (xcr0() & 0xE6) == 0xE6; /* + opmask, ZMM 0-15, 16-31 */
+#else
+    return false;
+#endif
+}
+
+bool sd_cpu_isa_available(sd_isa isa) { return (unsigned)isa < SD_ISA_COUNT && sd_kernels_for(isa) != NULL; }
+
+/* The first row of the table this machine runs (the generic row at worst). */
 static sd_isa best(void) {
-    if (sd_cpu_isa_available(SD_ISA_AVX512)) return SD_ISA_AVX512;
-    if (sd_cpu_isa_available(SD_ISA_AVX2)) return SD_ISA_AVX2;
-    if (sd_cpu_isa_available(SD_ISA_NEON)) return SD_ISA_NEON;
+    int n;
+    const sd_kernels *const *t = sd_kernels_table(&n);
+    for (int i = 0; i < n; i++)
+        if (!t[i]->usable || t[i]->usable()) return t[i]->isa;
     return SD_ISA_SCALAR;
+}
+
+/* "scalar, avx2, ..." into buf. */
+static void path_list(char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < SD_ISA_COUNT && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", k_names[i]);
 }
 
 static sd_isa choose(void) {
@@ -81,10 +103,11 @@ static sd_isa choose(void) {
     env = getenv("SPECDEC_ISA");
     if (!env || !*env) return best();
     sd_isa want;
-    if (!sd_isa_parse(env, &want))
-        snprintf(g_env_err, sizeof g_env_err, "SPECDEC_ISA=%.40s: unknown instruction set (scalar, avx2, avx512, neon)",
-                 env);
-    else if (!sd_cpu_isa_available(want))
+    if (!sd_isa_parse(env, &want)) {
+        char list[80];
+        path_list(list, sizeof list);
+        snprintf(g_env_err, sizeof g_env_err, "SPECDEC_ISA=%.40s: unknown instruction set (%s)", env, list);
+    } else if (!sd_cpu_isa_available(want))
         snprintf(g_env_err, sizeof g_env_err, "SPECDEC_ISA=%s: this CPU cannot run %s kernels", env, env);
     else
         return want;
@@ -101,12 +124,25 @@ static sd_isa default_isa(void) {
     return (sd_isa)d;
 }
 
+/* Switches the path and its row together. */
+static void use(sd_isa isa) {
+    atomic_store_explicit(&sd_kernels_in_use, sd_kernels_for(isa), memory_order_relaxed);
+    atomic_store_explicit(&g_isa, (int)isa, memory_order_relaxed);
+}
+
 sd_isa sd_cpu_isa(void) {
     int i = atomic_load_explicit(&g_isa, memory_order_relaxed);
     if (i >= 0) return (sd_isa)i;
     sd_isa d = default_isa();
-    atomic_store_explicit(&g_isa, (int)d, memory_order_relaxed);
+    use(d);
     return d;
+}
+
+/* The row of the path, looked up rather than read back: another thread may
+ * have set the path, and its store of the row need not be visible yet. */
+const sd_kernels *sd_kernels_first_use(void) {
+    const sd_kernels *k = sd_kernels_for(sd_cpu_isa());
+    return k ? k : &sd_kernels_generic;
 }
 
 const char *sd_cpu_env_error(void) {
@@ -118,7 +154,7 @@ sd_status sd_cpu_force_isa(sd_isa isa, sd_err *err) {
     if (!sd_cpu_isa_available(isa))
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "instruction set %s is not available on this machine",
                           sd_isa_name(isa));
-    atomic_store_explicit(&g_isa, (int)isa, memory_order_relaxed);
+    use(isa);
     return SD_OK;
 }
 
@@ -150,7 +186,7 @@ bool sd_cpu_neon_dotprod(void) { return false; }
 #endif
 
 void sd_cpu_force_scalar(bool on) {
-    atomic_store_explicit(&g_isa, on ? (int)SD_ISA_SCALAR : (int)default_isa(), memory_order_relaxed);
+    use(on ? SD_ISA_SCALAR : default_isa());
 }
 
 void sd_cpu_features(char *buf, size_t n) {

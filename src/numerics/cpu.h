@@ -25,9 +25,16 @@
 #define SD_ARM64 0
 #endif
 
-/* The kernel families. AVX512 includes AVX2: kernels without an AVX-512
- * version run their AVX2 build on that path. */
-typedef enum { SD_ISA_SCALAR, SD_ISA_AVX2, SD_ISA_AVX512, SD_ISA_NEON } sd_isa;
+/* The kernel paths, as SPECDEC_ISA and --isa name them: X(id, name) each.
+ * A path is served by one or more rows of the kernel table
+ * (numerics/kernels/kernels.h, docs/KERNELS.md); AVX512 includes AVX2 (its
+ * row runs the AVX2 kernels where it has no AVX-512 one), NEON takes the
+ * neon-dot row where the CPU has the dot-product instructions. */
+#define SD_ISA_PATHS(X)                                                                                        \
+    X(SD_ISA_SCALAR, "scalar") X(SD_ISA_AVX2, "avx2") X(SD_ISA_AVX512, "avx512") X(SD_ISA_NEON, "neon")
+#define SD_ISA_ENUM_(id, name) id,
+typedef enum { SD_ISA_PATHS(SD_ISA_ENUM_) SD_ISA_COUNT } sd_isa;
+#undef SD_ISA_ENUM_
 
 /* The path in use. Chosen at first use: SPECDEC_ISA=scalar|avx2|avx512|neon
  * when set and available (else the best available, and sd_cpu_env_error says
@@ -35,10 +42,17 @@ typedef enum { SD_ISA_SCALAR, SD_ISA_AVX2, SD_ISA_AVX512, SD_ISA_NEON } sd_isa;
  * support. Cheap after the first call. */
 sd_isa sd_cpu_isa(void);
 
-/* True when the CPU has the instructions (__builtin_cpu_supports) and the OS
- * saves their registers (XCR0 via xgetbv: YMM state for AVX2, plus opmask and
- * ZMM state for AVX-512), or for NEON, when built for AArch64. */
+/* True when a row of the kernel table serves isa and this machine runs it
+ * (the row's probe below), always for SD_ISA_SCALAR. */
 bool sd_cpu_isa_available(sd_isa isa);
+
+/* The CPUID / HWCAP probes the table rows name (sd_kernels.usable).
+ * sd_cpu_has_avx2: the CPU has AVX2, FMA and F16C (__builtin_cpu_supports)
+ * and the OS saves the YMM state (XCR0 via xgetbv); sd_cpu_has_avx512: that
+ * plus AVX-512 F/BW/VL/VNNI and the opmask and ZMM state. False on other
+ * architectures. */
+bool sd_cpu_has_avx2(void);
+bool sd_cpu_has_avx512(void);
 
 /* Switches the path at run time. An ISA the machine cannot run is refused
  * with SD_ERR_UNSUPPORTED and one line in err; the path is then unchanged.
@@ -47,7 +61,7 @@ bool sd_cpu_isa_available(sd_isa isa);
  * it between kernel calls. */
 sd_status sd_cpu_force_isa(sd_isa isa, sd_err *err);
 
-/* "scalar", "avx2", "avx512" or "neon"; "?" for another value. */
+/* The name of a path ("scalar", "avx2", "avx512", "neon"); "?" for another value. */
 const char *sd_isa_name(sd_isa isa);
 
 /* Parses an ISA name (as sd_isa_name); false for an unknown name. */
@@ -65,18 +79,16 @@ const char *sd_cpu_env_error(void);
  * than x86 and AArch64 ("neon" there). */
 void sd_cpu_features(char *buf, size_t n);
 
-/* True when the AVX2 kernels may run: the path is AVX2 or AVX-512. */
+/* For tests and tools that compare paths (the engine itself dispatches only
+ * through the kernel table): sd_cpu_avx2, the path is AVX2 or AVX-512;
+ * sd_cpu_avx512, the path is AVX512; sd_cpu_neon, the path is NEON. */
 bool sd_cpu_avx2(void);
-
-/* True when the AVX-512 VNNI kernels may run (the path is AVX512). */
 bool sd_cpu_avx512(void);
-
-/* sd_cpu_isa() == SD_ISA_NEON. */
 bool sd_cpu_neon(void);
 
-/* True when the NEON kernels may use the Armv8.2 dot-product instructions
- * (SDOT; HWCAP_ASIMDDP on Linux). Without them they use the plain NEON
- * widening multiplies; both give the same exact integer sums. */
+/* True when the CPU has the Armv8.2 dot-product instructions (SDOT;
+ * HWCAP_ASIMDDP on Linux): the probe of the neon-dot row. Without them the
+ * neon row's widening multiplies give the same exact integer sums. */
 bool sd_cpu_neon_dotprod(void);
 
 /* Forces (on = true) the scalar path, or releases it (back to the path

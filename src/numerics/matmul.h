@@ -31,14 +31,14 @@ typedef struct sd_matrix {
 /* Checks type/shape (n_in % block == 0, type supported) and prepares the
  * kernel's layout. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
  * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, the quantized types are
- * repacked into 8-row tiles (numerics/matmul_pack.c): a second copy of the
+ * repacked into 8-row tiles (numerics/kernels/x86/matmul_pack.c): a second copy of the
  * weights, 1.0x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
  * 1.03x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
  * gives the file's pages back as it goes, sd_matrix_opts); data is still
  * read by sd_matrix_get_row. Float weights are read in place. On the
  * AVX-512 path (sd_cpu_avx512) Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K,
  * Q5_K and Q6_K are repacked into 16-row tiles instead
- * (numerics/matmul_pack_avx512.c: 1.00-1.03x of their GGUF bytes); the
+ * (numerics/kernels/x86/matmul_pack_avx512.c: 1.00-1.03x of their GGUF bytes); the
  * layout is chosen once here, by the path in use (packed_isa).
  * Errors: SD_ERR_UNSUPPORTED, SD_ERR_FORMAT, SD_ERR_ARG (data NULL), SD_ERR_NOMEM. */
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out,

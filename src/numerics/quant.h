@@ -1,6 +1,6 @@
 /* Block quantization formats: dequantize to f32 and quantize from f32, with the
  * exact block layouts of llama.cpp (ggml/src/ggml-common.h, ggml-quants.c;
- * the structs are in numerics/quant_blocks.h). These scalar routines are the
+ * the structs are in numerics/quant/quant_blocks.h). These scalar routines are the
  * reference every SIMD kernel is tested against.
  *
  * Row lengths n must be a multiple of the type's block size (ggml_type_get:
@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "format/ggml_type.h"
-#include "numerics/quant_blocks.h"
+#include "numerics/quant/quant_blocks.h"
 
 /* IEEE half <-> float, and bfloat16 <-> float. fp32 -> fp16 rounds to
  * nearest, ties to even (as x86 VCVTPS2PH), overflows to +-inf at >= 65520,

@@ -136,7 +136,7 @@ static void write_input_model(void) {
     gguf_close(vocab);
 }
 
-/* ---- expectations, from the rules documented in numerics/quantize_mix.c and specdec_quantize_file ---- */
+/* ---- expectations, from the rules documented in numerics/quantize/quantize_mix.c and specdec_quantize_file ---- */
 
 typedef struct plan {
     const char *name;

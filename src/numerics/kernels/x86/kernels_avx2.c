@@ -1,0 +1,63 @@
+/* The avx2 row of the kernel table (kernels.h): AVX2 + FMA + F16C builds of
+ * every kernel, and the 8-row tile layout of the quantized weights
+ * (matmul_pack.c) that its matmul reads. This file holds only the row and
+ * the layout's size rule; the -mavx2 flags it gets (CMakeLists.txt) do not
+ * matter to it. */
+#include "core/checked.h"
+#include "numerics/kernels/gdn_kernels.h"
+#include "numerics/kernels/kernels.h"
+#include "numerics/kernels/ops_kernels.h"
+
+/* Every repackable type (sd_wtype.packed_bytes != 0) has an AVX2 tile. */
+static bool tile8_has_type(uint32_t type) {
+    (void)type;
+    return true;
+}
+
+static uint64_t tile8_size(const sd_matrix *m, const sd_wtype *wt) {
+    uint64_t nb = (uint64_t)(m->n_in / wt->block), bytes;
+    uint64_t n_tiles = ((uint64_t)m->n_out + SD_TILE - 1) / SD_TILE;
+    if (!sd_mul_u64(n_tiles, nb, &bytes) || !sd_mul_u64(bytes, (uint64_t)wt->packed_bytes, &bytes)) return 0;
+    return bytes;
+}
+
+const sd_wlayout sd_wlayout_avx2 = {
+    .id = SD_ISA_AVX2,
+    .tile_rows = SD_TILE,
+    .has_type = tile8_has_type,
+    .packed_size = tile8_size,
+    .pack = sd_matmul_pack,
+    .tile = sd_matmul_avx2_tile,
+    .pass_rows = sd_matmul_avx2_pass_rows,
+};
+
+static const sd_wlayout *const avx2_layouts[] = {&sd_wlayout_avx2, NULL};
+
+const sd_kernels sd_kernels_avx2 = {
+    .name = "avx2",
+    .isa = SD_ISA_AVX2,
+    .usable = sd_cpu_has_avx2,
+    .dot_f32 = sd_dot_f32_avx2,
+    .axpy_f32 = sd_axpy_f32_avx2,
+    .dot_f32_rows = sd_dot_f32_rows_avx2,
+    .axpy_f32_rows = sd_axpy_f32_rows_avx2,
+    .dot_f32_rows_mq = sd_dot_f32_rows_mq_avx2,
+    .axpy_f32_rows_mq = sd_axpy_f32_rows_mq_avx2,
+    .dot_f16_rows_mq = sd_dot_f16_rows_mq_avx2,
+    .axpy_f16_rows_mq = sd_axpy_f16_rows_mq_avx2,
+    .fp32_to_fp16_row = sd_fp32_to_fp16_row_avx2,
+    .fp16_to_fp32_row = sd_fp16_to_fp32_row_avx2,
+    .add = sd_add_avx2,
+    .scale_mul = sd_scale_mul_avx2,
+    .softmax = sd_softmax_avx2,
+    .softmax_mq = sd_softmax_mq_avx2,
+    .swiglu = sd_swiglu_avx2,
+    .silu = sd_silu_avx2,
+    .conv_step = sd_conv_step_avx2,
+    .gdn_tokens = sd_gdn_tokens_avx2,
+    .act_quantize_row = sd_act_quantize_row_avx2,
+    .matmul_float = sd_matmul_avx2_float_rows,
+    .matmul_quant = sd_matmul_ref_quant, /* a matrix not in the tile layout */
+    .pass_rows = sd_matmul_avx2_pass_rows,
+    .layouts = avx2_layouts,
+};

@@ -1,0 +1,38 @@
+/* Quantizing a whole GGUF file: metadata copied in order with
+ * general.file_type set to the plan's LLAMA_FTYPE (llama.cpp include/llama.h)
+ * and general.quantization_version to 2 (GGML_QNT_VERSION); each tensor in
+ * the type numerics/quantize/quantize_mix.c chooses for it, converted row by row
+ * (dequantize to f32, then the reference row quantizer of numerics/quant.h).
+ * Checked against llama.cpp's llama_model_quantize with
+ * tests/data/quant/compare_llamacpp.py: identical tensors, bytes included. */
+#ifndef SD_NUMERICS_QUANTIZE_FILE_H
+#define SD_NUMERICS_QUANTIZE_FILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "numerics/quantize/quantize_mix.h"
+
+typedef struct sd_quantize_totals {
+    int64_t n_tensors, n_converted; /* tensors written; those whose type changed */
+    uint64_t bytes_in, bytes_out;   /* tensor data bytes read and written */
+} sd_quantize_totals;
+
+/* Called before tensor i of n is converted, with its name and the ggml type
+ * names before and after. */
+typedef void (*sd_quantize_progress)(void *user, int64_t i, int64_t n, const char *name, const char *from,
+                                     const char *to);
+
+/* Rewrites in_path as out_path under plan (pure: see quant_choose_types),
+ * rows converted on n_threads OpenMP threads; every row is independent, so the
+ * output does not depend on the thread count. Written to out_path.tmp and
+ * renamed: a failure never leaves a partial out_path. progress may be NULL.
+ * *tot is filled on success. Errors: those of gguf_open and
+ * gguf_writer_write, SD_ERR_UNSUPPORTED (a type that cannot be converted),
+ * SD_ERR_FORMAT (a bad row size), SD_ERR_NOMEM. */
+sd_status sd_quantize_file(const char *in_path, const char *out_path, const quant_plan *plan, bool pure,
+                           int n_threads, sd_quantize_progress progress, void *user, sd_quantize_totals *tot,
+                           sd_err *err);
+
+#endif
