@@ -87,6 +87,8 @@ void sd_gmatch_free(sd_gmatch *m);
 int32_t sd_gmatch_start(sd_gmatch *m);
 /* State after one more byte; DEAD if refused, ERROR if a bound passed. */
 int32_t sd_gmatch_byte(sd_gmatch *m, int32_t state, uint8_t byte);
+/* State after n bytes (DEAD/ERROR as for one byte). */
+int32_t sd_gmatch_bytes(sd_gmatch *m, int32_t state, const uint8_t *s, size_t n);
 /* State after token id (its bytes, or a token reference); DEAD if refused.
  * An end-of-generation token is accepted (state unchanged) only where the
  * state accepts. Needs tok. */

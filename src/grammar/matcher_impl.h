@@ -68,7 +68,6 @@ struct sd_gmatch {
     int64_t n_masks_built;
 };
 
-int32_t sd_gmatch_bytes(sd_gmatch *m, int32_t state, const uint8_t *s, size_t n);
 sd_status sd_gmatch_vocab_init(sd_gmatch *m, const sd_tokenizer *tok, sd_err *err);
 void sd_gmatch_vocab_free(sd_gmatch *m);
 
