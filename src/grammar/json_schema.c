@@ -820,6 +820,7 @@ static void gen_array(js_conv *c, int r, json_t *s, const char *hint) {
     if (!js_ok(c)) return;
     if (json_is_false(items)) { if (!has_hi || hi > k) hi = k; has_hi = true; }
     if (has_hi && hi < lo) { js_fail(c, SD_ERR_UNSUPPORTED, "minItems > maxItems (or more than prefixItems allow): no array fits"); return; }
+    if (has_hi && hi < k) k = hi; /* maxItems cuts the prefix short */
     if (k > JS_MAX_COUNT) { js_fail(c, SD_ERR_UNSUPPORTED, "prefixItems: more than %d", JS_MAX_COUNT); return; }
     const char *ws = js_common(c, JS_WS);
     int rest = -1;

@@ -224,7 +224,7 @@ static long rx_escape(rx *p, cset *s, bool *neg) {
     case 's': cs_space(s); return -2;
     case 'D': cs_digit(s); *neg = true; return -2;
     case 'W': cs_word(s); *neg = true; return -2;
-    case 'S': cs_space(s); *neg = true; return -2;
+    case 'S': cs_space(s); cs_add(s, 0x1C, 0x1F); *neg = true; return -2; /* Python's \s has 1C-1F too */
     case 't': return '\t';
     case 'n': return '\n';
     case 'r': return '\r';
@@ -290,6 +290,8 @@ static bool parse_class(rx *p, sd_strbuf *o) {
         }
         cs_add(&s, (uint32_t)lo, (uint32_t)hi);
     }
+    /* [^\s]: Python's \s also holds 1C-1F, which the complement must leave out */
+    if (negated && shorthand) cs_add(&s, 0x1C, 0x1F);
     if (negated) cs_complement(&s, shorthand);
     else cs_norm(&s);
     if (s.overflow) return rx_fail(p, "a class with too many ranges");
