@@ -62,6 +62,14 @@ struct specdec_suffix_cache {
     sd_suffix_cache mem;
 };
 
+/* A matcher of grammar g for one generate call on a context of model
+ * (api_grammar.c): from g's pool, else new; give it back after the call.
+ * Errors: SD_ERR_ARG (g compiled for another vocabulary), SD_ERR_NOMEM. */
+struct sd_gmatch;
+sd_status sd_api_grammar_take(const specdec_grammar *g, const specdec_model *model, struct sd_gmatch **out,
+                              sd_err *err);
+void sd_api_grammar_give(const specdec_grammar *g, struct sd_gmatch *m);
+
 /* The public error from an internal one (err may be NULL); returns the code. */
 specdec_status sd_api_error(specdec_error *err, const sd_err *e);
 /* src/api's short name for the public specdec_error_set (err may be NULL). */

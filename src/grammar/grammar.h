@@ -104,6 +104,14 @@ bool sd_gmatch_accepts(sd_gmatch *m, int32_t state);
  * state accepts. NULL on error (bound passed / no memory: see err). */
 const uint32_t *sd_gmatch_mask(sd_gmatch *m, int32_t state, sd_err *err);
 
+/* 1 when state allows at least one token (the mask is not empty), 0 when
+ * none (generation must end there), -1 on error. Cached per state; cheaper
+ * than a mask (the walk stops at the first allowed token). */
+int sd_gmatch_any(sd_gmatch *m, int32_t state);
+
+/* The vocabulary the matcher was made with (NULL if none). */
+const sd_tokenizer *sd_gmatch_tokenizer(const sd_gmatch *m);
+
 /* Bytes the grammar forces from state: the longest string s such that every
  * continuation starts with s (stops at a state that accepts, has a token
  * reference, or allows two different bytes). Writes at most cap bytes to buf;

@@ -153,7 +153,8 @@ void sd_gmatch_vocab_free(sd_gmatch *m) {
 
 static inline void set_bit(uint32_t *w, int32_t id) { w[id >> 5] |= 1u << (id & 31); }
 
-/* The trie walk: every token whose bytes keep the state alive. */
+/* The trie walk: every token whose bytes keep the state alive (mask NULL:
+ * stop at the first such token; returns 1 if one was found). */
 static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
     const vocab_trie *t = &m->trie;
     int32_t top = 0;
@@ -166,7 +167,9 @@ static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
             i = t->end[i];
             continue;
         }
-        for (int32_t k = 0; k < t->count[i]; k++) set_bit(mask, t->ids[t->first[i] + k]);
+        if (!mask && t->count[i]) return 1;
+        if (mask)
+            for (int32_t k = 0; k < t->count[i]; k++) set_bit(mask, t->ids[t->first[i] + k]);
         if (t->end[i] > i + 1) {
             top++;
             m->frames_state[top] = next, m->frames_end[top] = t->end[i];
@@ -174,6 +177,19 @@ static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
         i++;
     }
     return 0;
+}
+
+int sd_gmatch_any(sd_gmatch *m, int32_t state) {
+    if (state < 0 || !m->tok) return 0;
+    gstate *st = &m->states[state];
+    if (st->any >= 0) return st->any;
+    int any = (st->accept && m->n_eog > 0) || st->has_tokens; /* a reference admits at least its token */
+    if (!any) {
+        any = walk_trie(m, state, NULL);
+        if (any < 0) return -1;
+    }
+    m->states[state].any = (int8_t)any;
+    return any;
 }
 
 /* Token references and end of generation. */
@@ -211,7 +227,7 @@ const uint32_t *sd_gmatch_mask(sd_gmatch *m, int32_t state, sd_err *err) {
     uint32_t *mask = m->masks + words * (size_t)slot;
     memset(mask, 0, words * sizeof *mask);
     m->mask_owner[slot] = -1;
-    if (walk_trie(m, state, mask)) {
+    if (walk_trie(m, state, mask) < 0) {
         if (err) *err = m->err;
         return NULL;
     }

@@ -126,7 +126,7 @@ static int32_t intern_state(sd_gmatch *m, int accept) {
     int32_t s = m->n_states++;
     gstate *st = &m->states[s];
     memset(st, 0, sizeof *st);
-    st->off = m->n_pool, st->n = n, st->accept = (uint8_t)accept, st->mask = -1;
+    st->off = m->n_pool, st->n = n, st->accept = (uint8_t)accept, st->mask = -1, st->any = -1;
     for (int32_t j = 0; j < n; j++) {
         uint8_t kind = m->g->elems[m->stack_pos[m->out[j]]].kind;
         if (kind == G_TOKEN || kind == G_NOT_TOKEN) st->has_tokens = 1;
@@ -297,6 +297,7 @@ size_t sd_gmatch_forced(sd_gmatch *m, int32_t state, char *buf, size_t cap) {
 }
 
 const sd_err *sd_gmatch_error(const sd_gmatch *m) { return &m->err; }
+const sd_tokenizer *sd_gmatch_tokenizer(const sd_gmatch *m) { return m->tok; }
 int32_t sd_gmatch_n_states(const sd_gmatch *m) { return m->n_states; }
 int64_t sd_gmatch_n_masks(const sd_gmatch *m) { return m->n_masks_built; }
 

@@ -11,6 +11,7 @@ typedef struct gstate {
     int32_t mask;    /* slot in the mask cache, -1 if none */
     uint8_t accept;  /* the root can end here */
     uint8_t has_tokens; /* some stack's top is a token reference */
+    int8_t any;         /* some token is allowed: 1/0, -1 not yet known */
 } gstate;
 
 /* The vocabulary's token texts in a trie laid out in preorder: node i's
