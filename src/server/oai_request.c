@@ -219,7 +219,8 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     r->chat = specdec_chat_default_params();
     r->chat.template_name = s->opts.chat_template;
     if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) ||
-        !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e))
+        !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e) ||
+        !oai_get_grammar(s, body, j, e))
         return false;
     json_t *so = json_object_get(body, "stream_options");
     if (so && !json_is_null(so)) {
