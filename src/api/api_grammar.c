@@ -85,7 +85,16 @@ sd_status sd_api_grammar_take(const specdec_grammar *cgr, const specdec_model *m
     if (gr->n_idle > 0) *out = gr->idle[--gr->n_idle];
     pthread_mutex_unlock(&gr->mu);
     if (*out) return SD_OK;
-    return sd_gmatch_init(gr->g, gr->model->m->tok, out, err);
+    /* the model's shared vocabulary trie, built once (the model is const to
+     * its users; this cache is internal and locked) */
+    specdec_model *mm = (specdec_model *)gr->model;
+    sd_status st = SD_OK;
+    pthread_mutex_lock(&mm->meta_lock);
+    if (!mm->gvocab) st = sd_gvocab_init(mm->m->tok, &mm->gvocab, err);
+    const sd_gvocab *v = mm->gvocab;
+    pthread_mutex_unlock(&mm->meta_lock);
+    if (st != SD_OK) return st;
+    return sd_gmatch_init_vocab(gr->g, v, out, err);
 }
 
 void sd_api_grammar_give(const specdec_grammar *cgr, sd_gmatch *m) {

@@ -23,6 +23,10 @@ struct specdec_model {
     pthread_mutex_t meta_lock;
     char **meta;
     size_t n_meta;
+    /* The vocabulary prepared for grammar masks (token bytes and their trie),
+     * built on the first grammar's first use, under meta_lock; shared by every
+     * grammar of this model (api_grammar.c). */
+    struct sd_gvocab *gvocab;
 };
 
 /* A context: the target's KV cache (and the draft model's), and the tokens
