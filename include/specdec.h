@@ -431,6 +431,15 @@ SPECDEC_API specdec_status specdec_grammar_init(const specdec_model *model, cons
 SPECDEC_API specdec_status specdec_grammar_from_json_schema(const specdec_model *model, const char *schema_json,
                                                             size_t len, bool strict, bool any_object,
                                                             specdec_grammar **out, specdec_error *err);
+/* The GBNF text a JSON Schema becomes (the converter specdec_grammar_from_json_schema
+ * uses; start rule "root"), to read, or to combine with rules of one's own
+ * (e.g. a reasoning section before it, docs/GRAMMAR.md) before
+ * specdec_grammar_init. *gbnf (NUL-terminated, *gbnf_len bytes) is the
+ * caller's to free with specdec_free. Errors: as specdec_grammar_from_json_schema
+ * (no model needed: nothing is compiled). */
+SPECDEC_API specdec_status specdec_json_schema_to_gbnf(const char *schema_json, size_t len, bool strict,
+                                                       bool any_object, char **gbnf, size_t *gbnf_len,
+                                                       specdec_error *err);
 /* NULL-safe. No generate call may still use it. */
 SPECDEC_API void specdec_grammar_free(specdec_grammar *grammar);
 /* True when the len bytes of text are a complete sentence of the grammar

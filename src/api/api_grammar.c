@@ -42,24 +42,45 @@ specdec_status specdec_grammar_init(const specdec_model *model, const char *gbnf
     return grammar_new(model, gbnf ? gbnf : "", len, root, out, err);
 }
 
+/* The converter's GBNF into gbnf (the caller frees it). */
+static specdec_status schema_gbnf(const char *schema_json, size_t len, bool strict, bool any_object, sd_strbuf *gbnf,
+                                  specdec_error *err) {
+    sd_json_schema_opts o = {.strict = strict, .any_object = any_object};
+    sd_err e = {0};
+    if (sd_json_schema_to_gbnf(schema_json, schema_json ? len : 0, &o, gbnf, &e) != SD_OK) return sd_api_error(err, &e);
+    if (gbnf->oom) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "grammar: out of memory");
+    return SPECDEC_OK;
+}
+
+specdec_status specdec_json_schema_to_gbnf(const char *schema_json, size_t len, bool strict, bool any_object,
+                                           char **gbnf, size_t *gbnf_len, specdec_error *err) {
+    if (gbnf) *gbnf = NULL;
+    if (gbnf_len) *gbnf_len = 0;
+    if (!gbnf || !gbnf_len || (!schema_json && !any_object))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_json_schema_to_gbnf: NULL argument");
+    sd_strbuf b = {0};
+    specdec_status st = schema_gbnf(schema_json, len, strict, any_object, &b, err);
+    if (st == SPECDEC_OK) {
+        *gbnf = malloc(b.len + 1);
+        if (!*gbnf) st = sd_api_fail(err, SPECDEC_ERR_NOMEM, "grammar: out of memory");
+        else {
+            memcpy(*gbnf, sd_strbuf_str(&b), b.len + 1);
+            *gbnf_len = b.len;
+        }
+    }
+    sd_strbuf_free(&b);
+    return st;
+}
+
 specdec_status specdec_grammar_from_json_schema(const specdec_model *model, const char *schema_json, size_t len,
                                                 bool strict, bool any_object, specdec_grammar **out,
                                                 specdec_error *err) {
     if (out) *out = NULL;
     if (!model || !out || (!schema_json && !any_object))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_grammar_from_json_schema: NULL argument");
-    sd_json_schema_opts o = {.strict = strict, .any_object = any_object};
     sd_strbuf gbnf = {0};
-    sd_err e = {0};
-    if (sd_json_schema_to_gbnf(schema_json, schema_json ? len : 0, &o, &gbnf, &e) != SD_OK) {
-        sd_strbuf_free(&gbnf);
-        return sd_api_error(err, &e);
-    }
-    if (gbnf.oom) {
-        sd_strbuf_free(&gbnf);
-        return sd_api_fail(err, SPECDEC_ERR_NOMEM, "grammar: out of memory");
-    }
-    specdec_status st = grammar_new(model, sd_strbuf_str(&gbnf), gbnf.len, "root", out, err);
+    specdec_status st = schema_gbnf(schema_json, len, strict, any_object, &gbnf, err);
+    if (st == SPECDEC_OK) st = grammar_new(model, sd_strbuf_str(&gbnf), gbnf.len, "root", out, err);
     sd_strbuf_free(&gbnf);
     return st;
 }
