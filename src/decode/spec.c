@@ -180,8 +180,8 @@ static void time_forward(decoder *d, int32_t S, double seconds) {
  * window fits the context (n + K + 1 <= n_ctx) and commits no more than
  * n_predict (a round yields up to K + 1 tokens counting the next a0). */
 static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
-    if (!d->dr && !(d->gm && d->p->grammar_draft)) return 0;
-    int32_t k = d->dr ? sd_gate_k(g) : d->p->draft_max;
+    if (g && !d->dr) return 0;
+    int32_t k = g ? sd_gate_k(g) : d->p->draft_max; /* no gate: forced text, drafted whenever there is some */
     int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
     if (d->lm->max_batch) { /* the lm's cheapest batch */
         int32_t mb = d->lm->max_batch(d->lm->self) - 1;
@@ -230,7 +230,8 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
     double t0 = sd_now_s();
     d->tree_round = false;
     d->forced = false;
-    if (k > 0 && d->gm && d->p->grammar_draft && (got = propose_forced(d, k, err)) != 0) {
+    int kf = d->gm && d->p->grammar_draft ? plan_k(d, NULL, n) : 0;
+    if (kf > 0 && (got = propose_forced(d, kf, err)) != 0) {
         d->forced = got > 0;
     } else if (!d->dr) {
         got = 0;
@@ -324,7 +325,8 @@ static void round_done(decoder *d, int k, int rows, int drafted, double t0, cons
     if (d->forced) d->st->forced_rounds++;
     else if (d->dr) sd_gate_round(d->src, k, v->j);
     for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t], true);
-    if (d->dr && d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    /* the drafter hears only of its own proposals (a forced round was not one) */
+    if (d->dr && d->dr->accepted && !d->forced) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
 }
 
 /* One chain round on k drafts in batch[1..k]. Constrained: the draft-path
