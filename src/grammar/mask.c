@@ -104,7 +104,8 @@ static sd_status gvocab_fill(sd_gvocab *v, const sd_tokenizer *tok, sd_err *err)
             v->eog_ids[v->n_eog++] = id;
             continue; /* allowed only where the grammar accepts */
         }
-        int len = sd_token_to_bytes(tok, id, false, NULL, 0);
+        char probe[1];
+        int len = sd_token_to_bytes(tok, id, false, probe, 0); /* the length only */
         if (len <= 0) continue; /* control tokens: by reference only */
         if (used + (size_t)len > cap) {
             while (used + (size_t)len > cap) cap *= 2;

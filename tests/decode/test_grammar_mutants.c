@@ -37,6 +37,9 @@
 
 enum { N_PREDICT = 40, N_GRAMMARS = 6, N_PROMPT = 3 };
 
+/* Under the sanitizers: fewer grammars and law samples (every check still runs). */
+static int slow(void) { return getenv("SD_ASAN") || getenv("SD_TEST_EMULATED"); }
+
 static sd_tokenizer *g_tok;
 static int32_t g_V;
 
@@ -196,7 +199,7 @@ static int32_t generate(sd_gmatch *m, sd_drafter *dr, const int32_t *prompt, flo
 static outcome run_lossless(int *runs) {
     outcome oc = {0};
     static const int32_t prompt[N_PROMPT] = {11, 22, 33};
-    for (int gi = 0; gi < N_GRAMMARS; gi++) {
+    for (int gi = 0; gi < (slow() ? 2 : N_GRAMMARS); gi++) {
         char text[2048];
         make_grammar(1000 + (uint64_t)gi, text, sizeof text);
         sd_grammar *g = NULL;
@@ -267,7 +270,7 @@ static double run_sampled_law(int n_runs) {
         for (int32_t t = 0; t < g_V; t++) prob[t] += (double)pa[a0] * pb[t];
     }
     oracle_free(&o);
-    int *count = calloc((size_t)g_V, sizeof *count);
+    int *count = calloc((uint32_t)g_V, sizeof *count);
     int64_t rounds = 0;
     int broken = 0;
     for (int r = 0; r < n_runs; r++) {
@@ -304,7 +307,8 @@ static double run_sampled_law(int n_runs) {
     return pv;
 }
 
-enum { N_LAW = 3000 };
+enum { N_LAW = 3000, N_LAW_SLOW = 1000 };
+#define LAW_RUNS (slow() ? N_LAW_SLOW : N_LAW)
 
 static void test_lossless(void **state) {
     (void)state;
@@ -317,8 +321,8 @@ static void test_lossless(void **state) {
 
 static void test_sampled_law(void **state) {
     (void)state;
-    double pv = run_sampled_law(N_LAW);
-    printf("sampled drafts, q half refused: chi-square p = %.3g over %d runs\n", pv, N_LAW);
+    double pv = run_sampled_law(LAW_RUNS);
+    printf("sampled drafts, q half refused: chi-square p = %.3g over %d runs\n", pv, LAW_RUNS);
     assert_true(pv > P_FAIL);
 }
 
@@ -339,7 +343,7 @@ static void test_mutants(void **state) {
         sd_grammar_mutant = muts[i].id;
         int runs = 0;
         outcome oc = run_lossless(&runs);
-        double pv = run_sampled_law(N_LAW);
+        double pv = run_sampled_law(LAW_RUNS);
         sd_grammar_mutant = SD_GMUT_NONE;
         int caught = oc.lossless_fail > 0 || oc.invalid > 0 || pv <= P_FAIL;
         printf("mutant \"%s\": LOSSLESS failed %d/%d, invalid %d, law p = %.3g -> %s\n", muts[i].name,
