@@ -11,6 +11,7 @@
 #include "grammar/json_schema.h"
 
 #define POOL_MAX 8 /* idle matchers kept; more concurrent calls make their own */
+#define POOL_MAX_STATES 65536 /* a matcher with more states is not kept (about 64 MiB of transitions) */
 
 struct specdec_grammar {
     const specdec_model *model;
@@ -121,8 +122,10 @@ sd_status sd_api_grammar_take(const specdec_grammar *cgr, const specdec_model *m
 void sd_api_grammar_give(const specdec_grammar *cgr, sd_gmatch *m) {
     specdec_grammar *gr = (specdec_grammar *)cgr;
     if (!m) return;
-    /* a matcher that passed a bound keeps its error: drop it */
-    if (sd_gmatch_error(m)->code != SD_OK) {
+    /* a matcher that passed a bound keeps its error, and one grown large
+     * (states accumulate over calls: each holds its transitions) would keep
+     * growing: drop them, the next call starts a fresh one */
+    if (sd_gmatch_error(m)->code != SD_OK || sd_gmatch_n_states(m) > POOL_MAX_STATES) {
         sd_gmatch_free(m);
         return;
     }
