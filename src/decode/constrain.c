@@ -20,6 +20,29 @@ int32_t sd_rowmask_state(const sd_rowmask *rm, int i, int K) {
 
 static int allowed(const uint32_t *mask, int32_t id) { return (mask[id >> 5] >> (id & 31)) & 1; }
 
+/* The n best tokens of row in the order greedy decoding ranks them (value
+ * descending, lower id first on ties), one pass with a small sorted list. */
+static int top_n(const float *row, int32_t n_vocab, int n, int32_t *out) {
+    int k = 0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        if (k == n && !(row[i] > row[out[n - 1]])) continue; /* ties keep the lower id already held */
+        int j = k < n ? k++ : n - 1;
+        while (j > 0 && row[i] > row[out[j - 1]]) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = i;
+    }
+    return k;
+}
+
+/* How many of the best tokens are tried one by one (a cached byte walk
+ * each) before the full mask is computed: the masked argmax is the first
+ * allowed token in greedy order, so trying them in that order is exact, and
+ * where the grammar allows much (inside a string) one of the first few
+ * almost always is, while a full mask there walks most of the vocabulary. */
+#define TRY_BEST 32
+
 int32_t sd_constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32_t n_vocab, sd_err *err) {
     int32_t top = sd_argmax(row, n_vocab);
     if (state == -3) return top; /* a mutant's unmasked row */
@@ -28,6 +51,16 @@ int32_t sd_constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32
     if (next == SD_GSTATE_ERROR) {
         if (err) *err = *sd_gmatch_error(m);
         return -2;
+    }
+    int32_t best_ids[TRY_BEST];
+    int nb = top_n(row, n_vocab, TRY_BEST, best_ids);
+    for (int i = 1; i < nb; i++) { /* best_ids[0] is top, refused */
+        next = sd_gmatch_token(m, state, best_ids[i]);
+        if (next >= 0) return best_ids[i];
+        if (next == SD_GSTATE_ERROR) {
+            if (err) *err = *sd_gmatch_error(m);
+            return -2;
+        }
     }
     const uint32_t *mask = sd_gmatch_mask(m, state, err);
     if (!mask) return -2;

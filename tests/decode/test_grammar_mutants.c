@@ -326,6 +326,56 @@ static void test_sampled_law(void **state) {
     assert_true(pv > P_FAIL);
 }
 
+/* sd_constrain_argmax (which tries the best tokens before any mask) equals
+ * the argmax over the full mask, first index on ties, on rows with many
+ * ties, along random walks of random grammars. */
+static void test_masked_argmax(void **state) {
+    (void)state;
+    float *row = malloc(sizeof *row * (size_t)g_V);
+    sd_rng r;
+    sd_rng_seed(&r, 2024);
+    int checked = 0;
+    for (int gi = 0; gi < 4; gi++) {
+        char text[2048];
+        make_grammar(7000 + (uint64_t)gi, text, sizeof text);
+        sd_grammar *g = NULL;
+        sd_gmatch *m;
+        sd_err err = {0};
+        assert_int_equal(sd_grammar_compile(text, strlen(text), NULL, g_tok, &g, &err), SD_OK);
+        assert_int_equal(sd_gmatch_init(g, g_tok, &m, &err), SD_OK);
+        int32_t s = sd_gmatch_start(m);
+        for (int step = 0; step < 60 && s >= 0; step++) {
+            int levels = step % 3 == 0 ? 3 : 50; /* few levels: ties everywhere */
+            for (int32_t v = 0; v < g_V; v++) row[v] = (float)(sd_rng_next(&r) % (uint64_t)levels);
+            const uint32_t *mask = sd_gmatch_mask(m, s, &err);
+            if (step % 3 == 1) { /* a refused token on top, then two allowed ones tied: the tried-first path */
+                int32_t a = -1, b = -1, refused = -1;
+                for (int32_t k = 0; k < 4 * g_V && (a < 0 || b < 0 || refused < 0); k++) {
+                    int32_t v = (int32_t)(sd_rng_next(&r) % (uint64_t)g_V);
+                    int ok = (mask[v >> 5] >> (v & 31)) & 1;
+                    if (ok && a < 0) a = v;
+                    else if (ok && v != a && b < 0) b = v;
+                    else if (!ok && refused < 0) refused = v;
+                }
+                if (a >= 0) row[a] = (float)levels;
+                if (b >= 0) row[b] = (float)levels;
+                if (refused >= 0) row[refused] = (float)levels + 1;
+            }
+            int32_t want = -1;
+            for (int32_t v = 0; v < g_V; v++)
+                if (((mask[v >> 5] >> (v & 31)) & 1) && (want < 0 || row[v] > row[want])) want = v;
+            int32_t got = sd_constrain_argmax(m, s, row, g_V, &err);
+            if (got != want) fail_msg("grammar %d step %d: masked argmax %d, full mask says %d", gi, step, got, want);
+            checked++;
+            s = sd_gmatch_token(m, s, want);
+        }
+        sd_gmatch_free(m);
+        sd_grammar_free(g);
+    }
+    free(row);
+    printf("masked argmax == full-mask argmax at %d rows\n", checked);
+}
+
 /* Each mutant must be caught by one of the checks. */
 static void test_mutants(void **state) {
     (void)state;
@@ -366,6 +416,7 @@ static int teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_masked_argmax),
         cmocka_unit_test(test_lossless),
         cmocka_unit_test(test_sampled_law),
         cmocka_unit_test(test_mutants),
