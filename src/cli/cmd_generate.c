@@ -25,10 +25,11 @@ static int fail(const specdec_error *err) {
     return 1;
 }
 
-/* The whole of a file (or of stdin for "-"); NUL-terminated for convenience. */
-static specdec_status read_file(const char *path, char **text, size_t *len, specdec_error *err) {
+/* The whole of a file (or of stdin for "-"); NUL-terminated for convenience.
+ * what names it in errors ("the prompt file"). */
+static specdec_status read_file(const char *path, const char *what, char **text, size_t *len, specdec_error *err) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot open %s: %s", path, what, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0;) {
@@ -44,7 +45,7 @@ static specdec_status read_file(const char *path, char **text, size_t *len, spec
     if (!buf) return specdec_error_set(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     if (read_errno) {
         free(buf);
-        return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot read: %s", path, strerror(read_errno));
+        return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot read %s: %s", path, what, strerror(read_errno));
     }
     buf[n] = 0;
     *text = buf;
@@ -58,7 +59,7 @@ static specdec_status read_prompt(const gen_opts *o, char **text, size_t *len, s
     static const char pre[] = "<|im_start|>user\n", post[] = "<|im_end|>\n<|im_start|>assistant\n";
     char *raw = NULL;
     size_t n = strlen(o->prompt ? o->prompt : "");
-    if (o->prompt_file && read_file(o->prompt_file, &raw, &n, err) != SPECDEC_OK) return err->code;
+    if (o->prompt_file && read_file(o->prompt_file, "the prompt file", &raw, &n, err) != SPECDEC_OK) return err->code;
     const char *body = raw ? raw : o->prompt;
     size_t n_pre = o->chat ? sizeof pre - 1 : 0, n_post = o->chat ? sizeof post - 1 : 0;
     char *t = malloc(n_pre + n + n_post + 1);
@@ -140,7 +141,7 @@ static specdec_status load_grammar(const gen_opts *o, engine *e, specdec_error *
     if (!path) return SPECDEC_OK;
     char *text = NULL;
     size_t len = 0;
-    specdec_status st = read_file(path, &text, &len, err);
+    specdec_status st = read_file(path, o->grammar_file ? "the grammar file" : "the schema file", &text, &len, err);
     if (st == SPECDEC_OK)
         st = o->grammar_file ? specdec_grammar_init(e->target, text, len, NULL, &e->grammar, err)
                              : specdec_grammar_from_json_schema(e->target, text, len, false, false, &e->grammar, err);
