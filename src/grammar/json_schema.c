@@ -1,0 +1,1133 @@
+/* JSON Schema -> GBNF (see json_schema.h and docs/JSON_SCHEMA.md).
+ *
+ * One rule per schema node (memoized by node, so $ref recursion becomes rule
+ * recursion); combinators are rewritten before conversion: allOf by merging
+ * its branches into one schema, siblings of anyOf/oneOf by merging them into
+ * each branch, $ref with siblings as allOf. After building, two checks guard
+ * against schemas that describe nothing finite: every rule must derive a
+ * finite string, and no rule may reach itself before consuming a byte. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/json_schema_impl.h"
+
+#define JS_MAX_WORK 2000000 /* schema nodes visited + merged, and output / 64 */
+#define JS_MAX_ENUM 10000
+#define JS_MAX_COUNT 10000 /* minLength / maxLength / minItems / maxItems */
+
+enum { T_NULL = 1, T_BOOL = 2, T_OBJ = 4, T_ARR = 8, T_STR = 16, T_NUM = 32, T_INT = 64, T_ALL = 127 };
+static const char *type_names[] = {"null", "boolean", "object", "array", "string", "number", "integer"};
+
+/* ---- keywords ---- */
+
+static bool is_annotation(const char *k) {
+    static const char *ann[] = {"title", "description", "default", "examples", "$comment", "deprecated",
+                                "readOnly", "writeOnly", "$schema", "$defs", "definitions", NULL};
+    for (int i = 0; ann[i]; i++)
+        if (!strcmp(k, ann[i])) return true;
+    return false;
+}
+
+static bool is_supported(const char *k) {
+    static const char *kw[] = {"type", "properties", "required", "additionalProperties", "enum", "const", "items",
+                               "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "minimum",
+                               "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf",
+                               "$ref", "pattern", "format", "uniqueItems", NULL};
+    for (int i = 0; kw[i]; i++)
+        if (!strcmp(k, kw[i])) return true;
+    return false;
+}
+
+/* ---- paths for messages ---- */
+
+static size_t path_push(js_conv *c, const char *a, const char *b) {
+    size_t old = c->path.len;
+    sd_strbuf_printf(&c->path, "/%s", a);
+    if (b) {
+        sd_strbuf_puts(&c->path, "/");
+        for (const char *p = b; *p; p++) { /* JSON pointer escapes */
+            if (*p == '~') sd_strbuf_puts(&c->path, "~0");
+            else if (*p == '/') sd_strbuf_puts(&c->path, "~1");
+            else sd_strbuf_add(&c->path, p, 1);
+        }
+    }
+    return old;
+}
+
+static void path_pop(js_conv *c, size_t old) {
+    c->path.len = old;
+    if (c->path.s) c->path.s[old] = 0;
+}
+
+/* ---- small helpers ---- */
+
+static json_t *own(js_conv *c, json_t *j) {
+    if (!j) { js_fail(c, SD_ERR_NOMEM, "out of memory"); return NULL; }
+    if (c->nowned == c->capowned) {
+        int cap = c->capowned ? c->capowned * 2 : 16;
+        json_t **p = realloc(c->owned, sizeof *p * (size_t)cap);
+        if (!p) { json_decref(j); js_fail(c, SD_ERR_NOMEM, "out of memory"); return NULL; }
+        c->owned = p;
+        c->capowned = cap;
+    }
+    c->owned[c->nowned++] = j;
+    return j;
+}
+
+static bool bump(js_conv *c) {
+    if (++c->work > JS_MAX_WORK) {
+        js_fail(c, SD_ERR_FORMAT, "the schema expands beyond %d steps (runaway $ref / allOf expansion)", JS_MAX_WORK);
+        return false;
+    }
+    return js_ok(c);
+}
+
+static int type_mask(js_conv *c, json_t *t) {
+    if (!t) return T_ALL;
+    int m = 0;
+    json_t *one;
+    size_t i;
+    json_t *arr = json_is_array(t) ? t : NULL;
+    size_t n = arr ? json_array_size(arr) : 1;
+    for (i = 0; i < n; i++) {
+        one = arr ? json_array_get(arr, i) : t;
+        const char *s = json_string_value(one);
+        int bit = 0;
+        for (int k = 0; s && k < 7; k++)
+            if (!strcmp(s, type_names[k])) bit = 1 << k;
+        if (!bit) { js_fail(c, SD_ERR_FORMAT, "type: unknown type %s", s ? s : "(not a string)"); return 0; }
+        m |= bit;
+    }
+    if (!m) js_fail(c, SD_ERR_FORMAT, "type: an empty list");
+    return m;
+}
+
+static int value_type(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_NULL: return T_NULL;
+    case JSON_TRUE: case JSON_FALSE: return T_BOOL;
+    case JSON_OBJECT: return T_OBJ;
+    case JSON_ARRAY: return T_ARR;
+    case JSON_STRING: return T_STR;
+    case JSON_INTEGER: return T_INT | T_NUM;
+    case JSON_REAL: return json_real_value(v) == floor(json_real_value(v)) ? T_INT | T_NUM : T_NUM;
+    }
+    return 0;
+}
+
+static json_t *mask_to_type(int m) {
+    json_t *a = json_array();
+    for (int k = 0; a && k < 7; k++)
+        if (m & (1 << k)) json_array_append_new(a, json_string(type_names[k]));
+    return a;
+}
+
+/* ---- $ref ---- */
+
+static json_t *resolve(js_conv *c, const char *ref) {
+    if (ref[0] != '#') { js_fail(c, SD_ERR_UNSUPPORTED, "$ref: only references within the document (#/...) are supported, not %.80s", ref); return NULL; }
+    json_t *cur = c->root;
+    const char *p = ref + 1;
+    if (*p && *p != '/') { js_fail(c, SD_ERR_UNSUPPORTED, "$ref: anchors (%.80s) are not supported", ref); return NULL; }
+    while (*p == '/') {
+        p++;
+        char tok[256];
+        size_t k = 0;
+        while (*p && *p != '/' && k < sizeof tok - 1) {
+            if (p[0] == '~' && p[1] == '1') { tok[k++] = '/'; p += 2; }
+            else if (p[0] == '~' && p[1] == '0') { tok[k++] = '~'; p += 2; }
+            else tok[k++] = *p++;
+        }
+        tok[k] = 0;
+        if (json_is_object(cur)) cur = json_object_get(cur, tok);
+        else if (json_is_array(cur)) cur = json_array_get(cur, (size_t)strtoul(tok, NULL, 10));
+        else cur = NULL;
+        if (!cur) { js_fail(c, SD_ERR_FORMAT, "$ref: %.80s points nowhere", ref); return NULL; }
+    }
+    if (!json_is_object(cur) && !json_is_boolean(cur)) { js_fail(c, SD_ERR_FORMAT, "$ref: %.80s is not a schema", ref); return NULL; }
+    return cur;
+}
+
+/* ---- allOf: merging schemas ---- */
+
+static json_t *merge(js_conv *c, json_t *a, json_t *b);
+
+/* The schema with its own $ref and allOf folded in (a new object when it had them). */
+static json_t *flatten(js_conv *c, json_t *s) {
+    if (!bump(c)) return NULL;
+    if (json_is_true(s)) return own(c, json_object());
+    if (json_is_false(s)) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: a false schema (nothing is valid)"); return NULL; }
+    if (!json_is_object(s)) { js_fail(c, SD_ERR_FORMAT, "a schema must be an object or a boolean"); return NULL; }
+    json_t *ref = json_object_get(s, "$ref"), *all = json_object_get(s, "allOf");
+    if (!ref && !all) return s;
+    if (c->depth >= SD_JSON_SCHEMA_MAX_DEPTH) { js_fail(c, SD_ERR_FORMAT, "schemas nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH); return NULL; }
+    c->depth++;
+    json_t *rest = own(c, json_copy(s));
+    json_t *acc = NULL;
+    if (rest) {
+        json_object_del(rest, "$ref");
+        json_object_del(rest, "allOf");
+        acc = rest;
+    }
+    if (acc && ref) {
+        if (!json_is_string(ref)) { js_fail(c, SD_ERR_FORMAT, "$ref: not a string"); acc = NULL; }
+        json_t *t = acc ? resolve(c, json_string_value(ref)) : NULL;
+        t = t ? flatten(c, t) : NULL;
+        acc = t ? merge(c, acc, t) : NULL;
+    }
+    if (acc && all) {
+        if (!json_is_array(all) || !json_array_size(all)) { js_fail(c, SD_ERR_FORMAT, "allOf: not a non-empty array"); acc = NULL; }
+        for (size_t i = 0; acc && i < json_array_size(all); i++) {
+            json_t *t = flatten(c, json_array_get(all, i));
+            acc = t ? merge(c, acc, t) : NULL;
+        }
+    }
+    c->depth--;
+    return acc;
+}
+
+static bool num_of(json_t *v, double *d) {
+    if (!json_is_number(v)) return false;
+    *d = json_number_value(v);
+    return true;
+}
+
+/* The tighter of two bounds: lower (sign +1) or upper (sign -1). */
+static void merge_bound(json_t *out, json_t *a, json_t *b, const char *incl, const char *excl, int sign) {
+    double best = 0;
+    bool have = false, best_excl = false;
+    json_t *srcs[2] = {a, b};
+    for (int s = 0; s < 2; s++) {
+        double v;
+        for (int e = 0; e < 2; e++) {
+            if (!num_of(json_object_get(srcs[s], e ? excl : incl), &v)) continue;
+            bool tighter = !have || (sign > 0 ? v > best : v < best) || (v == best && e && !best_excl);
+            if (tighter) { best = v; best_excl = e; have = true; }
+        }
+    }
+    json_object_del(out, incl);
+    json_object_del(out, excl);
+    if (have) json_object_set_new(out, best_excl ? excl : incl, json_real(best));
+}
+
+static void merge_count(json_t *out, json_t *a, json_t *b, const char *k, bool take_max) {
+    json_t *x = json_object_get(a, k), *y = json_object_get(b, k);
+    if (!x || !y) return;
+    json_int_t u = json_integer_value(x), v = json_integer_value(y);
+    json_object_set_new(out, k, json_integer(take_max ? (u > v ? u : v) : (u < v ? u : v)));
+}
+
+static json_t *enum_list(json_t *s) {
+    json_t *e = json_object_get(s, "enum");
+    if (e) return json_incref(e);
+    json_t *k = json_object_get(s, "const");
+    if (!k) return NULL;
+    json_t *a = json_array();
+    if (a) json_array_append(a, k);
+    return a;
+}
+
+/* A property's schema in one side of a merge: its own, else what that side's
+ * additionalProperties says (NULL: unconstrained; json false: forbidden). */
+static json_t *prop_of(json_t *s, const char *k) {
+    json_t *p = json_object_get(json_object_get(s, "properties"), k);
+    if (p) return p;
+    return json_object_get(s, "additionalProperties");
+}
+
+static json_t *merge_props(js_conv *c, json_t *out, json_t *a, json_t *b) {
+    json_t *props = json_object(), *req = json_array();
+    if (!own(c, props) || !own(c, req)) return NULL;
+    json_t *sides[2] = {a, b};
+    for (int s = 0; s < 2; s++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(sides[s], "required"), k, v) { (void)k; (void)v; }
+        size_t i;
+        json_array_foreach(json_object_get(sides[s], "required"), i, v) {
+            bool dup = false;
+            size_t j;
+            json_t *w;
+            json_array_foreach(req, j, w) dup |= json_equal(v, w);
+            if (!dup) json_array_append(req, v);
+        }
+    }
+    for (int s = 0; s < 2 && js_ok(c); s++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(sides[s], "properties"), k, v) {
+            if (json_object_get(props, k) || !js_ok(c)) continue;
+            json_t *x = prop_of(a, k), *y = prop_of(b, k), *m;
+            bool forbidden = json_is_false(x) || json_is_false(y);
+            if (forbidden) {
+                size_t i;
+                json_t *r;
+                json_array_foreach(req, i, r)
+                    if (json_is_string(r) && !strcmp(json_string_value(r), k)) {
+                        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: property \"%.60s\" is required by one branch and forbidden by another", k);
+                        return NULL;
+                    }
+                json_object_set(props, k, json_false());
+                continue;
+            }
+            if (x && y && !json_is_true(x) && !json_is_true(y)) {
+                json_t *fx = flatten(c, x), *fy = fx ? flatten(c, y) : NULL;
+                m = fy ? merge(c, fx, fy) : NULL;
+            } else
+                m = x && !json_is_true(x) ? x : y ? y : json_true();
+            if (!m) return NULL;
+            json_object_set(props, k, m);
+        }
+    }
+    json_t *xa = json_object_get(a, "additionalProperties"), *xb = json_object_get(b, "additionalProperties");
+    if (xa || xb) {
+        json_t *m;
+        if (json_is_false(xa) || json_is_false(xb)) m = json_false();
+        else if (xa && xb && !json_is_true(xa) && !json_is_true(xb)) {
+            json_t *fx = flatten(c, xa), *fy = fx ? flatten(c, xb) : NULL;
+            m = fy ? merge(c, fx, fy) : NULL;
+        } else m = xa && !json_is_true(xa) ? xa : xb;
+        if (!m) return NULL;
+        json_object_set(out, "additionalProperties", m);
+    }
+    if (json_object_size(props)) json_object_set(out, "properties", props);
+    if (json_array_size(req)) json_object_set(out, "required", req);
+    return out;
+}
+
+static json_t *merge(js_conv *c, json_t *a, json_t *b) {
+    if (!bump(c)) return NULL;
+    const char *k;
+    json_t *v;
+    json_t *sides[2] = {a, b};
+    for (int s = 0; s < 2; s++)
+        json_object_foreach(sides[s], k, v) {
+            if (!is_annotation(k) && !is_supported(k)) {
+                js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
+                return NULL;
+            }
+        }
+    json_t *out = own(c, json_object());
+    if (!out) return NULL;
+    /* type */
+    json_t *ta = json_object_get(a, "type"), *tb = json_object_get(b, "type");
+    if (ta || tb) {
+        int ma = type_mask(c, ta), mb = type_mask(c, tb);
+        if (ma & T_NUM) ma |= T_INT;
+        if (mb & T_NUM) mb |= T_INT;
+        int m = ma & mb;
+        if (!js_ok(c)) return NULL;
+        if (!m) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: the branches' types do not intersect"); return NULL; }
+        if (m & T_NUM) m &= ~T_INT;
+        json_object_set_new(out, "type", mask_to_type(m));
+    }
+    /* objects */
+    if (!merge_props(c, out, a, b)) return NULL;
+    /* arrays */
+    json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
+    if (json_object_get(a, "prefixItems") && json_object_get(b, "prefixItems")) {
+        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: prefixItems in two branches cannot be merged");
+        return NULL;
+    }
+    json_t *pi = json_object_get(a, "prefixItems") ? json_object_get(a, "prefixItems") : json_object_get(b, "prefixItems");
+    if (pi && ((json_object_get(a, "prefixItems") && ib) || (json_object_get(b, "prefixItems") && ia))) {
+        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: prefixItems in one branch and items in another cannot be merged");
+        return NULL;
+    }
+    if (pi) json_object_set(out, "prefixItems", pi);
+    if (ia && ib) {
+        json_t *m;
+        if (json_is_false(ia) || json_is_false(ib)) m = json_false();
+        else if (json_is_true(ia)) m = ib;
+        else if (json_is_true(ib)) m = ia;
+        else {
+            json_t *fx = flatten(c, ia), *fy = fx ? flatten(c, ib) : NULL;
+            m = fy ? merge(c, fx, fy) : NULL;
+        }
+        if (!m) return NULL;
+        json_object_set(out, "items", m);
+    } else if (ia || ib) json_object_set(out, "items", ia ? ia : ib);
+    /* counts and bounds */
+    static const char *counts[] = {"minItems", "maxItems", "minLength", "maxLength"};
+    for (int i = 0; i < 4; i++) {
+        json_t *x = json_object_get(a, counts[i]), *y = json_object_get(b, counts[i]);
+        if (x || y) json_object_set(out, counts[i], x ? x : y);
+        merge_count(out, a, b, counts[i], i % 2 == 0);
+    }
+    merge_bound(out, a, b, "minimum", "exclusiveMinimum", +1);
+    merge_bound(out, a, b, "maximum", "exclusiveMaximum", -1);
+    /* strings */
+    static const char *same[] = {"pattern", "format", "uniqueItems"};
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_object_get(a, same[i]), *y = json_object_get(b, same[i]);
+        if (x && y && !json_equal(x, y)) {
+            js_fail(c, SD_ERR_UNSUPPORTED, "allOf: two different \"%s\" values cannot be merged", same[i]);
+            return NULL;
+        }
+        if (x || y) json_object_set(out, same[i], x ? x : y);
+    }
+    /* enum / const: the values in both */
+    json_t *ea = enum_list(a), *eb = enum_list(b);
+    if (ea || eb) {
+        json_t *e = json_array();
+        size_t i, j;
+        json_t *x, *y;
+        if (ea && eb) {
+            json_array_foreach(ea, i, x) {
+                bool in = false;
+                json_array_foreach(eb, j, y) in |= json_equal(x, y);
+                if (in) json_array_append(e, x);
+            }
+        } else
+            json_array_extend(e, ea ? ea : eb);
+        json_decref(ea);
+        json_decref(eb);
+        if (!own(c, e)) return NULL;
+        if (!json_array_size(e)) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: the branches' enum/const values do not intersect"); return NULL; }
+        json_object_set(out, "enum", e);
+    }
+    /* anyOf / oneOf: carried (conversion distributes the siblings) */
+    int combos = 0;
+    static const char *comb[] = {"anyOf", "oneOf"};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 2; i++) {
+            json_t *x = json_object_get(sides[s], comb[i]);
+            if (!x) continue;
+            if (combos++) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: two anyOf/oneOf lists cannot be merged"); return NULL; }
+            json_object_set(out, comb[i], x);
+        }
+    return out;
+}
+
+/* ---- conversion ---- */
+
+static int gen(js_conv *c, json_t *s, const char *hint);
+
+static int memo_get(js_conv *c, const json_t *s) {
+    for (int i = c->nmemo - 1; i >= 0; i--)
+        if (c->memo[i].schema == s) return c->memo[i].rule;
+    return -1;
+}
+
+static void memo_put(js_conv *c, const json_t *s, int r) {
+    if (c->nmemo == c->capmemo) {
+        int cap = c->capmemo ? c->capmemo * 2 : 64;
+        js_memo *p = realloc(c->memo, sizeof *p * (size_t)cap);
+        if (!p) { js_fail(c, SD_ERR_NOMEM, "out of memory"); return; }
+        c->memo = p;
+        c->capmemo = cap;
+    }
+    c->memo[c->nmemo++] = (js_memo){s, r};
+}
+
+/* A const/enum value as grammar text (whitespace allowed where the
+ * canonical form allows it; objects keep the value's key order). */
+static void value_text(js_conv *c, sd_strbuf *o, json_t *v, int depth) {
+    if (depth > SD_JSON_SCHEMA_MAX_DEPTH) { js_fail(c, SD_ERR_FORMAT, "enum/const: a value nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH); return; }
+    const char *ws = js_common(c, JS_WS);
+    sd_strbuf t = {0};
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        bool first = true;
+        sd_strbuf_printf(o, "\"{\" %s", ws);
+        json_object_foreach(v, k, x) {
+            if (!first) sd_strbuf_printf(o, " \",\" %s", ws);
+            first = false;
+            sd_strbuf_clear(&t);
+            js_json_string(&t, k, strlen(k));
+            sd_strbuf_puts(o, " ");
+            js_gbnf_literal(o, t.s, t.len);
+            sd_strbuf_printf(o, " \":\" %s ", ws);
+            value_text(c, o, x, depth + 1);
+            sd_strbuf_printf(o, " %s", ws);
+        }
+        sd_strbuf_puts(o, " \"}\"");
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        sd_strbuf_printf(o, "\"[\" %s", ws);
+        json_array_foreach(v, i, x) {
+            if (i) sd_strbuf_printf(o, " \",\" %s", ws);
+            sd_strbuf_puts(o, " ");
+            value_text(c, o, x, depth + 1);
+            sd_strbuf_printf(o, " %s", ws);
+        }
+        sd_strbuf_puts(o, " \"]\"");
+        break;
+    }
+    case JSON_STRING: js_json_string(&t, json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER: sd_strbuf_printf(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL: js_json_real(&t, json_real_value(v)); break;
+    case JSON_TRUE: sd_strbuf_puts(&t, "true"); break;
+    case JSON_FALSE: sd_strbuf_puts(&t, "false"); break;
+    case JSON_NULL: sd_strbuf_puts(&t, "null"); break;
+    }
+    if (t.len && json_typeof(v) != JSON_OBJECT && json_typeof(v) != JSON_ARRAY) js_gbnf_literal(o, t.s, t.len);
+    if (t.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
+    sd_strbuf_free(&t);
+}
+
+static int gen_enum(js_conv *c, int r, json_t *s) {
+    json_t *e = json_object_get(s, "enum"), *k = json_object_get(s, "const");
+    if (e && k) return js_fail(c, SD_ERR_UNSUPPORTED, "enum together with const is not supported");
+    if (e && (!json_is_array(e) || !json_array_size(e))) return js_fail(c, SD_ERR_FORMAT, "enum: not a non-empty array");
+    if (e && json_array_size(e) > JS_MAX_ENUM) return js_fail(c, SD_ERR_FORMAT, "enum: %zu values (at most %d)", json_array_size(e), JS_MAX_ENUM);
+    const char *kw;
+    json_t *v;
+    json_object_foreach(s, kw, v) {
+        if (!is_annotation(kw) && strcmp(kw, "enum") && strcmp(kw, "const") && strcmp(kw, "type"))
+            return js_fail(c, SD_ERR_UNSUPPORTED, "\"%s\" beside enum/const is not supported", kw);
+    }
+    int mask = type_mask(c, json_object_get(s, "type"));
+    if (mask & T_NUM) mask |= T_INT;
+    size_t n = e ? json_array_size(e) : 1, kept = 0;
+    for (size_t i = 0; i < n && js_ok(c); i++) {
+        json_t *x = e ? json_array_get(e, i) : k;
+        if (!(value_type(x) & mask)) continue;
+        /* a real that is integral is an integer for "type": "integer" */
+        bool dup = false;
+        for (size_t j = 0; j < i; j++) dup |= json_equal(json_array_get(e, j), x);
+        if (dup) continue;
+        sd_strbuf t = {0};
+        value_text(c, &t, x, 0);
+        js_alt_open(c, r);
+        js_t(c, r, sd_strbuf_str(&t));
+        sd_strbuf_free(&t);
+        kept++;
+        if (!bump(c)) return -1;
+    }
+    if (js_ok(c) && !kept) return js_fail(c, SD_ERR_UNSUPPORTED, "enum/const: no value has the schema's type");
+    return js_ok(c) ? r : -1;
+}
+
+static bool get_count(js_conv *c, json_t *s, const char *k, long *out) {
+    json_t *v = json_object_get(s, k);
+    if (!v) return false;
+    double d;
+    if (!num_of(v, &d) || d < 0 || d != floor(d)) { js_fail(c, SD_ERR_FORMAT, "%s: not a non-negative integer", k); return false; }
+    if (d > JS_MAX_COUNT) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: %.0f is beyond the supported %d", k, d, JS_MAX_COUNT); return false; }
+    *out = (long)d;
+    return true;
+}
+
+static void gen_string(js_conv *c, int r, json_t *s, const char *hint) {
+    json_t *fmt = json_object_get(s, "format"), *pat = json_object_get(s, "pattern");
+    long lo = 0, hi = -1;
+    bool has_lo = get_count(c, s, "minLength", &lo), has_hi = get_count(c, s, "maxLength", &hi);
+    if (!js_ok(c)) return;
+    if ((fmt || pat) && (has_lo || has_hi)) { js_fail(c, SD_ERR_UNSUPPORTED, "minLength/maxLength together with %s is not supported", fmt ? "format" : "pattern"); return; }
+    if (fmt && pat) { js_fail(c, SD_ERR_UNSUPPORTED, "format together with pattern is not supported"); return; }
+    if (fmt) {
+        const char *f = json_string_value(fmt);
+        enum js_common w = JS_NCOMMON;
+        if (f && !strcmp(f, "date")) w = JS_DATE;
+        else if (f && !strcmp(f, "time")) w = JS_TIME;
+        else if (f && !strcmp(f, "date-time")) w = JS_DATETIME;
+        else if (f && !strcmp(f, "uuid")) w = JS_UUID;
+        if (w == JS_NCOMMON) { js_fail(c, SD_ERR_UNSUPPORTED, "format: \"%.40s\" is not supported (date, time, date-time, uuid are)", f ? f : "?"); return; }
+        js_common(c, w);
+        js_ref(c, r, c->common[w], true);
+        return;
+    }
+    if (pat) {
+        if (!json_is_string(pat)) { js_fail(c, SD_ERR_FORMAT, "pattern: not a string"); return; }
+        int p = js_rule_new(c, hint);
+        if (p >= 0 && js_pattern(c, p, json_string_value(pat))) js_ref(c, r, p, true);
+        return;
+    }
+    if (has_hi && hi < lo) { js_fail(c, SD_ERR_UNSUPPORTED, "minLength > maxLength: no string fits"); return; }
+    char t[128];
+    const char *ch = js_common(c, JS_CHAR);
+    if (!has_lo && !has_hi) { js_t(c, r, js_common(c, JS_STRING)); return; }
+    if (has_hi) snprintf(t, sizeof t, "\"\\\"\" %s{%ld,%ld} \"\\\"\"", ch, lo, hi);
+    else snprintf(t, sizeof t, "\"\\\"\" %s{%ld,} \"\\\"\"", ch, lo);
+    js_t(c, r, t);
+}
+
+/* Integer-valued bound k of keyword kw: false when absent. */
+static bool get_bound(js_conv *c, json_t *s, const char *kw, double *v) {
+    json_t *x = json_object_get(s, kw);
+    if (!x) return false;
+    if (!num_of(x, v)) { js_fail(c, SD_ERR_FORMAT, "%s: not a number", kw); return false; }
+    if (fabs(*v) > (double)JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+    return true;
+}
+
+static void gen_number(js_conv *c, int r, json_t *s, bool integer) {
+    double mn, mx, xmn, xmx;
+    bool hmn = get_bound(c, s, "minimum", &mn), hmx = get_bound(c, s, "maximum", &mx);
+    bool hxmn = get_bound(c, s, "exclusiveMinimum", &xmn), hxmx = get_bound(c, s, "exclusiveMaximum", &xmx);
+    if (!js_ok(c)) return;
+    /* one lower and one upper bound: the tighter */
+    bool lo_excl = false, hi_excl = false;
+    double lo = mn, hi = mx;
+    if (hxmn && (!hmn || xmn >= mn)) { lo = xmn; lo_excl = true; }
+    if (hxmx && (!hmx || xmx <= mx)) { hi = xmx; hi_excl = true; }
+    bool has_lo = hmn || hxmn, has_hi = hmx || hxmx;
+    if (!has_lo && !has_hi) { js_t(c, r, js_common(c, integer ? JS_INTEGER : JS_NUMBER)); return; }
+    sd_strbuf t = {0};
+    if (integer) {
+        int64_t ilo = 0, ihi = 0;
+        if (has_lo) ilo = lo_excl ? (int64_t)floor(lo) + 1 : (int64_t)ceil(lo);
+        if (has_hi) ihi = hi_excl ? (int64_t)ceil(hi) - 1 : (int64_t)floor(hi);
+        if (has_lo && has_hi && ilo > ihi) { js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no integer fits"); return; }
+        js_int_range(&t, has_lo, ilo, has_hi, ihi);
+    } else {
+        if ((has_lo && lo != floor(lo)) || (has_hi && hi != floor(hi))) {
+            js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: fractional bounds on a number are not supported (integer bounds are)");
+            return;
+        }
+        if (!js_num_range(&t, has_lo, (int64_t)lo, lo_excl, has_hi, (int64_t)hi, hi_excl)) {
+            js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no number fits");
+            sd_strbuf_free(&t);
+            return;
+        }
+    }
+    if (t.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
+    else js_t(c, r, t.s);
+    sd_strbuf_free(&t);
+}
+
+static int sub(js_conv *c, json_t *s, const char *seg, const char *key, const char *hint) {
+    size_t old = path_push(c, seg, key);
+    int r = gen(c, s, hint);
+    path_pop(c, old);
+    return r;
+}
+
+/* "key": value for one property. */
+static int gen_member(js_conv *c, const char *name, json_t *schema, const char *seg) {
+    int kv = js_rule_new(c, name);
+    int v = schema ? sub(c, schema, seg, name, name) : (js_common(c, JS_VALUE), c->common[JS_VALUE]);
+    if (kv < 0 || v < 0) return -1;
+    sd_strbuf t = {0};
+    js_json_string(&t, name, strlen(name));
+    js_lit(c, kv, t.s, t.len);
+    sd_strbuf_free(&t);
+    char s[64];
+    snprintf(s, sizeof s, "\":\" %s", js_common(c, JS_WS));
+    js_t(c, kv, s);
+    js_ref(c, kv, v, true);
+    return kv;
+}
+
+/* A key spelled canonically that is none of names[0..n): a trie walk where
+ * each node offers its children's next characters, or any other character
+ * and then anything. Keys are unit strings (one character: raw, or its
+ * canonical escape). */
+static int key_not_in(js_conv *c, const char **names, int n, size_t depth) {
+    int r = js_rule_new(c, "key");
+    if (r < 0) return -1;
+    /* The distinct next units among names with this prefix; names shorter
+     * than depth ended earlier and were filtered by the caller. */
+    bool terminal = false;
+    sd_strbuf others_raw = {0}, others_esc = {0};
+    static const char *escs[] = {"\\\"", "\\\\", "\\b", "\\f", "\\n", "\\r", "\\t"};
+    char (*units)[16] = malloc(sizeof *units * (size_t)(n > 0 ? n : 1));
+    int nu = 0;
+    if (!units) return js_fail(c, SD_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *p = names[i] + depth;
+        if (!*p) { terminal = true; continue; }
+        size_t len = 1;
+        if (*p == '\\') len = p[1] == 'u' ? 6 : 2;
+        else if ((unsigned char)*p >= 0xC0) while ((p[len] & 0xC0) == 0x80) len++;
+        char u[16];
+        memcpy(u, p, len);
+        u[len] = 0;
+        bool seen = false;
+        for (int j = 0; j < nu; j++) seen |= !strcmp(units[j], u);
+        if (!seen) strcpy(units[nu++], u);
+    }
+    js_alt_open(c, r);
+    js_o(c, r, "(");
+    bool firstalt = true;
+    const char **sub_names = malloc(sizeof *sub_names * (size_t)(n > 0 ? n : 1));
+    if (!sub_names) { free(units); return js_fail(c, SD_ERR_NOMEM, "out of memory"); }
+    for (int j = 0; j < nu && js_ok(c); j++) {
+        int m = 0;
+        size_t ul = strlen(units[j]);
+        for (int i = 0; i < n; i++)
+            if (!strncmp(names[i] + depth, units[j], ul)) sub_names[m++] = names[i];
+        int child = key_not_in(c, sub_names, m, depth + ul);
+        if (!firstalt) js_o(c, r, "|");
+        firstalt = false;
+        sd_strbuf t = {0};
+        js_gbnf_literal(&t, units[j], ul);
+        js_o(c, r, t.s);
+        sd_strbuf_free(&t);
+        js_ref(c, r, child, false);
+        if (units[j][0] != '\\') { /* raw unit: excluded from the class below */
+            if (units[j][0] == ']' || units[j][0] == '\\' || units[j][0] == '^' || units[j][0] == '-' || units[j][0] == '[')
+                sd_strbuf_printf(&others_raw, "\\%c", units[j][0]);
+            else sd_strbuf_puts(&others_raw, units[j]);
+        }
+    }
+    /* any other unit, then any key characters */
+    if (!firstalt) js_o(c, r, "|");
+    char t[256];
+    snprintf(t, sizeof t, "([^\"\\\\\\u0000-\\u001F%s]", sd_strbuf_str(&others_raw));
+    sd_strbuf_puts(&others_esc, t);
+    for (int e = 0; e < 7; e++) {
+        bool taken = false;
+        for (int j = 0; j < nu; j++) taken |= !strcmp(units[j], escs[e]);
+        if (taken) continue;
+        sd_strbuf_puts(&others_esc, " | ");
+        js_gbnf_literal(&others_esc, escs[e], strlen(escs[e]));
+    }
+    for (int x = 0; x < 0x20; x++) {
+        if (x == '\b' || x == '\f' || x == '\n' || x == '\r' || x == '\t') continue;
+        char u[8];
+        snprintf(u, sizeof u, "\\u%04x", x);
+        bool taken = false;
+        for (int j = 0; j < nu; j++) taken |= !strcmp(units[j], u);
+        if (taken) continue;
+        sd_strbuf_puts(&others_esc, " | ");
+        js_gbnf_literal(&others_esc, u, 6);
+    }
+    sd_strbuf_printf(&others_esc, ") %s*", js_common(c, JS_KEYCHAR));
+    js_o(c, r, sd_strbuf_str(&others_esc));
+    js_o(c, r, terminal ? ")" : ")?");
+    if (others_raw.oom || others_esc.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
+    free(sub_names);
+    free(units);
+    sd_strbuf_free(&others_raw);
+    sd_strbuf_free(&others_esc);
+    return r;
+}
+
+static void gen_object(js_conv *c, int r, json_t *s, const char *hint) {
+    json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+    json_t *addl = json_object_get(s, "additionalProperties");
+    if (props && !json_is_object(props)) { js_fail(c, SD_ERR_FORMAT, "properties: not an object"); return; }
+    if (req && !json_is_array(req)) { js_fail(c, SD_ERR_FORMAT, "required: not an array"); return; }
+    if (!addl) addl = c->strict ? json_false() : json_true();
+    if (!json_is_boolean(addl) && !json_is_object(addl)) { js_fail(c, SD_ERR_FORMAT, "additionalProperties: not a schema"); return; }
+    /* entries: the properties in order, then required names not among them */
+    size_t np = json_object_size(props), nr = json_array_size(req), n = 0;
+    const char **names = calloc(np + nr + 1, sizeof *names);
+    json_t **schemas = calloc(np + nr + 1, sizeof *schemas);
+    bool *required = calloc(np + nr + 1, sizeof *required);
+    const char **spell = calloc(np + nr + 1, sizeof *spell);
+    sd_strbuf *spellbuf = calloc(np + nr + 1, sizeof *spellbuf);
+    if (!names || !schemas || !required || !spell || !spellbuf) { js_fail(c, SD_ERR_NOMEM, "out of memory"); goto done; }
+    const char *k;
+    json_t *v;
+    json_object_foreach(props, k, v) { names[n] = k; schemas[n] = v; n++; }
+    size_t i;
+    json_array_foreach(req, i, v) {
+        if (!json_is_string(v)) { js_fail(c, SD_ERR_FORMAT, "required: not all strings"); goto done; }
+        size_t j;
+        for (j = 0; j < n && strcmp(names[j], json_string_value(v)); j++) {}
+        if (j == n) {
+            if (json_is_false(addl)) { js_fail(c, SD_ERR_UNSUPPORTED, "required: \"%.60s\" is not in properties and additionalProperties is false", json_string_value(v)); goto done; }
+            names[n] = json_string_value(v);
+            schemas[n] = json_is_true(addl) ? NULL : addl;
+            n++;
+        }
+        required[j] = true;
+    }
+    for (size_t j = 0; j < n; j++) {
+        js_json_string(&spellbuf[j], names[j], strlen(names[j]));
+        spellbuf[j].s[spellbuf[j].len - 1] = 0; /* without the quotes */
+        spell[j] = spellbuf[j].s + 1;
+    }
+    /* additional keys: a rule "key": value with the key none of the names */
+    int extra = -1;
+    const char *ws = js_common(c, JS_WS);
+    if (!json_is_false(addl)) {
+        extra = js_rule_new(c, "extra");
+        int kn = key_not_in(c, spell, (int)n, 0);
+        int val = json_is_true(addl) ? (js_common(c, JS_VALUE), c->common[JS_VALUE]) : sub(c, addl, "additionalProperties", NULL, "extra");
+        js_t(c, extra, "\"\\\"\"");
+        js_ref(c, extra, kn, true);
+        char t[64];
+        snprintf(t, sizeof t, "\"\\\"\" \":\" %s", ws);
+        js_t(c, extra, t);
+        js_ref(c, extra, val, true);
+    }
+    /* R[j]: entries j.. after something was written; S[j]: nothing yet. */
+    int *R = calloc(n + 1, sizeof *R), *S = calloc(n + 1, sizeof *S), *kv = calloc(n + 1, sizeof *kv);
+    if (!R || !S || !kv) { js_fail(c, SD_ERR_NOMEM, "out of memory"); free(R); free(S); free(kv); goto done; }
+    for (size_t j = 0; j < n && js_ok(c); j++) {
+        kv[j] = json_is_false(schemas[j]) ? -1 : gen_member(c, names[j], schemas[j], schemas[j] && j < np ? "properties" : "additionalProperties");
+        if (kv[j] == -1 && required[j]) js_fail(c, SD_ERR_UNSUPPORTED, "required: \"%.60s\" has the false schema", names[j]);
+    }
+    char tail[128], tail0[160];
+    if (extra >= 0) {
+        snprintf(tail, sizeof tail, "(\",\" %s %s %s)*", ws, c->rules[extra].name, ws);
+        snprintf(tail0, sizeof tail0, "(%s %s (\",\" %s %s %s)*)?", c->rules[extra].name, ws, ws, c->rules[extra].name, ws);
+    } else tail[0] = tail0[0] = 0;
+    for (size_t jj = n; jj-- > 0 && js_ok(c);) {
+        if (kv[jj] < 0) { R[jj] = R[jj + 1]; S[jj] = S[jj + 1]; continue; }
+        char sep[32];
+        snprintf(sep, sizeof sep, "\",\" %s", ws);
+        R[jj] = jj ? js_rule_new(c, hint) : -1; /* R[0] is never used: the first entry has no comma */
+        if (jj && !required[jj]) js_o(c, R[jj], "(");
+        if (jj) {
+            js_t(c, R[jj], sep);
+            js_ref(c, R[jj], kv[jj], required[jj]);
+            js_o(c, R[jj], ws);
+            if (!required[jj]) js_o(c, R[jj], ")?");
+            if (jj + 1 < n && R[jj + 1] > 0) js_ref(c, R[jj], R[jj + 1], true);
+            else if (tail[0]) js_o(c, R[jj], tail);
+            else js_o(c, R[jj], "\"\"");
+        }
+        S[jj] = js_rule_new(c, hint);
+        js_alt_open(c, S[jj]);
+        js_ref(c, S[jj], kv[jj], true);
+        js_o(c, S[jj], ws);
+        if (jj + 1 < n && R[jj + 1] > 0) js_ref(c, S[jj], R[jj + 1], true);
+        else if (tail[0]) js_o(c, S[jj], tail);
+        if (!required[jj]) {
+            js_alt_open(c, S[jj]);
+            if (jj + 1 < n && S[jj + 1] > 0) js_ref(c, S[jj], S[jj + 1], true);
+            else if (tail0[0]) js_o(c, S[jj], tail0);
+            else js_o(c, S[jj], "\"\"");
+        }
+    }
+    js_t(c, r, "\"{\"");
+    js_o(c, r, ws);
+    if (n && S[0] > 0) js_ref(c, r, S[0], true);
+    else js_o(c, r, tail0);
+    js_t(c, r, "\"}\"");
+    free(R);
+    free(S);
+    free(kv);
+done:
+    for (size_t j = 0; spellbuf && j < n; j++) sd_strbuf_free(&spellbuf[j]);
+    free(names);
+    free(schemas);
+    free(required);
+    free(spell);
+    free(spellbuf);
+}
+
+static void gen_array(js_conv *c, int r, json_t *s, const char *hint) {
+    json_t *pre = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
+    json_t *uniq = json_object_get(s, "uniqueItems");
+    if (uniq && !json_is_false(uniq)) { js_fail(c, SD_ERR_UNSUPPORTED, "uniqueItems: true is not supported"); return; }
+    if (pre && !json_is_array(pre)) { js_fail(c, SD_ERR_FORMAT, "prefixItems: not an array"); return; }
+    long lo = 0, hi = -1, k = (long)json_array_size(pre);
+    get_count(c, s, "minItems", &lo);
+    bool has_hi = get_count(c, s, "maxItems", &hi);
+    if (!js_ok(c)) return;
+    if (json_is_false(items)) { if (!has_hi || hi > k) hi = k; has_hi = true; }
+    if (has_hi && hi < lo) { js_fail(c, SD_ERR_UNSUPPORTED, "minItems > maxItems (or more than prefixItems allow): no array fits"); return; }
+    if (has_hi && hi < k) k = hi; /* maxItems cuts the prefix short */
+    if (k > JS_MAX_COUNT) { js_fail(c, SD_ERR_UNSUPPORTED, "prefixItems: more than %d", JS_MAX_COUNT); return; }
+    const char *ws = js_common(c, JS_WS);
+    int rest = -1;
+    long rlo = lo > k ? lo - k : 0, rhi = has_hi ? hi - k : -1;
+    if (!has_hi || rhi > 0) {
+        if (items && !json_is_true(items)) rest = sub(c, items, "items", NULL, hint);
+        else { js_common(c, JS_VALUE); rest = c->common[JS_VALUE]; }
+    }
+    /* the tail after the prefix: rlo..rhi more elements */
+    sd_strbuf tail = {0};
+    if (rest >= 0) {
+        const char *rn = c->rules[rest].name;
+        char cnt[48];
+        if (k == 0) {
+            long a = rlo ? rlo - 1 : 0, b = rhi > 0 ? rhi - 1 : -1;
+            if (b < 0) snprintf(cnt, sizeof cnt, a ? "{%ld,}" : "*", a);
+            else snprintf(cnt, sizeof cnt, "{%ld,%ld}", a, b);
+            sd_strbuf_printf(&tail, "(%s %s (\",\" %s %s %s)%s)%s", rn, ws, ws, rn, ws, cnt, rlo ? "" : "?");
+        } else {
+            if (rhi < 0) snprintf(cnt, sizeof cnt, rlo ? "{%ld,}" : "*", rlo);
+            else snprintf(cnt, sizeof cnt, "{%ld,%ld}", rlo, rhi);
+            sd_strbuf_printf(&tail, "(\",\" %s %s %s)%s", ws, rn, ws, cnt);
+        }
+    }
+    /* F[i]: prefix elements i.. (after i elements) */
+    int next = -1;
+    for (long i = k; i-- > 0 && js_ok(c);) {
+        char seg[24];
+        snprintf(seg, sizeof seg, "%ld", i);
+        int e = sub(c, json_array_get(pre, (size_t)i), "prefixItems", seg, hint);
+        int f = js_rule_new(c, hint);
+        bool mand = i < lo;
+        if (!mand) js_o(c, f, "(");
+        if (i > 0) { char t[32]; snprintf(t, sizeof t, "\",\" %s", ws); js_t(c, f, t); }
+        js_ref(c, f, e, mand);
+        js_o(c, f, ws);
+        if (next >= 0) js_ref(c, f, next, mand);
+        else if (tail.len) { js_o(c, f, tail.s); if (rlo && mand) js_need(c, f, rest); }
+        if (!mand) js_o(c, f, ")?");
+        next = f;
+    }
+    js_t(c, r, "\"[\"");
+    js_o(c, r, ws);
+    if (next >= 0) js_ref(c, r, next, true);
+    else if (rest >= 0) {
+        js_o(c, r, tail.s);
+        if (rlo) js_need(c, r, rest); /* the tail's first element is mandatory */
+    }
+    js_t(c, r, "\"]\"");
+    if (tail.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
+    sd_strbuf_free(&tail);
+}
+
+/* The schema's own node, typed: an alternative per type it allows. */
+static void gen_typed(js_conv *c, int r, json_t *s, const char *hint) {
+    int mask = type_mask(c, json_object_get(s, "type"));
+    if (!js_ok(c)) return;
+    if ((mask & T_NUM) && (mask & T_INT)) mask &= ~T_INT;
+    for (int b = 0; b < 7 && js_ok(c); b++) {
+        if (!(mask & (1 << b))) continue;
+        js_alt_open(c, r);
+        switch (1 << b) {
+        case T_NULL: js_t(c, r, js_common(c, JS_NULL)); break;
+        case T_BOOL: js_t(c, r, js_common(c, JS_BOOLEAN)); break;
+        case T_STR: gen_string(c, r, s, hint); break;
+        case T_NUM: gen_number(c, r, s, false); break;
+        case T_INT: gen_number(c, r, s, true); break;
+        case T_OBJ: { int o = js_rule_new(c, hint); gen_object(c, o, s, hint); js_ref(c, r, o, true); break; }
+        case T_ARR: { int a = js_rule_new(c, hint); gen_array(c, a, s, hint); js_ref(c, r, a, true); break; }
+        }
+    }
+}
+
+/* Whether two values' sets are provably disjoint, for oneOf: by type, or by
+ * const/enum values. */
+static int branch_types(js_conv *c, json_t *s, json_t **values) {
+    *values = NULL;
+    if (!json_is_object(s)) return T_ALL;
+    json_t *ref = json_object_get(s, "$ref");
+    if (ref && json_object_size(s) == 1 && json_is_string(ref) && c->depth < SD_JSON_SCHEMA_MAX_DEPTH) {
+        json_t *t = resolve(c, json_string_value(ref));
+        c->depth++;
+        int m = t ? branch_types(c, t, values) : 0;
+        c->depth--;
+        return m;
+    }
+    json_t *e = json_object_get(s, "enum"), *k = json_object_get(s, "const");
+    if (e || k) {
+        int m = 0;
+        size_t i;
+        json_t *x;
+        if (k) m = value_type(k);
+        json_array_foreach(e, i, x) m |= value_type(x);
+        *values = e ? e : k;
+        return m;
+    }
+    int m = type_mask(c, json_object_get(s, "type"));
+    if (m & T_NUM) m |= T_INT;
+    return m;
+}
+
+static bool values_disjoint(json_t *a, json_t *b) {
+    size_t i, j;
+    json_t *x, *y;
+    json_t *la = json_is_array(a) ? a : NULL, *lb = json_is_array(b) ? b : NULL;
+    size_t na = la ? json_array_size(la) : 1, nb = lb ? json_array_size(lb) : 1;
+    for (i = 0; i < na; i++) {
+        x = la ? json_array_get(la, i) : a;
+        for (j = 0; j < nb; j++) {
+            y = lb ? json_array_get(lb, j) : b;
+            if (json_equal(x, y)) return false;
+            if (json_is_number(x) && json_is_number(y) && json_number_value(x) == json_number_value(y)) return false;
+        }
+    }
+    return true;
+}
+
+static bool oneof_exclusive(js_conv *c, json_t *list) {
+    size_t n = json_array_size(list);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            json_t *vi, *vj;
+            int ti = branch_types(c, json_array_get(list, i), &vi), tj = branch_types(c, json_array_get(list, j), &vj);
+            if (!js_ok(c)) return false;
+            if (!(ti & tj)) continue;
+            if (vi && vj && values_disjoint(vi, vj)) continue;
+            return false;
+        }
+    return true;
+}
+
+static int gen(js_conv *c, json_t *s, const char *hint) {
+    if (!bump(c)) return -1;
+    int m = memo_get(c, s);
+    if (m >= 0) return m;
+    if (json_is_true(s)) { js_common(c, JS_VALUE); return c->common[JS_VALUE]; }
+    if (json_is_false(s)) return js_fail(c, SD_ERR_UNSUPPORTED, "the false schema (nothing is valid)");
+    if (!json_is_object(s)) return js_fail(c, SD_ERR_FORMAT, "a schema must be an object or a boolean");
+    if (c->depth >= SD_JSON_SCHEMA_MAX_DEPTH) return js_fail(c, SD_ERR_FORMAT, "schemas nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH);
+    const char *k;
+    json_t *v;
+    bool constraining = false;
+    json_object_foreach(s, k, v) {
+        if (is_annotation(k)) continue;
+        if (!is_supported(k)) return js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
+    }
+    int r = js_rule_new(c, hint);
+    if (r < 0) return -1;
+    memo_put(c, s, r);
+    c->depth++;
+    json_t *all = json_object_get(s, "allOf"), *ref = json_object_get(s, "$ref");
+    json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
+    json_object_foreach(s, k, v)
+        if (!is_annotation(k) && strcmp(k, "anyOf") && strcmp(k, "oneOf") && strcmp(k, "$ref")) constraining = true;
+    if (any && one) js_fail(c, SD_ERR_UNSUPPORTED, "anyOf together with oneOf is not supported");
+    else if (all || (ref && constraining) || (ref && (any || one))) {
+        json_t *f = flatten(c, s);
+        if (f) {
+            int t = gen(c, f, hint);
+            js_ref(c, r, t, true);
+        }
+    } else if (ref) {
+        if (!json_is_string(ref)) js_fail(c, SD_ERR_FORMAT, "$ref: not a string");
+        else {
+            json_t *t = resolve(c, json_string_value(ref));
+            const char *name = strrchr(json_string_value(ref), '/');
+            int tr = t ? gen(c, t, name ? name + 1 : "ref") : -1;
+            js_ref(c, r, tr, true);
+        }
+    } else if (any || one) {
+        json_t *list = any ? any : one;
+        const char *kw = any ? "anyOf" : "oneOf";
+        if (!json_is_array(list) || !json_array_size(list)) js_fail(c, SD_ERR_FORMAT, "%s: not a non-empty array", kw);
+        else if (one && !oneof_exclusive(c, list))
+            js_fail(c, SD_ERR_UNSUPPORTED, "oneOf: the branches are not provably exclusive (by type or const/enum); use anyOf if any match will do");
+        json_t *sib = NULL;
+        if (constraining && js_ok(c)) {
+            sib = own(c, json_copy(s));
+            if (sib) { json_object_del(sib, "anyOf"); json_object_del(sib, "oneOf"); }
+        }
+        size_t i;
+        json_array_foreach(list, i, v) {
+            if (!js_ok(c)) break;
+            char seg[24];
+            snprintf(seg, sizeof seg, "%zu", i);
+            size_t old = path_push(c, kw, seg);
+            json_t *b = v;
+            if (sib) {
+                json_t *fb = flatten(c, v), *fs = fb ? flatten(c, sib) : NULL;
+                b = fs ? merge(c, fs, fb) : NULL;
+            }
+            int t = b ? gen(c, b, hint) : -1;
+            path_pop(c, old);
+            js_alt_open(c, r);
+            js_ref(c, r, t, true);
+        }
+    } else if (json_object_get(s, "enum") || json_object_get(s, "const")) {
+        gen_enum(c, r, s);
+    } else {
+        gen_typed(c, r, s, hint);
+    }
+    c->depth--;
+    return js_ok(c) ? r : -1;
+}
+
+/* ---- checks and output ---- */
+
+static bool check_productive(js_conv *c) {
+    bool *prod = calloc((size_t)c->nrules + 1, 1);
+    if (!prod) return js_fail(c, SD_ERR_NOMEM, "out of memory"), false;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int r = 0; r < c->nrules; r++) {
+            if (prod[r]) continue;
+            js_rule *R = &c->rules[r];
+            for (int a = 0; a < R->nalts && !prod[r]; a++) {
+                bool ok = true;
+                for (int i = 0; i < R->alts[a].mand.n && ok; i++) ok = prod[R->alts[a].mand.v[i]];
+                if (ok) prod[r] = changed = true;
+            }
+        }
+    }
+    for (int r = 0; r < c->nrules; r++)
+        if (!prod[r]) {
+            c->path.len = 0;
+            sd_strbuf_puts(&c->path, c->rules[r].where);
+            free(prod);
+            js_fail(c, SD_ERR_UNSUPPORTED, "no finite JSON value satisfies this schema ($ref recursion that never ends)");
+            return false;
+        }
+    free(prod);
+    return true;
+}
+
+/* Depth-first search over left refs: a cycle means a rule reaches itself
+ * before consuming a byte. */
+static bool left_cycle(js_conv *c, int r, char *state) {
+    state[r] = 1;
+    js_rule *R = &c->rules[r];
+    for (int a = 0; a < R->nalts; a++)
+        for (int i = 0; i < R->alts[a].left.n; i++) {
+            int t = R->alts[a].left.v[i];
+            if (state[t] == 1) {
+                sd_strbuf_clear(&c->path);
+                sd_strbuf_puts(&c->path, c->rules[t].where);
+                js_fail(c, SD_ERR_UNSUPPORTED, "a $ref/anyOf cycle that reaches the same schema without any JSON structure in between");
+                return true;
+            }
+            if (!state[t] && left_cycle(c, t, state)) return true;
+        }
+    state[r] = 2;
+    return false;
+}
+
+sd_status sd_json_schema_to_gbnf(const char *schema_json, size_t len, const sd_json_schema_opts *opts,
+                                 sd_strbuf *gbnf, sd_err *err) {
+    js_conv c = {.err = err, .strict = opts && opts->strict};
+    for (int i = 0; i < JS_NCOMMON; i++) c.common[i] = -1;
+    bool any_object = opts && opts->any_object;
+    if (!any_object) {
+        if (!schema_json) return sd_err_set(err, SD_ERR_ARG, "json schema: no schema given");
+        if (len > SD_JSON_SCHEMA_MAX_BYTES) return sd_err_set(err, SD_ERR_FORMAT, "json schema: %zu bytes (at most %d)", len, SD_JSON_SCHEMA_MAX_BYTES);
+        json_error_t je;
+        c.root = json_loadb(schema_json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+        if (!c.root) return sd_err_set(err, SD_ERR_FORMAT, "json schema: not valid JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        if (!json_is_object(c.root) && !json_is_boolean(c.root)) {
+            json_decref(c.root);
+            return sd_err_set(err, SD_ERR_FORMAT, "json schema: the schema must be an object or a boolean");
+        }
+    }
+    int root = js_rule_new(&c, "root");
+    if (any_object) js_t(&c, root, js_common(&c, JS_OBJECT));
+    else {
+        json_t *id = json_object_get(c.root, "$id");
+        if (id) json_object_del(c.root, "$id"); /* the root's $id names the document; refs stay "#..." */
+        int r = gen(&c, c.root, "root");
+        js_ref(&c, root, r, true);
+    }
+    if (js_ok(&c)) check_productive(&c);
+    if (js_ok(&c)) {
+        char *state = calloc((size_t)c.nrules, 1);
+        if (!state) js_fail(&c, SD_ERR_NOMEM, "out of memory");
+        for (int r = 0; state && r < c.nrules && js_ok(&c); r++)
+            if (!state[r]) left_cycle(&c, r, state);
+        free(state);
+    }
+    if (js_ok(&c)) {
+        size_t start = gbnf->len;
+        for (int r = 0; r < c.nrules; r++)
+            sd_strbuf_printf(gbnf, "%s ::= %s\n", c.rules[r].name, sd_strbuf_str(&c.rules[r].body));
+        if (gbnf->oom) { js_fail(&c, SD_ERR_NOMEM, "out of memory"); gbnf->len = start; }
+    }
+    for (int r = 0; r < c.nrules; r++) {
+        free(c.rules[r].name);
+        free(c.rules[r].where);
+        sd_strbuf_free(&c.rules[r].body);
+        for (int a = 0; a < c.rules[r].nalts; a++) {
+            free(c.rules[r].alts[a].mand.v);
+            free(c.rules[r].alts[a].left.v);
+        }
+        free(c.rules[r].alts);
+    }
+    free(c.rules);
+    free(c.memo);
+    for (int i = 0; i < c.nowned; i++) json_decref(c.owned[i]);
+    free(c.owned);
+    sd_strbuf_free(&c.path);
+    json_decref(c.root);
+    return c.status;
+}
