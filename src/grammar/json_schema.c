@@ -13,7 +13,7 @@
 
 #include "grammar/json_schema_impl.h"
 
-#define JS_MAX_WORK 2000000 /* schema nodes visited + merged, and output / 64 */
+#define JS_MAX_WORK 200000 /* schema nodes visited + merged: bounds $ref / allOf blow-up */
 #define JS_MAX_ENUM 10000
 #define JS_MAX_COUNT 10000 /* minLength / maxLength / minItems / maxItems */
 
@@ -198,18 +198,19 @@ static bool num_of(json_t *v, double *d) {
 static void merge_bound(json_t *out, json_t *a, json_t *b, const char *incl, const char *excl, int sign) {
     double best = 0;
     bool have = false, best_excl = false;
+    json_t *best_v = NULL; /* the original value: integers beyond 2^53 stay exact */
     json_t *srcs[2] = {a, b};
     for (int s = 0; s < 2; s++) {
         double v;
         for (int e = 0; e < 2; e++) {
             if (!num_of(json_object_get(srcs[s], e ? excl : incl), &v)) continue;
             bool tighter = !have || (sign > 0 ? v > best : v < best) || (v == best && e && !best_excl);
-            if (tighter) { best = v; best_excl = e; have = true; }
+            if (tighter) { best = v; best_excl = e; have = true; best_v = json_object_get(srcs[s], e ? excl : incl); }
         }
     }
     json_object_del(out, incl);
     json_object_del(out, excl);
-    if (have) json_object_set_new(out, best_excl ? excl : incl, json_real(best));
+    if (have) json_object_set(out, best_excl ? excl : incl, best_v);
 }
 
 static void merge_count(json_t *out, json_t *a, json_t *b, const char *k, bool take_max) {
@@ -550,40 +551,62 @@ static void gen_string(js_conv *c, int r, json_t *s, const char *hint) {
     js_t(c, r, t);
 }
 
-/* Integer-valued bound k of keyword kw: false when absent. */
-static bool get_bound(js_conv *c, json_t *s, const char *kw, double *v) {
+/* A bound: its value, and whether it is an integer (then exact in i, also
+ * beyond 2^53, where a double would round). */
+typedef struct bound {
+    double d;
+    int64_t i;
+    bool is_int;
+} bound;
+
+/* The bound of keyword kw: false when absent. */
+static bool get_bound(js_conv *c, json_t *s, const char *kw, bound *b) {
     json_t *x = json_object_get(s, kw);
     if (!x) return false;
-    if (!num_of(x, v)) { js_fail(c, SD_ERR_FORMAT, "%s: not a number", kw); return false; }
-    if (fabs(*v) > (double)JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+    if (!num_of(x, &b->d)) { js_fail(c, SD_ERR_FORMAT, "%s: not a number", kw); return false; }
+    if (fabs(b->d) > (double)JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+    if (json_is_integer(x)) {
+        b->i = json_integer_value(x);
+        if (b->i > JS_INT_BOUND || b->i < -JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+        b->is_int = true;
+    } else {
+        b->is_int = b->d == floor(b->d);
+        b->i = (int64_t)b->d;
+    }
     return true;
 }
 
+/* Compares bounds exactly when both are integers. */
+static int bound_cmp(bound a, bound b) {
+    if (a.is_int && b.is_int) return a.i < b.i ? -1 : a.i > b.i;
+    return a.d < b.d ? -1 : a.d > b.d;
+}
+
 static void gen_number(js_conv *c, int r, json_t *s, bool integer) {
-    double mn, mx, xmn, xmx;
+    bound mn, mx, xmn, xmx;
     bool hmn = get_bound(c, s, "minimum", &mn), hmx = get_bound(c, s, "maximum", &mx);
     bool hxmn = get_bound(c, s, "exclusiveMinimum", &xmn), hxmx = get_bound(c, s, "exclusiveMaximum", &xmx);
     if (!js_ok(c)) return;
     /* one lower and one upper bound: the tighter */
     bool lo_excl = false, hi_excl = false;
-    double lo = mn, hi = mx;
-    if (hxmn && (!hmn || xmn >= mn)) { lo = xmn; lo_excl = true; }
-    if (hxmx && (!hmx || xmx <= mx)) { hi = xmx; hi_excl = true; }
+    bound lo = mn, hi = mx;
+    if (hxmn && (!hmn || bound_cmp(xmn, mn) >= 0)) { lo = xmn; lo_excl = true; }
+    if (hxmx && (!hmx || bound_cmp(xmx, mx) <= 0)) { hi = xmx; hi_excl = true; }
     bool has_lo = hmn || hxmn, has_hi = hmx || hxmx;
     if (!has_lo && !has_hi) { js_t(c, r, js_common(c, integer ? JS_INTEGER : JS_NUMBER)); return; }
     sd_strbuf t = {0};
     if (integer) {
         int64_t ilo = 0, ihi = 0;
-        if (has_lo) ilo = lo_excl ? (int64_t)floor(lo) + 1 : (int64_t)ceil(lo);
-        if (has_hi) ihi = hi_excl ? (int64_t)ceil(hi) - 1 : (int64_t)floor(hi);
+        if (has_lo) ilo = lo.is_int ? lo.i + (lo_excl ? 1 : 0) : lo_excl ? (int64_t)floor(lo.d) + 1 : (int64_t)ceil(lo.d);
+        if (has_hi) ihi = hi.is_int ? hi.i - (hi_excl ? 1 : 0) : hi_excl ? (int64_t)ceil(hi.d) - 1 : (int64_t)floor(hi.d);
         if (has_lo && has_hi && ilo > ihi) { js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no integer fits"); return; }
         js_int_range(&t, has_lo, ilo, has_hi, ihi);
     } else {
-        if ((has_lo && lo != floor(lo)) || (has_hi && hi != floor(hi))) {
+        if ((has_lo && !lo.is_int) || (has_hi && !hi.is_int)) {
             js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: fractional bounds on a number are not supported (integer bounds are)");
             return;
         }
-        if (!js_num_range(&t, has_lo, (int64_t)lo, lo_excl, has_hi, (int64_t)hi, hi_excl)) {
+        if (!js_num_range(&t, has_lo, lo.i, lo_excl, has_hi, hi.i, hi_excl)) {
             js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no number fits");
             sd_strbuf_free(&t);
             return;

@@ -103,7 +103,6 @@ static void body_add(js_conv *c, int r, const char *text) {
     js_rule *R = &c->rules[r];
     if (R->body.len && R->body.s[R->body.len - 1] != ' ' && R->body.s[R->body.len - 1] != '(') sd_strbuf_puts(&R->body, " ");
     sd_strbuf_puts(&R->body, text);
-    c->work += strlen(text) / 64;
     if (R->body.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
     else if (R->body.len > SD_JSON_SCHEMA_MAX_GBNF)
         js_fail(c, SD_ERR_FORMAT, "the grammar would exceed %d bytes", SD_JSON_SCHEMA_MAX_GBNF);

@@ -133,7 +133,7 @@ bool js_num_range(sd_strbuf *out, bool has_lo, int64_t lo, bool lo_excl, bool ha
     sd_strbuf body = {0};
     bool any = false;
     /* x < 0, written "-" m with m > 0: -hi <(=) m <(=) -lo. */
-    if (!has_hi || hi > 0 || (hi == 0 && !hi_excl) || hi < 0) {
+    {
         if (!has_lo || lo < 0) {
             int64_t mlo = 0;
             bool mlo_excl = true;
