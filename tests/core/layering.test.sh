@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The layers of src/ only include downward:
-#   core < format < numerics < tokenizer < model < decode < chat < api < server < cli
+#   core < format < numerics < tokenizer < grammar < model < decode < chat < api < server < cli
 # Fails, naming the file and include, when a lower layer includes a higher one.
 # src/server/ is a front end on the public API (the CLI's `serve` and `chat`
 # commands call it): besides "specdec.h" and its own files it may include
 # only src/core/'s utilities (string buffer, status codes), never the engine.
 set -u
 cd "${SD_SOURCE_DIR:-$(dirname "$0")/../..}"
-order=(core format numerics tokenizer model decode chat api server cli)
+order=(core format numerics tokenizer grammar model decode chat api server cli)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 bad=0; checked=0
 for f in $(find src -name '*.[ch]'); do
