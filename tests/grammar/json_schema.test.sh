@@ -4,7 +4,8 @@
 # documents parse strictly and validate with Debian's python3-jsonschema
 # (format checking on), valid documents in the canonical form are accepted;
 # and integer / number bounds are exact (json_schema_ranges.py).
-# Acceptance: tests/grammar/gbnf_ref.py, a reference reader of the grammar.
+# Acceptance: tests/grammar/gbnf_ref.py, a reference reader of the grammar,
+# and the grammar engine (sd_grammar_accepts), which must agree on every document.
 # SD_JSON_SCHEMA_N sets the number of random schemas (default 720: about
 # 10,000 pairs, under a minute on one core).
 set -euo pipefail
@@ -18,4 +19,4 @@ if ! "$PY" -c 'import jsonschema, pyrfc3339' 2>/dev/null; then
   exit 77
 fi
 "$PY" tests/grammar/json_schema_ranges.py "$CONV" 150 1
-"$PY" tests/grammar/json_schema_fuzz.py "$CONV" "${SD_JSON_SCHEMA_N:-720}" 7
+"$PY" tests/grammar/json_schema_fuzz.py --engine "$CONV" "${SD_JSON_SCHEMA_N:-720}" 7

@@ -10,9 +10,11 @@ For each random schema: sd-json_schema_check converts it; then
 - completeness: random valid documents written in the canonical form
   (json.dumps, keys in "properties" order, ensure_ascii=False) with three
   whitespace styles (", "/": ", compact, indent=2) must be accepted.
-Acceptance is decided by gbnf_ref.py, a reference GBNF reader.
+Acceptance is decided by gbnf_ref.py, a reference GBNF reader; with
+--engine, the C grammar engine (sd_grammar_accepts, through
+sd-json_schema_check --docs) must decide every document the same way.
 
-Usage: json_schema_fuzz.py CONVERTER N_SCHEMAS [SEED]   (exit 1 on any failure)"""
+Usage: json_schema_fuzz.py [--engine] CONVERTER N_SCHEMAS [SEED]   (exit 1 on any failure)"""
 import decimal
 import json
 import random
@@ -286,11 +288,39 @@ def valid(validator, doc):
     return not any(True for _ in validator.iter_errors(doc))
 
 
+def engine_check(conv, strict, schema_text, checked, fails):
+    """Runs the C grammar engine over the documents; returns how many it
+    decided as the reference reader did, and records each disagreement."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+        f.write(b"\0".join(d.encode() for d, _ in checked))
+        name = f.name
+    try:
+        p = subprocess.run([conv] + (["--strict"] if strict else []) + ["--docs", name, "-"],
+                           input=schema_text.encode(), capture_output=True)
+    finally:
+        os.unlink(name)
+    got = p.stdout.decode().split()
+    if p.returncode != 0 or len(got) != len(checked):
+        fails.append(("engine failed", schema_text, p.stderr.decode()[:300]))
+        return 0
+    agreed = 0
+    for (doc, want), ans in zip(checked, got):
+        if (ans == "accept") == want:
+            agreed += 1
+        else:
+            fails.append(("engine disagrees with the reference reader", schema_text, doc, ans))
+    return agreed
+
+
 def main():
-    conv, n_schemas = sys.argv[1], int(sys.argv[2])
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    args = [a for a in sys.argv[1:] if a != "--engine"]
+    engine = "--engine" in sys.argv
+    conv, n_schemas = args[0], int(args[1])
+    seed = int(args[2]) if len(args) > 2 else 1
     r = random.Random(seed)
-    stats = dict(schemas=0, refused=0, walks=0, mutants_accepted=0, complete=0, skipped_invalid_gen=0)
+    stats = dict(schemas=0, refused=0, walks=0, mutants_accepted=0, complete=0, skipped_invalid_gen=0,
+                 engine_agreed=0)
     fails = []
     for _ in range(n_schemas):
         schema = rand_root(r)
@@ -321,10 +351,12 @@ def main():
                         close(v)
             close(vschema)
         validator = jsonschema.Draft202012Validator(vschema, format_checker=FC)
+        checked = []  # (document, accepted by the reference reader): the engine must agree
         # soundness: random walks of the grammar
         for _ in range(4):
             doc_text = g.sample(r)
             stats["walks"] += 1
+            checked.append((doc_text, True))
             try:
                 doc = strict_loads(doc_text)
             except (ValueError, Strict) as e:
@@ -344,7 +376,9 @@ def main():
             for style in ({}, {"separators": (",", ":")}, {"indent": 2}):
                 out = json.dumps(doc, ensure_ascii=False, **style)
                 stats["complete"] += 1
-                if not g.accepts(out):
+                ok = g.accepts(out)
+                checked.append((out, ok))
+                if not ok:
                     fails.append(("valid canonical document refused", text, out))
             base = json.dumps(doc, ensure_ascii=False)
             for _ in range(3):
@@ -359,7 +393,9 @@ def main():
                 elif i < len(m):
                     del m[i]
                 mt = "".join(m)
-                if g.accepts(mt):
+                ok = g.accepts(mt)
+                checked.append((mt, ok))
+                if ok:
                     stats["mutants_accepted"] += 1
                     try:
                         md = strict_loads(mt)
@@ -368,7 +404,12 @@ def main():
                         continue
                     if not valid(validator, md):
                         fails.append(("accepted mutant invalid", text, mt))
+        if engine and checked:
+            stats["engine_agreed"] += engine_check(conv, strict, text, checked, fails)
     pairs = stats["walks"] + stats["complete"] + stats["mutants_accepted"]
+    if engine:
+        print("json_schema_fuzz: the grammar engine (sd_grammar_accepts) agreed with the reference reader on %d documents"
+              % stats["engine_agreed"])
     print("json_schema_fuzz: seed %d: %s; %d schema/document pairs checked; %d failures"
           % (seed, " ".join("%s=%d" % kv for kv in stats.items()), pairs, len(fails)))
     for f in fails[:10]:
