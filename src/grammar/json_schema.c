@@ -602,6 +602,10 @@ static void gen_number(js_conv *c, int r, json_t *s, bool integer) {
         if (has_lo && has_hi && ilo > ihi) { js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no integer fits"); return; }
         js_int_range(&t, has_lo, ilo, has_hi, ihi);
     } else {
+        if ((has_lo && fabs(lo.d) > 1e13) || (has_hi && fabs(hi.d) > 1e13)) {
+            js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: bounds on a number beyond +-10^13 are not supported");
+            return;
+        }
         if ((has_lo && !lo.is_int) || (has_hi && !hi.is_int)) {
             js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: fractional bounds on a number are not supported (integer bounds are)");
             return;

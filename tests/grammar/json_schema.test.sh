@@ -18,5 +18,5 @@ if ! "$PY" -c 'import jsonschema, pyrfc3339' 2>/dev/null; then
   echo "json_schema.test.sh: python3-jsonschema / python3-rfc3339 missing (scripts/deps.sh --test): skipped"
   exit 77
 fi
-"$PY" tests/grammar/json_schema_ranges.py "$CONV" 150 1
+"$PY" tests/grammar/json_schema_ranges.py "$CONV" 120 1
 "$PY" tests/grammar/json_schema_fuzz.py --engine "$CONV" "${SD_JSON_SCHEMA_N:-720}" 7

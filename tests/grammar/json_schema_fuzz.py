@@ -4,9 +4,10 @@ schema/document pairs.
 For each random schema: sd-json_schema_check converts it; then
 - soundness: random strings drawn from the grammar (random walks) and
   mutations of valid documents that the grammar accepts must parse with a
-  strict JSON parser (no NaN/Infinity; floats read as Decimal, so no
-  overflow to inf) and validate against the schema with Debian's
-  python3-jsonschema (Draft 2020-12, format checking on);
+  strict JSON parser (no NaN/Infinity; numbers read both as exact decimals
+  and as doubles, which must stay finite) and validate, both ways, against
+  the schema with Debian's python3-jsonschema (Draft 2020-12, format
+  checking on);
 - completeness: random valid documents written in the canonical form
   (json.dumps, keys in "properties" order, ensure_ascii=False) with three
   whitespace styles (", "/": ", compact, indent=2) must be accepted.
@@ -279,13 +280,29 @@ class Strict(Exception):
 
 
 def strict_loads(text):
+    """The document twice: numbers as exact decimals, and as doubles (which
+    must stay finite), as the two ways validators read numbers."""
     def const(name):
         raise Strict("non-JSON constant " + name)
-    return json.loads(text, parse_constant=const, parse_float=decimal.Decimal)
+
+    def finite(t):
+        v = float(t)
+        if v in (float("inf"), float("-inf")):
+            raise Strict("number overflows a double: " + t[:40])
+        return v
+    exact = json.loads(text, parse_constant=const, parse_float=decimal.Decimal)
+    return exact, json.loads(text, parse_constant=const, parse_float=finite)
 
 
 def valid(validator, doc):
+    if isinstance(doc, Pair):
+        return valid(validator, doc.exact) and valid(validator, doc.double)
     return not any(True for _ in validator.iter_errors(doc))
+
+
+class Pair:
+    def __init__(self, both):
+        self.exact, self.double = both
 
 
 def engine_check(conv, strict, schema_text, checked, fails):
@@ -358,7 +375,7 @@ def main():
             stats["walks"] += 1
             checked.append((doc_text, True))
             try:
-                doc = strict_loads(doc_text)
+                doc = Pair(strict_loads(doc_text))
             except (ValueError, Strict) as e:
                 fails.append(("walk does not parse", text, doc_text, str(e)))
                 continue
@@ -398,7 +415,7 @@ def main():
                 if ok:
                     stats["mutants_accepted"] += 1
                     try:
-                        md = strict_loads(mt)
+                        md = Pair(strict_loads(mt))
                     except (ValueError, Strict) as e:
                         fails.append(("accepted mutant does not parse", text, mt, str(e)))
                         continue

@@ -80,7 +80,7 @@ static void test_shapes(void **state) {
                              "char ::= [^\"\\\\\\u0000-\\u001F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] | [dD] [0-7] [0-9a-fA-F] [0-9a-fA-F] | [dD] [89abAB] [0-9a-fA-F] [0-9a-fA-F] \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F] [0-9a-fA-F]))\n"
                              "value ::= object | array | string | number | boolean | null\n"
                              "array ::= \"[\" ws (value ws (\",\" ws value ws)*)? \"]\"\n"
-                             "number ::= \"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n"
+                             "number ::= \"-\"? (\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?\n"
                              "boolean ::= \"true\" | \"false\"\n"
                              "null ::= \"null\"\n");
     sd_strbuf_free(&g);
@@ -117,6 +117,7 @@ static void test_refusals(void **state) {
     expect_err("{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer fits");
     expect_err("{\"type\":\"string\",\"minLength\":5,\"maxLength\":4}", "no string fits");
     expect_err("{\"type\":\"number\",\"minimum\":0.5}", "fractional");
+    expect_err("{\"type\":\"number\",\"minimum\":1e14}", "10^13");
     expect_err("{\"type\":\"integer\",\"maximum\":1e300}", "10^18");
     expect_err("{\"type\":\"string\",\"maxLength\":100000000}", "maxLength");
     expect_err("{\"type\":\"array\",\"uniqueItems\":true}", "uniqueItems");
