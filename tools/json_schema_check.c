@@ -18,7 +18,7 @@ static char *slurp(const char *path, size_t *len) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     if (!f) return NULL;
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = malloc(cap + 1);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
         n += got;
         if (n == cap) {
@@ -66,13 +66,15 @@ int main(int argc, char **argv) {
     char *d = slurp(docs, &n);
     if (!d) { fprintf(stderr, "sd-json_schema_check: cannot read %s\n", docs); sd_grammar_free(gr); return 2; }
     int rc = 0;
-    for (size_t at = 0; at < n;) {
+    /* k NULs separate k + 1 documents, empty ones included */
+    for (size_t at = 0;;) {
         const char *end = memchr(d + at, 0, n - at);
         size_t len = end ? (size_t)(end - (d + at)) : n - at;
         sd_err e = {0};
         bool ok = sd_grammar_accepts(gr, d + at, len, &e);
         if (e.code != SD_OK) { fprintf(stderr, "grammar engine: %s\n", e.msg); rc = 1; }
         puts(ok ? "accept" : "refuse");
+        if (!end) break;
         at += len + 1;
     }
     free(d);

@@ -52,12 +52,30 @@ def _time(s):
 
 
 assert {"date", "time", "date-time", "uuid"} <= set(FC.checkers), sorted(FC.checkers)
+
+
+# JSON Schema's "integer" is any number with a zero fractional part; Python's
+# jsonschema applies that to floats, and here to the exact (Decimal) reading too.
+def _is_integer(checker, x):
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return True
+    if isinstance(x, float):
+        return x.is_integer()
+    return isinstance(x, decimal.Decimal) and x.is_finite() and x == x.to_integral_value()
+
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 for fmt, bad in [("date", "2023-02-29"), ("date-time", "2023-01-01T25:00:00Z"), ("time", "12:61:00Z"),
                  ("uuid", "123")]:
     assert not FC.conforms(bad, fmt), "format checker for %s accepts %s" % (fmt, bad)
 
 PATTERNS = ["^[a-z]+$", "^\\d{3}-\\d{4}$", "ab", "^(foo|bar)+$", "x$", "^[A-Z][a-z]*", "^[^\\s]{2,5}$",
-            "^.{0,3}$", "^\\w+@\\w+\\.com$", "^(?:[0-9a-f]{2}){1,3}$", "^[\"\\\\]+$"]
+            "^.{0,3}$", "^\\w+@\\w+\\.com$", "^(?:[0-9a-f]{2}){1,3}$", "^[\"\\\\]+$", "^a|b$",
+            "^(ab|cd)*x?$", "[\\u00e9\\t]"]
 FORMATS = ["date", "time", "date-time", "uuid"]
 KEYS = ["name", "a", "b", "id", "tags", "x y", "q\"uote", "é", "n2"]
 
@@ -65,9 +83,9 @@ KEYS = ["name", "a", "b", "id", "tags", "x y", "q\"uote", "é", "n2"]
 def rand_schema(r, depth=0, defs=None):
     kinds = ["null", "boolean", "integer", "number", "string", "fmt", "pattern", "enum", "const"]
     if depth < 3:
-        kinds += ["object", "object", "array", "array", "anyOf", "oneOf", "allOf", "types"]
+        kinds += ["object", "object", "array", "array", "anyOf", "oneOf", "allOf", "types", "anyOfSib", "enumTyped"]
     if defs is not None and depth < 3:
-        kinds += ["ref"]
+        kinds += ["ref", "refSib"]
     k = r.choice(kinds)
     if k in ("null", "boolean"):
         return {"type": k}
@@ -137,6 +155,13 @@ def rand_schema(r, depth=0, defs=None):
         a, b = r.sample(KEYS, 2)
         return {"allOf": [{"type": "object", "properties": {a: rand_schema(r, depth + 1, defs)}, "required": [a]},
                           {"properties": {b: {"type": "integer", "minimum": 0}}}]}
+    if k == "anyOfSib":  # siblings merged into each branch
+        return {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    if k == "refSib":
+        return {"$ref": "#/$defs/node", "required": ["next"]}
+    if k == "enumTyped":
+        return {"type": r.choice(["string", "integer", ["string", "null"]]), "enum": ["a", 1, None, 2.0, "b"]}
     if k == "types":
         return {"type": r.sample(["null", "boolean", "integer", "string"], 2), "minimum": 3, "maxLength": 4}
     if k == "ref":
@@ -173,7 +198,10 @@ def gen_pattern(r, p):
              "^\\w+@\\w+\\.com$": lambda: "bob_1@ex.com",
              "^(?:[0-9a-f]{2}){1,3}$": lambda: "".join("%02x" % r.randint(0, 255) for _ in range(r.randint(1, 3))),
              "^[\"\\\\]+$": lambda: "".join(r.choice("\"\\") for _ in range(r.randint(1, 4))),
-             "^[a-z]{1,8}$": lambda: "".join(r.choice("abq") for _ in range(r.randint(1, 8)))}
+             "^[a-z]{1,8}$": lambda: "".join(r.choice("abq") for _ in range(r.randint(1, 8))),
+             "^a|b$": lambda: r.choice(["a", "azz", "b", "zzb", "a\"b"]),
+             "^(ab|cd)*x?$": lambda: "".join(r.choice(["ab", "cd"]) for _ in range(r.randint(0, 3))) + r.choice(["", "x"]),
+             "[\\u00e9\\t]": lambda: r.choice(["", "q", "\n"]) + r.choice(["é", "\t"]) + r.choice(["", "z"])}
     return table[p]()
 
 
@@ -182,7 +210,24 @@ def gen_doc(r, s, root, depth=0):
         return r.choice([None, 1, "any", [True], {"k": 2.5}])
     if "$ref" in s:
         name = s["$ref"].split("/")[-1]
-        return gen_doc(r, root["$defs"][name], root, depth + 1)
+        doc = gen_doc(r, root["$defs"][name], root, depth + 1)
+        for key in s.get("required", []):  # refSib: a required key the target has optional
+            if key not in doc:
+                doc[key] = gen_doc(r, root["$defs"][name]["properties"][key], root, depth + 1)
+                doc = {k: doc[k] for k in root["$defs"][name]["properties"] if k in doc}
+        return doc
+    if "anyOf" in s and "type" in s:  # anyOfSib
+        branch = r.choice(s["anyOf"])
+        doc = gen_doc(r, {k: v for k, v in s.items() if k != "anyOf"}, root, depth + 1)
+        for key in branch["required"]:
+            doc[key] = gen_doc(r, s["properties"][key], root, depth + 1)
+        order = list(s["properties"])
+        return {k: doc[k] for k in order + [k for k in doc if k not in order] if k in doc}
+    if "enum" in s and "type" in s:  # enumTyped: a value of the type
+        t = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        ok = [v for v in s["enum"] if ("string" in t and isinstance(v, str)) or (v is None and "null" in t)
+              or ("integer" in t and isinstance(v, (int, float)) and float(v).is_integer() and not isinstance(v, bool))]
+        return r.choice(ok)
     if "const" in s:
         return s["const"]
     if "enum" in s:
@@ -367,7 +412,7 @@ def main():
                     for v in x:
                         close(v)
             close(vschema)
-        validator = jsonschema.Draft202012Validator(vschema, format_checker=FC)
+        validator = Validator(vschema, format_checker=FC)
         checked = []  # (document, accepted by the reference reader): the engine must agree
         # soundness: random walks of the grammar
         for _ in range(4):
