@@ -243,9 +243,7 @@ static json_t *merge_props(js_conv *c, json_t *out, json_t *a, json_t *b) {
     if (!own(c, props) || !own(c, req)) return NULL;
     json_t *sides[2] = {a, b};
     for (int s = 0; s < 2; s++) {
-        const char *k;
         json_t *v;
-        json_object_foreach(json_object_get(sides[s], "required"), k, v) { (void)k; (void)v; }
         size_t i;
         json_array_foreach(json_object_get(sides[s], "required"), i, v) {
             bool dup = false;
@@ -490,11 +488,7 @@ static int gen_enum(js_conv *c, int r, json_t *s) {
     size_t n = e ? json_array_size(e) : 1, kept = 0;
     for (size_t i = 0; i < n && js_ok(c); i++) {
         json_t *x = e ? json_array_get(e, i) : k;
-        if (!(value_type(x) & mask)) continue;
-        /* a real that is integral is an integer for "type": "integer" */
-        bool dup = false;
-        for (size_t j = 0; j < i; j++) dup |= json_equal(json_array_get(e, j), x);
-        if (dup) continue;
+        if (!(value_type(x) & mask)) continue; /* an integral real counts as an integer */
         sd_strbuf t = {0};
         value_text(c, &t, x, 0);
         js_alt_open(c, r);
