@@ -2,7 +2,8 @@
  * default, any-object, canonical literals) and its refusals: every
  * unsupported keyword named, hostile schemas (deep nesting, huge enums,
  * $ref cycles, runaway allOf expansion) refused with a clear error.
- * Acceptance of documents is checked by tests/grammar/json_schema.test.sh. */
+ * test_accepts runs chosen documents through the grammar engine; the random
+ * schema/document pairs are tests/grammar/json_schema.test.sh's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 
 /* Converts; returns the status, the grammar in *out (caller frees) and the
@@ -165,11 +167,93 @@ static void test_hostile(void **state) {
     sd_strbuf_free(&s);
 }
 
+/* Documents through the grammar engine: what each schema must accept and refuse. */
+static void test_accepts(void **state) {
+    (void)state;
+    static const struct {
+        const char *schema;
+        bool strict;
+        const char *doc;
+        bool want;
+    } cases[] = {
+        /* objects: properties order, optional keys, additional keys never a declared name */
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}", false, "{\"a\": 1, \"b\": \"x\"}", true},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}", false, "{\"b\":\"x\",\"zz\":[1,{}]}", true},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}", false, "{\"a\": 1}", false},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}", false, "{\"b\": \"x\", \"a\": \"y\"}", false},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"b\"]}", true, "{\"b\": \"x\", \"zz\": 1}", false},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}", false, "{\"a\": 1, \"a\": \"s\"}", false},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}", false, "{\"a\": 1, \"ab\": \"s\"}", true},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}", false, "{\"a\": 1, \"\\u0061\": \"s\"}", false},
+        /* whitespace: compact, one space, newline + indentation up to 20 */
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", false, "[1,2]", true},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", false, "[\n  1,\n  2\n]", true},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", false, "[1 ,2]", true},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", false, "[1,  2]", false},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", false, " [1]", false},
+        /* integers and numbers */
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", false, "-15", true},
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", false, "-16", false},
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", false, "119", true},
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", false, "120", false},
+        {"{\"type\":\"integer\",\"minimum\":-15,\"exclusiveMaximum\":120}", false, "007", false},
+        {"{\"type\":\"number\",\"exclusiveMaximum\":1}", false, "0.9999999999999999", true},
+        {"{\"type\":\"number\",\"exclusiveMaximum\":1}", false, "0.99999999999999995", false}, /* a double rounds it to 1 */
+        {"{\"type\":\"number\",\"maximum\":1}", false, "1.000", true},
+        {"{\"type\":\"number\",\"maximum\":1}", false, "1.001", false},
+        {"{\"type\":\"number\"}", false, "-1.5e+300", false}, /* beyond the exponents kept finite */
+        {"{\"type\":\"number\"}", false, "-1.5e+30", true},
+        /* strings: escapes, surrogate pairs, lengths in characters */
+        {"{\"type\":\"string\",\"maxLength\":1}", false, "\"\\ud83d\\ude00\"", true},
+        {"{\"type\":\"string\",\"maxLength\":1}", false, "\"\\ud83d\"", false},
+        {"{\"type\":\"string\",\"minLength\":2}", false, "\"\xc3\xa9\xc3\xa9\"", true},
+        {"{\"type\":\"string\",\"minLength\":2}", false, "\"\xc3\xa9\"", false},
+        {"{\"type\":\"string\"}", false, "\"a\nb\"", false},
+        /* patterns: anywhere unless anchored */
+        {"{\"type\":\"string\",\"pattern\":\"ab\"}", false, "\"xxabyy\"", true},
+        {"{\"type\":\"string\",\"pattern\":\"^ab\"}", false, "\"xxab\"", false},
+        {"{\"type\":\"string\",\"pattern\":\"^a[0-9]+$\"}", false, "\"a12\"", true},
+        {"{\"type\":\"string\",\"pattern\":\"^a[0-9]+$\"}", false, "\"a12 \"", false},
+        /* formats */
+        {"{\"type\":\"string\",\"format\":\"date\"}", false, "\"2024-02-29\"", true},
+        {"{\"type\":\"string\",\"format\":\"date\"}", false, "\"2023-02-29\"", false},
+        {"{\"type\":\"string\",\"format\":\"date\"}", false, "\"1900-02-29\"", false},
+        {"{\"type\":\"string\",\"format\":\"date\"}", false, "\"2000-02-29\"", true},
+        {"{\"type\":\"string\",\"format\":\"date\"}", false, "\"2023-04-31\"", false},
+        {"{\"type\":\"string\",\"format\":\"date-time\"}", false, "\"2023-04-30T23:59:59.5+05:30\"", true},
+        {"{\"type\":\"string\",\"format\":\"date-time\"}", false, "\"2023-04-30T24:00:00Z\"", false},
+        {"{\"type\":\"string\",\"format\":\"uuid\"}", false, "\"123e4567-e89b-12d3-a456-426614174000\"", true},
+        /* enum / const, anyOf, $ref recursion */
+        {"{\"enum\":[\"a\",{\"k\":[1,2]},null]}", false, "{\"k\": [1, 2]}", true},
+        {"{\"enum\":[\"a\",{\"k\":[1,2]},null]}", false, "{\"k\": [2, 1]}", false},
+        {"{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":1}]}", false, "\"ab\"", false},
+        {"{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"next\":{\"$ref\":\"#/$defs/n\"}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}", true, "{\"v\":1,\"next\":{\"v\":2,\"next\":{\"v\":3}}}", true},
+        {"{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},\"next\":{\"$ref\":\"#/$defs/n\"}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}", true, "{\"v\":1,\"next\":{\"next\":{\"v\":3}}}", false},
+        /* allOf merged */
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"a\"]},{\"properties\":{\"a\":{\"maximum\":9}}}]}", true, "{\"a\": 9}", true},
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"a\"]},{\"properties\":{\"a\":{\"maximum\":9}}}]}", true, "{\"a\": 10}", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_strbuf g;
+        sd_err err;
+        if (conv(cases[i].schema, cases[i].strict, &g, &err) != SD_OK) fail_msg("%s: %s", cases[i].schema, err.msg);
+        sd_grammar *gr = NULL;
+        if (sd_grammar_compile(g.s, g.len, "root", NULL, &gr, &err) != SD_OK) fail_msg("%s: engine: %s", cases[i].schema, err.msg);
+        bool got = sd_grammar_accepts(gr, cases[i].doc, strlen(cases[i].doc), NULL);
+        if (got != cases[i].want)
+            fail_msg("%s%s\n  %s: %s", cases[i].schema, cases[i].strict ? " (strict)" : "", cases[i].doc,
+                     got ? "accepted" : "refused");
+        sd_grammar_free(gr);
+        sd_strbuf_free(&g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_accepts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
