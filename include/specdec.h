@@ -365,9 +365,11 @@ typedef enum specdec_spec_mode {
                               SPECDEC_ERR_ARG without either) */
     SPECDEC_SPEC_SUFFIX,   /* suffix drafting (SuffixDecoding): the most frequent continuation in the context
                               and in params.suffix_cache, the outputs of earlier requests (free) */
+    SPECDEC_SPEC_GRAMMAR,  /* only the text params.grammar forces (its tokenization), no other drafter (free;
+                              SPECDEC_ERR_ARG without a grammar). AUTO drafts forced text too, first. */
 } specdec_spec_mode;
 
-/* "none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"; NULL for a value outside the enum. */
+/* "none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"; NULL for a value outside the enum. */
 SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
@@ -394,6 +396,55 @@ SPECDEC_API const char *specdec_rollback_name(specdec_rollback r);
 SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
 
 #define SPECDEC_MAX_STOP 8 /* stop strings per generate call */
+
+/* ------------------------------------------------------------------------ */
+/* Grammars: constrained decoding (docs/GRAMMAR.md)                          */
+
+/* A grammar compiled for one model's vocabulary: generated text is kept to
+ * the grammar's language, token by token, with speculation on or off and the
+ * same bytes either way (DESIGN.md "Constrained decoding under
+ * speculation"). Compile once, hand to any number of generate calls (also at
+ * once, from a batch's slots: it is thread-safe); its token masks and parse
+ * states are cached inside it and shared by those calls, so later requests
+ * with the same grammar are faster. Free it after the last call that uses it. */
+typedef struct specdec_grammar specdec_grammar;
+
+/* Compiles gbnf (len bytes of llama.cpp's GBNF dialect: rules `name ::=
+ * ...`, "literals" with \x \u \U escapes, [classes] and [^negated], `.`,
+ * ( ) | * + ? {m} {m,} {m,n}, # comments, token references <[id]>, <text>,
+ * !<[id]>) with start rule root (NULL = "root") for model's vocabulary
+ * (borrowed: the model must outlive the grammar). *out is the caller's to free.
+ * Errors: SPECDEC_ERR_FORMAT with "grammar LINE:COL: what" (or naming the
+ * rule: undefined, defined twice, left-recursive), SPECDEC_ERR_UNSUPPORTED
+ * (a size bound: rules, nesting, expansion), SPECDEC_ERR_ARG (NULL
+ * arguments), SPECDEC_ERR_NOMEM; *out is then NULL. */
+SPECDEC_API specdec_status specdec_grammar_init(const specdec_model *model, const char *gbnf, size_t len,
+                                                const char *root, specdec_grammar **out, specdec_error *err);
+
+/* A grammar from a JSON Schema (schema_json, len bytes): the converter of
+ * docs/JSON_SCHEMA.md, then specdec_grammar_init. strict: additionalProperties
+ * defaults to false (OpenAI's strict mode), else JSON Schema's true.
+ * any_object: ignore the schema (may be NULL) and accept any JSON object
+ * (response_format {"type": "json_object"}). Errors: as specdec_grammar_init,
+ * plus SPECDEC_ERR_FORMAT / SPECDEC_ERR_UNSUPPORTED naming the schema keyword
+ * refused. */
+SPECDEC_API specdec_status specdec_grammar_from_json_schema(const specdec_model *model, const char *schema_json,
+                                                            size_t len, bool strict, bool any_object,
+                                                            specdec_grammar **out, specdec_error *err);
+/* The GBNF text a JSON Schema becomes (the converter specdec_grammar_from_json_schema
+ * uses; start rule "root"), to read, or to combine with rules of one's own
+ * (e.g. a reasoning section before it, docs/GRAMMAR.md) before
+ * specdec_grammar_init. *gbnf (NUL-terminated, *gbnf_len bytes) is the
+ * caller's to free with specdec_free. Errors: as specdec_grammar_from_json_schema
+ * (no model needed: nothing is compiled). */
+SPECDEC_API specdec_status specdec_json_schema_to_gbnf(const char *schema_json, size_t len, bool strict,
+                                                       bool any_object, char **gbnf, size_t *gbnf_len,
+                                                       specdec_error *err);
+/* NULL-safe. No generate call may still use it. */
+SPECDEC_API void specdec_grammar_free(specdec_grammar *grammar);
+/* True when the len bytes of text are a complete sentence of the grammar
+ * (token references never match text). False for NULL. */
+SPECDEC_API bool specdec_grammar_accepts(const specdec_grammar *grammar, const char *text, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Suffix memory: the outputs of earlier requests, for suffix drafting       */
@@ -524,6 +575,16 @@ typedef struct specdec_generate_params {
      * NULL (default): SPECDEC_SPEC_SUFFIX then drafts from the context alone.
      * The call adds its generated tokens to it. */
     specdec_suffix_cache *suffix_cache;
+    /* Constrained decoding: NULL (default) = off. Else every generated token
+     * keeps the text a prefix of a sentence of the grammar (borrowed for the
+     * call; compiled for this context's model), end-of-generation tokens are
+     * allowed only where the text is a complete sentence, and generation
+     * also ends where the grammar allows no further token (stop reason
+     * "eog" if it ended on one, else "grammar"). The prompt is not
+     * constrained. Lossless as without (check_lossless compares with
+     * constrained plain decoding). With SPECDEC_SPEC_AUTO or _GRAMMAR, text
+     * the grammar forces is drafted as its tokenization. */
+    const specdec_grammar *grammar;
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -545,9 +606,10 @@ typedef enum specdec_stop_reason {
     SPECDEC_STOP_STRING,     /* a stop string (stats.stop_index says which) */
     SPECDEC_STOP_CANCELLED,  /* the piece callback returned false */
     SPECDEC_STOP_CONTEXT,    /* the context is full (n_ctx positions) */
+    SPECDEC_STOP_GRAMMAR,    /* the grammar allows no further token (params.grammar) */
 } specdec_stop_reason;
 
-/* "length", "eog", "stop", "cancelled", "context". */
+/* "length", "eog", "stop", "cancelled", "context", "grammar". */
 SPECDEC_API const char *specdec_stop_reason_name(specdec_stop_reason reason);
 
 /* What one generate call did. Counters are for this call only. */

@@ -44,7 +44,7 @@ import threading
 from . import _lib as _c
 
 __version__ = "0.1.0"
-__all__ = ["SpecdecError", "Model", "Context", "LLM", "Stats", "Result", "Stream", "version", "OPTIONS"]
+__all__ = ["SpecdecError", "Model", "Context", "LLM", "Grammar", "Stats", "Result", "Stream", "version", "OPTIONS"]
 
 # specdec_status values (include/specdec.h)
 OK, ERR_IO, ERR_FORMAT, ERR_NOMEM, ERR_UNSUPPORTED, ERR_CONTEXT, ERR_ARG, ERR_VOCAB, ERR_MISMATCH = range(9)
@@ -207,17 +207,18 @@ def _token_array(tokens):
 # The options of generate() and stream(), the fields of specdec_generate_params
 # (include/specdec.h documents each; the defaults are the library's):
 #   n_predict=128 (< 0: until an end-of-generation token or a full context),
-#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"),
+#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"),
 #   draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4,
 #   temperature=0.0 (greedy), top_k=0, top_p=1.0, min_p=0.0, seed=42,
 #   draft_sample=False, stop=() (up to 8 strings), stop_at_eog=True,
 #   check_lossless=False (decode again plainly and compare: Stats.lossless),
 #   hybrid_rollback="auto" ("checkpoint", "replay", "redecode", "window"),
-#   hybrid_window=9, tree_nodes=0, tree_width=2.
+#   hybrid_window=9, tree_nodes=0, tree_width=2,
+#   grammar=None (a Grammar of the context's model: the output is kept to it; docs/GRAMMAR.md).
 OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max", "gate", "temperature", "top_k",
            "top_p", "min_p", "seed", "draft_sample", "stop", "stop_at_eog", "check_lossless", "hybrid_rollback",
-           "hybrid_window", "tree_nodes", "tree_width")
-_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix or auto"),
+           "hybrid_window", "tree_nodes", "tree_width", "grammar")
+_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix, grammar or auto"),
           "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
 
 
@@ -250,6 +251,12 @@ class _Params:
         for field, value in options.items():
             if field in _NAMED:
                 value = _named_enum(field, value)
+            elif field == "grammar":
+                if value is not None and not isinstance(value, Grammar):
+                    raise _arg_error("grammar must be a specdec.Grammar or None, not %r" % (value,))
+                self._grammar = value  # kept alive for the call
+                p.grammar = value._handle() if value is not None else None
+                continue
             elif field == "stop":
                 self._stop_strings = [_bytes(s) for s in ([value] if isinstance(value, (str, bytes)) else value)]
                 self._stop = (ctypes.c_char_p * max(len(self._stop_strings), 1))(*self._stop_strings)
@@ -265,12 +272,52 @@ class _Params:
         self.c = p
 
 
+class Grammar(_Owned):
+    """A grammar compiled for one model's vocabulary (specdec_grammar_init):
+    GBNF text in llama.cpp's dialect with start rule root, or, with
+    Grammar.from_json_schema, a JSON Schema. Pass it as generate(...,
+    grammar=g) to any number of calls (threads may share it); the output is
+    kept to the grammar, with speculation as exact as without. Errors raise
+    SpecdecError with "grammar LINE:COL: what" or the schema keyword."""
+    _free, _what = "specdec_grammar_free", "grammar"
+
+    def __init__(self, model, gbnf, root=None, _handle=None):
+        self._model = model  # the grammar borrows the model
+        if _handle is not None:
+            self._h = _handle
+            return
+        data = _bytes(gbnf)
+        err, handle = _c.Error(), ctypes.c_void_p()
+        _check(_c.lib().specdec_grammar_init(model._handle(), data, len(data), _bytes(root) if root else None,
+                                             ctypes.byref(handle), ctypes.byref(err)), err)
+        self._h = handle.value
+
+    @classmethod
+    def from_json_schema(cls, model, schema, strict=False):
+        """schema: a JSON Schema as a dict or as JSON text; None for any JSON
+        object (response_format json_object). strict: additionalProperties
+        defaults to false (OpenAI's strict mode), else JSON Schema's true."""
+        import json
+        any_object = schema is None
+        text = b"" if any_object else _bytes(schema if isinstance(schema, (str, bytes)) else json.dumps(schema))
+        err, handle = _c.Error(), ctypes.c_void_p()
+        _check(_c.lib().specdec_grammar_from_json_schema(model._handle(), None if any_object else text, len(text),
+                                                         strict, any_object, ctypes.byref(handle),
+                                                         ctypes.byref(err)), err)
+        return cls(model, None, _handle=handle.value)
+
+    def accepts(self, text):
+        """True when text (str or bytes) is a complete sentence of the grammar."""
+        data = _bytes(text)
+        return bool(_c.lib().specdec_grammar_accepts(self._handle(), data, len(data)))
+
+
 class Stats:
     """What one generation did: every field of specdec_stats (n_prompt,
     n_cached, n_gen, t_prefill_ms, t_decode_ms, n_drafted, n_accepted,
     n_rounds, n_target_forwards, n_draft_forwards, gate_closed_steps,
     n_probes, n_probe_hits, gate_open, drafter, stop_reason (a name: "length",
-    "eog", "stop", "cancelled", "context"), stop_index, lossless_checked,
+    "eog", "stop", "cancelled", "context", "grammar"), stop_index, lossless_checked,
     lossless_first_diff, plain_n_gen, plain_decode_ms, rollback, n_rollbacks,
     n_redecoded, rollback_ms, rollback_bytes_moved, rollback_bytes_held) and
     the figures `specdec generate` derives from them, under its --json names,

@@ -62,6 +62,7 @@ class GenerateParams(ctypes.Structure):
         ("tree_width", ctypes.c_int32),
         ("abort", ABORT_FN),
         ("suffix_cache", ctypes.c_void_p),  # a specdec_suffix_cache *; the bindings pass none (NULL)
+        ("grammar", ctypes.c_void_p),  # a specdec_grammar * (specdec.Grammar), or NULL
     ]
 
 
@@ -160,6 +161,12 @@ _SIGNATURES = {
     "specdec_spec_mode_parse": (ctypes.c_bool, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "specdec_rollback_parse": (ctypes.c_bool, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "specdec_stop_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "specdec_grammar_init": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(_P),
+                                            _ERR]),
+    "specdec_grammar_from_json_schema": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_bool,
+                                                        ctypes.c_bool, ctypes.POINTER(_P), _ERR]),
+    "specdec_grammar_free": (None, [_P]),
+    "specdec_grammar_accepts": (ctypes.c_bool, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "specdec_generate_default_params": (GenerateParams, []),
     "specdec_generate_params_check": (ctypes.c_int, [_P, ctypes.POINTER(GenerateParams), _ERR]),
     "specdec_generate": (ctypes.c_int, [_P, c_token_p, ctypes.c_size_t, ctypes.POINTER(GenerateParams), PIECE_FN,

@@ -96,12 +96,12 @@ void specdec_context_reset(specdec_context *c) {
 }
 
 const char *specdec_spec_mode_name(specdec_spec_mode mode) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"};
     return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
 }
 
 bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
-    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_SUFFIX; m++)
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_GRAMMAR; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
             return true;
@@ -124,6 +124,6 @@ bool specdec_rollback_parse(const char *name, specdec_rollback *r) {
 }
 
 const char *specdec_stop_reason_name(specdec_stop_reason reason) {
-    static const char *names[] = {"length", "eog", "stop", "cancelled", "context"};
+    static const char *names[] = {"length", "eog", "stop", "cancelled", "context", "grammar"};
     return (unsigned)reason < sizeof names / sizeof *names ? names[reason] : "unknown";
 }

@@ -40,11 +40,14 @@ typedef struct run {
     sd_api_stream stream;
     void *user;   /* the caller's, for gp->abort */
     bool aborted; /* gp->abort said stop */
+    struct sd_gmatch *gm; /* gp->grammar's matcher for this call, from its pool */
 } run;
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
-    if ((unsigned)g->spec > SPECDEC_SPEC_SUFFIX)
+    if ((unsigned)g->spec > SPECDEC_SPEC_GRAMMAR)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
+    if (g->spec == SPECDEC_SPEC_GRAMMAR && !g->grammar)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode grammar needs a grammar (params.grammar)");
     if (g->spec == SPECDEC_SPEC_DRAFT && (!c->draft || c->head || c->sidecar))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode draft needs a context with a draft model%s",
                            c->head      ? " (it has an EAGLE-3 head: use spec mode eagle3)"
@@ -174,6 +177,10 @@ static sd_status build_drafter(run *r, sd_err *err) {
     specdec_context *c = r->c;
     r->pub.drafter = "none";
     if (g->spec == SPECDEC_SPEC_NONE) return SD_OK;
+    if (g->spec == SPECDEC_SPEC_GRAMMAR) { /* the decode loop drafts the forced text itself */
+        r->pub.drafter = "grammar";
+        return SD_OK;
+    }
     sd_sampling s = sampling_of(g);
     const bool draft_model = c->draft && !c->head && !c->sidecar;
     const sd_drafter_inputs in = {.target = c->tctx,
@@ -284,6 +291,7 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
     p.commit_cb = NULL;
     p.abort = NULL;
     p.is_eog = quiet_eog;
+    p.grammar_draft = false; /* plain: no draft at all (the grammar still constrains) */
     sd_status st = sd_spec_generate(&r->c->tl.lm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
                                     &n_plain, &pst, err);
     if (st == SD_OK) {
@@ -310,6 +318,7 @@ static specdec_stop_reason stop_reason(const run *r, const int32_t *out, int32_t
     if (r->stream.stop_index >= 0) return SPECDEC_STOP_STRING;
     if (n_out > 0 && r->gp->stop_at_eog && sd_tokenizer_is_eog(r->c->model->m->tok, out[n_out - 1]))
         return SPECDEC_STOP_EOG;
+    if (r->ist.grammar_end) return SPECDEC_STOP_GRAMMAR;
     if (asked >= 0 && n_out >= asked) return SPECDEC_STOP_LENGTH;
     return SPECDEC_STOP_CONTEXT;
 }
@@ -359,6 +368,8 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.commit_cb = on_commit;
     p.abort = g->abort ? on_abort : NULL;
     p.forward_cost = r->c->slot ? slot_cost : NULL;
+    p.grammar = r->gm;
+    p.grammar_draft = r->gm && (g->spec == SPECDEC_SPEC_AUTO || g->spec == SPECDEC_SPEC_GRAMMAR);
     return p;
 }
 
@@ -375,9 +386,17 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     r->pub.n_prompt = n_prompt;
     r->pub.n_cached = n_past;
     r->pub.stop_index = -1;
+    if (r->gp->grammar) {
+        st = sd_api_grammar_take(r->gp->grammar, c->model, &r->gm, err);
+        if (st != SD_OK) return st;
+    }
     sd_spec_params p = spec_params(r, n_prompt, n_past);
     int32_t *out = malloc(((size_t)p.n_predict + 1) * sizeof *out), n_out = 0;
-    if (!out) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    if (!out) {
+        if (r->gm) sd_api_grammar_give(r->gp->grammar, r->gm);
+        r->gm = NULL;
+        return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+    }
     st = build_drafter(r, err);
     if (st == SD_OK)
         st = sd_api_stream_init(&r->stream, c->model->m->tok, r->gp->stop, r->gp->n_stop, cb, user, &r->pub, err);
@@ -401,6 +420,8 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     }
     sd_drafter_free(&r->drafter);
     sd_api_stream_free(&r->stream);
+    if (r->gm) sd_api_grammar_give(r->gp->grammar, r->gm);
+    r->gm = NULL;
     free(out);
     return st;
 }

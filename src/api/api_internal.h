@@ -23,6 +23,10 @@ struct specdec_model {
     pthread_mutex_t meta_lock;
     char **meta;
     size_t n_meta;
+    /* The vocabulary prepared for grammar masks (token bytes and their trie),
+     * built on the first grammar's first use, under meta_lock; shared by every
+     * grammar of this model (api_grammar.c). */
+    struct sd_gvocab *gvocab;
 };
 
 /* A context: the target's KV cache (and the draft model's), and the tokens
@@ -61,6 +65,14 @@ double sd_api_slot_cost(struct sd_api_slot *s, int32_t S, double seconds);
 struct specdec_suffix_cache {
     sd_suffix_cache mem;
 };
+
+/* A matcher of grammar g for one generate call on a context of model
+ * (api_grammar.c): from g's pool, else new; give it back after the call.
+ * Errors: SD_ERR_ARG (g compiled for another vocabulary), SD_ERR_NOMEM. */
+struct sd_gmatch;
+sd_status sd_api_grammar_take(const specdec_grammar *g, const specdec_model *model, struct sd_gmatch **out,
+                              sd_err *err);
+void sd_api_grammar_give(const specdec_grammar *g, struct sd_gmatch *m);
 
 /* The public error from an internal one (err may be NULL); returns the code. */
 specdec_status sd_api_error(specdec_error *err, const sd_err *e);

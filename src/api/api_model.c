@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "grammar/grammar.h"
 #include "core/clock.h"
 #include "numerics/pool.h"
 
@@ -110,6 +111,7 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
 void specdec_model_free(specdec_model *h) {
     if (!h) return;
     sd_model_free(h->m);
+    sd_gvocab_free(h->gvocab);
     for (size_t i = 0; i < 2 * h->n_meta; i++) free(h->meta[i]);
     free(h->meta);
     pthread_mutex_destroy(&h->meta_lock);

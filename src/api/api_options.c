@@ -18,7 +18,7 @@ typedef struct option_field {
     field_kind kind;
 } option_field;
 
-#define SPEC_NAMES "none | ngram | draft | eagle3 | mtp | suffix | auto"
+#define SPEC_NAMES "none | ngram | draft | eagle3 | mtp | suffix | grammar | auto"
 #define ROLLBACK_NAMES "auto | checkpoint | replay | redecode | window"
 #define MAX_TOKENS (1 << 24) /* the largest context: no run can generate more */
 #define OFF(f) offsetof(specdec_options, f)
@@ -48,7 +48,8 @@ static const specdec_option TABLE[] = {
     {"--spec", NULL, NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, SPEC_NAMES, "MODE",
      "who drafts: " SPEC_NAMES " (auto: n-gram\n"
      "lookup, plus the -md file or the target's MTP block; suffix:\n"
-     "SuffixDecoding over the context and, in serve, earlier outputs)"},
+     "SuffixDecoding over the context and, in serve, earlier outputs;\n"
+     "grammar: only the text a grammar forces)"},
     {"--draft-max", NULL, "speculative.n_max", INT(1, 64), "K", "most draft tokens per verify round"},
     {"--fixed-k", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
      "every round drafts --draft-max tokens (no adaptive K)"},

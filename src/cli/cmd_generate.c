@@ -17,6 +17,7 @@
 typedef struct engine {
     specdec_model *target, *draft;
     specdec_context *ctx;
+    specdec_grammar *grammar; /* --grammar-file / --json-schema, NULL without */
 } engine;
 
 static int fail(const specdec_error *err) {
@@ -27,7 +28,7 @@ static int fail(const specdec_error *err) {
 /* The whole of a file (or of stdin for "-"); NUL-terminated for convenience. */
 static specdec_status read_file(const char *path, char **text, size_t *len, specdec_error *err) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot open the prompt file: %s", path, strerror(errno));
+    if (!f) return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (size_t got; buf && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0;) {
@@ -43,8 +44,7 @@ static specdec_status read_file(const char *path, char **text, size_t *len, spec
     if (!buf) return specdec_error_set(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     if (read_errno) {
         free(buf);
-        return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot read the prompt file: %s", path,
-                                 strerror(read_errno));
+        return specdec_error_set(err, SPECDEC_ERR_IO, "%s: cannot read: %s", path, strerror(read_errno));
     }
     buf[n] = 0;
     *text = buf;
@@ -91,7 +91,8 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
 static const char *draft_path(const gen_opts *o) {
     const specdec_spec_mode m = o->run.gen.spec;
     if (m == SPECDEC_SPEC_MTP) return o->run.draft_path;
-    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_SUFFIX) return NULL;
+    if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_SUFFIX || m == SPECDEC_SPEC_GRAMMAR)
+        return NULL;
     if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->run.draft_path, o->model_is_default);
     return cli_default_draft(o->run.draft_path, o->model_is_default);
 }
@@ -131,7 +132,29 @@ static specdec_status make_context(const gen_opts *o, engine *e, specdec_error *
     return specdec_context_init(e->target, &cp, &e->ctx, err);
 }
 
+/* --grammar-file F (GBNF, root rule "root") or --json-schema F (a JSON
+ * Schema, converted to a grammar; additionalProperties as the schema says,
+ * else JSON Schema's default true), compiled for the target's vocabulary. */
+static specdec_status load_grammar(const gen_opts *o, engine *e, specdec_error *err) {
+    const char *path = o->grammar_file ? o->grammar_file : o->json_schema_file;
+    if (!path) return SPECDEC_OK;
+    char *text = NULL;
+    size_t len = 0;
+    specdec_status st = read_file(path, &text, &len, err);
+    if (st == SPECDEC_OK)
+        st = o->grammar_file ? specdec_grammar_init(e->target, text, len, NULL, &e->grammar, err)
+                             : specdec_grammar_from_json_schema(e->target, text, len, false, false, &e->grammar, err);
+    free(text);
+    if (st != SPECDEC_OK && st != SPECDEC_ERR_IO) { /* name the file: "F: grammar 3:7: ..." */
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%.100s: %.400s", path, err->message);
+        memcpy(err->message, msg, sizeof msg);
+    }
+    return st;
+}
+
 static void engine_free(engine *e) {
+    specdec_grammar_free(e->grammar);
     specdec_context_free(e->ctx);
     specdec_model_free(e->draft);
     specdec_model_free(e->target);
@@ -179,6 +202,7 @@ static specdec_status prepare(const gen_opts *o, engine *e, specdec_token **prom
     size_t len = 0;
     specdec_status st = read_prompt(o, &text, &len, err);
     if (st == SPECDEC_OK) st = load_models(o, e, err);
+    if (st == SPECDEC_OK) st = load_grammar(o, e, err);
     if (st == SPECDEC_OK) st = make_context(o, e, err);
     if (st == SPECDEC_OK) st = tokenize_prompt(o, e->target, text, len, prompt, n_prompt, err);
     free(text);
@@ -210,6 +234,7 @@ static int run(const gen_opts *o, engine *e, gen_result *r, specdec_error *err) 
     specdec_status st = prepare(o, e, &prompt, &n_prompt, err);
     if (st != SPECDEC_OK) return specdec_free(prompt), fail(err);
     specdec_generate_params gp = generate_params(o);
+    gp.grammar = e->grammar;
     stream s = {.print = !o->json};
     st = specdec_generate(e->ctx, prompt, n_prompt, &gp, on_piece, &s, &r->st, err);
     specdec_free(prompt);

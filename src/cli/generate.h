@@ -19,6 +19,7 @@ typedef struct gen_opts {
      * run.gen.check_lossless is decided by `check`. */
     specdec_options run;
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
+    const char *grammar_file, *json_schema_file; /* constrained decoding: at most one */
     bool json, chat;
 } gen_opts;
 

@@ -28,6 +28,11 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "                           and compare token by token, report the speedup (default on for\n"
             "                           --spec other than none, unless --draft-sample)\n"
             "  --no-check               skip that\n"
+            "  --grammar-file FILE      constrain the output to a GBNF grammar (llama.cpp's dialect,\n"
+            "                           start rule root; docs/GRAMMAR.md); lossless with every --spec\n"
+            "  --json-schema FILE       constrain the output to JSON valid against a JSON Schema\n"
+            "                           (docs/JSON_SCHEMA.md); --spec auto then also drafts the text\n"
+            "                           the grammar forces (--spec grammar: only that)\n"
             "  --isa NAME               kernels: scalar | avx2 | avx512 | neon (default: the best this CPU\n"
             "                           runs, or SPECDEC_ISA; same output with each, only speed differs)\n"
             "  --json                   print one JSON object instead of streaming the text\n"
@@ -58,6 +63,10 @@ static int check_combination(const gen_opts *o) {
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !o->run.draft_path && !o->model_is_default)
         return bad("%s", "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+    if (o->grammar_file && o->json_schema_file)
+        return bad("%s", "give at most one of --grammar-file and --json-schema");
+    if (o->run.gen.spec == SPECDEC_SPEC_GRAMMAR && !o->grammar_file && !o->json_schema_file)
+        return bad("%s", "--spec grammar needs --grammar-file or --json-schema");
     if (o->check == 1 && o->run.gen.temperature > 0 && o->run.gen.draft_sample)
         return bad("%s", "--check-lossless at --temp > 0 needs deterministic drafts: drop --draft-sample");
     return -1;
@@ -81,10 +90,13 @@ static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, 
     else {
         bool text = !strcmp(a, "-p") || !strcmp(a, "--prompt"), file = !strcmp(a, "-f") || !strcmp(a, "--file");
         bool isa = !strcmp(a, "--isa");
-        if (!text && !file && !isa) return false;
+        bool grammar = !strcmp(a, "--grammar-file"), schema = !strcmp(a, "--json-schema");
+        if (!text && !file && !isa && !grammar && !schema) return false;
         if (*i + 1 >= argc) *rc = bad("%s needs a value", a);
         else if (text) o->prompt = argv[++*i];
         else if (file) o->prompt_file = argv[++*i];
+        else if (grammar) o->grammar_file = argv[++*i];
+        else if (schema) o->json_schema_file = argv[++*i];
         else *rc = set_isa(argv[++*i]);
     }
     return true;

@@ -8,6 +8,7 @@
 
 #include "core/checked.h"
 #include "core/clock.h"
+#include "decode/constrain.h"
 #include "decode/gate.h"
 #include "decode/sampler.h"
 #include "decode/tree.h"
@@ -45,6 +46,11 @@ typedef struct decoder {
     int32_t *cand;         /* [K][tree_width] candidates (tree_on only) */
     sd_tree tree;
     int32_t path[SD_TREE_MAX];
+    sd_gmatch *gm;         /* the grammar's matcher, NULL when unconstrained */
+    bool forced;           /* this round's draft is text the grammar forces */
+    int32_t g;             /* its committed state: after every committed token */
+    int32_t *gst;          /* [max(K + 1, SD_TREE_MAX)] the round's draft-path states */
+    sd_status gerr;        /* a grammar error met where no status could be returned */
     int32_t *out, n_out;
     sd_token_cb cb;
     void *user;
@@ -67,7 +73,10 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     bool want_q = d->dr && d->dr->stochastic && K > 0;
     d->q = want_q ? sd_malloc_array(K, V * sizeof *d->q) : NULL;
     d->cand = d->tree_on ? sd_malloc_array(K, (size_t)p->tree_width * sizeof *d->cand) : NULL;
-    if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q) || (d->tree_on && !d->cand))
+    d->gm = p->grammar;
+    d->gst = d->gm ? sd_malloc_array(K + 1 > SD_TREE_MAX ? K + 1 : SD_TREE_MAX, sizeof *d->gst) : NULL;
+    if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q) || (d->tree_on && !d->cand) ||
+        (d->gm && !d->gst))
         return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
     sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
     d->has_free = d->dr && d->dr->costly && d->dr->propose_free;
@@ -83,6 +92,7 @@ static void decoder_free(decoder *d) {
     free(d->scratch);
     free(d->q);
     free(d->cand);
+    free(d->gst);
 }
 
 /* Appends one token to the output; sets d->stop at n_predict, EOG, or when
@@ -105,6 +115,27 @@ static bool aborted(decoder *d) {
     return d->stop;
 }
 
+static sd_status grammar_error(decoder *d, sd_err *err) {
+    const sd_err *ge = sd_gmatch_error(d->gm);
+    if (ge->code != SD_OK) {
+        if (err) *err = *ge;
+        return ge->code;
+    }
+    return sd_err_set(err, SD_ERR_ARG, "grammar: no token allowed");
+}
+
+/* Advances the committed grammar state over a committed token; generation
+ * stops where the grammar then allows no token (the same place in plain
+ * and speculative decoding, as both commit the same tokens). */
+static void grammar_commit(decoder *d, int32_t tok) {
+    if (!d->gm || d->stop) return;
+    d->g = sd_gmatch_token(d->gm, d->g, tok);
+    int any = d->g >= 0 ? sd_gmatch_any(d->gm, d->g) : d->g == SD_GSTATE_DEAD ? 0 : -1;
+    if (any < 0) d->gerr = sd_gmatch_error(d->gm)->code ? sd_gmatch_error(d->gm)->code : SD_ERR_UNSUPPORTED;
+    if (any == 0) d->st->grammar_end = true;
+    if (any <= 0) d->stop = true;
+}
+
 /* Forwards the prompt in chunks of n_batch rows; a0 comes from the last row. */
 static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, int32_t *a0,
                          sd_err *err) {
@@ -118,7 +149,22 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
         done += S;
     }
     /* the token at the absolute position after the prompt (prompt may be the
-     * part after a reused prefix) */
+     * part after a reused prefix); constrained: masked with the start state */
+    if (d->gm) {
+        d->g = sd_gmatch_start(d->gm);
+        int any = d->g >= 0 ? sd_gmatch_any(d->gm, d->g) : d->g == SD_GSTATE_DEAD ? 0 : -1;
+        if (any < 0) return grammar_error(d, err);
+        if (!any) { /* the grammar allows no first token: nothing is generated */
+            d->stop = true;
+            d->st->grammar_end = true;
+            return SD_OK;
+        }
+        if (d->sm.s.temp <= 0) {
+            *a0 = sd_constrain_argmax(d->gm, d->g, d->logits, d->lm->n_vocab, err);
+            return *a0 < 0 ? grammar_error(d, err) : SD_OK;
+        }
+        if (sd_constrain_mask_row(d->gm, d->g, d->logits, d->lm->n_vocab, err) != SD_OK) return grammar_error(d, err);
+    }
     *a0 = sd_sampler_pick_at(&d->sm, d->logits, d->lm->len(d->lm->self));
     return SD_OK;
 }
@@ -134,8 +180,8 @@ static void time_forward(decoder *d, int32_t S, double seconds) {
  * window fits the context (n + K + 1 <= n_ctx) and commits no more than
  * n_predict (a round yields up to K + 1 tokens counting the next a0). */
 static int plan_k(decoder *d, const sd_gate *g, int32_t n) {
-    if (!d->dr) return 0;
-    int32_t k = sd_gate_k(g);
+    if (g && !d->dr) return 0;
+    int32_t k = g ? sd_gate_k(g) : d->p->draft_max; /* no gate: forced text, drafted whenever there is some */
     int32_t room = d->lm->n_ctx(d->lm->self) - n - 1;
     if (d->lm->max_batch) { /* the lm's cheapest batch */
         int32_t mb = d->lm->max_batch(d->lm->self) - 1;
@@ -162,12 +208,34 @@ static int plan_tree(decoder *d, int32_t n, int k) {
 /* This round's proposal into batch[1..]: the drafter's, or while its gate is
  * closed, its free source's under the free gate. Returns how many, 0 for a
  * plain step, -1 on error. Times the drafter (r of the speedup model). */
+/* The tokenizer's encoding of the text the grammar forces from the
+ * committed state, at most k tokens into batch[1..]; 0 if none is forced. */
+static int propose_forced(decoder *d, int k, sd_err *err) {
+    char text[256];
+    size_t len = sd_gmatch_forced(d->gm, d->g, text, sizeof text);
+    const sd_tokenizer *tok = sd_gmatch_tokenizer(d->gm);
+    if (len == 0 || !tok) return 0;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (sd_tokenize(tok, text, len, false, false, &ids, &n_ids, err) != SD_OK) return -1;
+    int got = n_ids < (size_t)k ? (int)n_ids : k;
+    memcpy(d->batch + 1, ids, (size_t)got * sizeof *ids);
+    free(ids);
+    return got; /* deterministic: verified as the target's own picks, like an n-gram draft */
+}
+
 static int propose(decoder *d, int32_t n, sd_err *err) {
     int k = plan_k(d, &d->gate, n), got = 0;
     d->src = &d->gate;
     double t0 = sd_now_s();
     d->tree_round = false;
-    if (k > 0 && d->tree_on) {
+    d->forced = false;
+    int kf = d->gm && d->p->grammar_draft ? plan_k(d, NULL, n) : 0;
+    if (kf > 0 && (got = propose_forced(d, kf, err)) != 0) {
+        d->forced = got > 0;
+    } else if (!d->dr) {
+        got = 0;
+    } else if (k > 0 && d->tree_on) {
         got = d->dr->propose_top(d->dr->self, d->hist, d->n_hist, k, d->p->tree_width, d->cand, err);
         if (got > 0) got = plan_tree(d, n, got);
     } else if (k > 0) {
@@ -178,7 +246,7 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
     }
     double dt = sd_now_s() - t0;
     d->st->t_draft_s += dt;
-    if (got > 0) sd_gate_time_draft(d->src, got, dt);
+    if (got > 0 && d->dr && !d->forced) sd_gate_time_draft(d->src, got, dt);
     return got;
 }
 
@@ -223,14 +291,17 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
     }
     d->batch[0] = a0;
     double t0 = sd_now_s();
+    if (d->gm) d->gst[0] = d->g;
+    sd_rowmask rm = {d->gm, d->gst};
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
-                                   d->scratch, v, err);
+                                   d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
     double dt = sd_now_s() - t0;
     d->st->t_plain_s += dt;
     time_forward(d, 1, dt);
     d->st->target_forwards++;
     if (d->dr && !d->gate.open) d->st->gate_closed_steps++;
+    if (d->gm) d->g = d->gst[0];
     probe_score(d, &d->gate, guess, run_model, v->next_a0);
     if (d->has_free) probe_score(d, &d->gate_free, guess_free, false, v->next_a0);
     return SD_OK;
@@ -251,16 +322,39 @@ static void round_done(decoder *d, int k, int rows, int drafted, double t0, cons
     d->st->rounds++;
     d->st->drafted += drafted;
     d->st->accepted += v->j;
-    sd_gate_round(d->src, k, v->j);
+    if (d->forced) d->st->forced_rounds++;
+    else if (d->dr) sd_gate_round(d->src, k, v->j);
     for (int t = 1; t <= v->j && !d->stop; t++) commit(d, d->batch[t], true);
-    if (d->dr->accepted) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
+    /* the drafter hears only of its own proposals (a forced round was not one) */
+    if (d->dr && d->dr->accepted && !d->forced) d->dr->accepted(d->dr->self, d->hist, d->n_hist, v->j);
 }
 
+/* One chain round on k drafts in batch[1..k]. Constrained: the draft-path
+ * states g_0..g_K, the draft cut before the first token the grammar refuses
+ * (a draft cut to nothing is a plain step), sampled drafts' q masked with the
+ * same states; afterwards the committed state is g_j, never past a rejected
+ * token (the next a0 then advances it in decode()). */
 static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     double t0 = sd_now_s();
-    sd_status st = sd_verify_round(d->lm, d->batch, k, d->dr->stochastic ? d->q : NULL, d->logits,
-                                   &d->sm, d->p->accept, d->scratch, v, err);
+    bool stochastic = d->dr && d->dr->stochastic && !d->forced;
+    if (d->gm) {
+        int kept = sd_constrain_draft(d->gm, d->g, d->batch + 1, k, d->gst, err);
+        if (kept < 0) return grammar_error(d, err);
+        d->st->grammar_cut += k - kept;
+        if (kept == 0) { /* as a round that accepted nothing, for the drafter's bookkeeping */
+            sd_status st = plain_step(d, d->batch[0], v, err);
+            if (st == SD_OK && d->dr && !d->forced && d->dr->accepted)
+                d->dr->accepted(d->dr->self, d->hist, d->n_hist, 0);
+            return st;
+        }
+        if (stochastic) sd_constrain_mask_q(d->gm, d->gst, kept, d->q, d->lm->n_vocab);
+        k = kept;
+    }
+    sd_rowmask rm = {d->gm, d->gst};
+    sd_status st = sd_verify_round(d->lm, d->batch, k, stochastic ? d->q : NULL, d->logits, &d->sm,
+                                   d->p->accept, d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
+    if (d->gm) d->g = sd_constrain_committed(d->gm, d->gst, d->batch + 1, v->j, k);
     round_done(d, k, k + 1, k, t0, v);
     return SD_OK;
 }
@@ -270,8 +364,20 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
  * tree's root), where round_done commits a chain's. */
 static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
     double t0 = sd_now_s();
-    sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, v, d->path, err);
+    if (d->gm) { /* each node's state along its own path; refused nodes DEAD */
+        d->gst[0] = d->g;
+        for (int32_t i = 1; i < d->tree.n; i++) {
+            int32_t ps = d->gst[d->tree.parent[i]];
+            int32_t s = ps >= 0 ? sd_gmatch_token(d->gm, ps, d->tree.tok[i]) : SD_GSTATE_DEAD;
+            int any = s >= 0 ? sd_gmatch_any(d->gm, s) : 0;
+            if (s == SD_GSTATE_ERROR || any < 0) return grammar_error(d, err);
+            d->gst[i] = any ? s : SD_GSTATE_DEAD;
+        }
+    }
+    sd_rowmask rm = {d->gm, d->gst};
+    sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, &rm, v, d->path, err);
     if (st != SD_OK) return st;
+    if (d->gm) d->g = d->gst[d->path[v->j]];
     for (int t = 1; t <= v->j; t++) d->batch[t] = d->tree.tok[d->path[t]];
     d->st->tree_rounds++;
     round_done(d, k, d->tree.n, d->tree.n - 1, t0, v);
@@ -281,6 +387,8 @@ static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
 static sd_status decode(decoder *d, int32_t a0, sd_err *err) {
     for (;;) {
         commit(d, a0, false); /* §1: a0 is always correct */
+        grammar_commit(d, a0);
+        if (d->gerr != SD_OK) return sd_err_set(err, d->gerr, "%s", sd_gmatch_error(d->gm)->msg);
         int32_t n = d->lm->len(d->lm->self);
         if (d->stop || n >= d->lm->n_ctx(d->lm->self) || aborted(d)) return SD_OK;
         d->batch[0] = a0;
@@ -301,7 +409,8 @@ static sd_status check_args(sd_lm *lm, const sd_drafter *dr, int32_t n_prompt, c
     if (p->n_predict < 0 || p->draft_max < 0 || p->n_batch < 1 || p->gate_misses < 0)
         return sd_err_set(err, SD_ERR_ARG, "bad decode parameters");
     /* a drafter with K = 0 would still be asked for one-token probes */
-    if (dr && p->draft_max < 1) return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
+    if ((dr || (p->grammar && p->grammar_draft)) && p->draft_max < 1)
+        return sd_err_set(err, SD_ERR_ARG, "draft_max must be >= 1 with a drafter");
     if (p->tree_nodes < 0 || p->tree_nodes >= SD_TREE_MAX || (p->tree_nodes > 0 && p->tree_width < 1) ||
         p->tree_width > 8)
         return sd_err_set(err, SD_ERR_ARG, "tree: %d nodes of width %d (0..%d nodes, width 1..8)", p->tree_nodes,

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "decode/drafter.h"
 #include "decode/lm.h"
+#include "grammar/grammar.h"
 
 /* Sampling settings. temp <= 0 means greedy (argmax, first index on ties). */
 typedef struct sd_sampling {
@@ -67,6 +68,20 @@ typedef struct sd_spec_params {
      * that took `seconds` of wall clock (a request served in a batch: its
      * share of the batched step, docs/BATCHING.md); NULL: the wall clock. */
     double (*forward_cost)(void *user, int32_t S, double seconds);
+    /* Constrained decoding (DESIGN.md "Constrained decoding under
+     * speculation"): NULL = off. Else every generated token is one the
+     * grammar allows after the tokens generated before it (the prompt is not
+     * constrained): the matcher's state starts at sd_gmatch_start and every
+     * verify row is masked with its draft-path state before the sampling
+     * filters, so the output is bitwise what constrained plain decoding
+     * gives, with any drafter. Generation also stops where the grammar
+     * allows no token (e.g. accepted with no end-of-generation token left).
+     * The matcher is borrowed and used by this call only (one thread). */
+    sd_gmatch *grammar;
+    /* With a grammar: where it forces text (the only continuation, e.g.
+     * `"town": "` after `{`), propose the tokenizer's encoding of that text
+     * instead of asking the drafter; with drafter NULL, the only drafts. */
+    bool grammar_draft;
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,
@@ -83,6 +98,9 @@ typedef struct sd_spec_stats {
     int64_t gate_closed_steps; /* plain steps taken because the gate was closed */
     int64_t tree_rounds;       /* rounds verified as a token tree (their drafted counts every node) */
     int64_t probes, probe_hits; /* shadow probes while closed, and how many would have hit */
+    int64_t forced_rounds;      /* rounds whose draft was text the grammar forced */
+    int64_t grammar_cut;        /* draft tokens dropped because the grammar refused them */
+    bool grammar_end;           /* generation ended where the grammar allowed no token */
     bool gate_open;             /* the gate's state at the end (false without a drafter) */
     double t_prefill_s, t_decode_s;
     /* where t_decode_s went: the drafter (proposals and probes), verify

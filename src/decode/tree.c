@@ -34,24 +34,38 @@ void sd_tree_from_top(sd_tree *t, int32_t a0, const int32_t *cand, int k, int w,
             if (cand[(size_t)i * w + r] >= 0) add_node(t, cand[(size_t)i * w + r], i);
 }
 
-/* The target's own choice after node s (row s of logits), at position n + depth + 1. */
-static int32_t target_choice(const sd_tree *t, int32_t s, const float *logits, sd_sampler *sm, int32_t n) {
-    const float *row = logits + (size_t)s * (size_t)sm->n_vocab;
+/* The target's own choice after node s (row s of logits), at position
+ * n + depth + 1, among the tokens node s's grammar state allows when
+ * constrained (each node masked with the state along its own path). -1:
+ * nothing allowed, -2: grammar error. */
+static int32_t target_choice(const sd_tree *t, int32_t s, float *logits, sd_sampler *sm, int32_t n,
+                             const sd_rowmask *rm, sd_err *err) {
+    float *row = logits + (size_t)s * (size_t)sm->n_vocab;
+    if (rm && rm->m) {
+        int32_t g = sd_rowmask_state(rm, s, -1);
+        if (sm->s.temp <= 0) return sd_constrain_argmax(rm->m, g, row, sm->n_vocab, err);
+        if (sd_constrain_mask_row(rm->m, g, row, sm->n_vocab, err) != SD_OK) return -2;
+    }
     if (sm->s.temp <= 0) return sd_argmax(row, sm->n_vocab);
     return sd_sampler_pick_at(sm, row, (int64_t)n + t->depth[s] + 1);
 }
 
-sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler *sm, sd_verdict *v, int32_t *path,
-                         sd_err *err) {
+sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler *sm, const sd_rowmask *rm,
+                         sd_verdict *v, int32_t *path, sd_err *err) {
     const int32_t n = lm->len(lm->self);
     sd_status st = lm->forward_tree(lm->self, t->tok, t->parent, t->n, logits, err);
     if (st != SD_OK) return st;
     int32_t cur = 0, j = 0;
     path[0] = 0;
     for (;;) {
-        int32_t want = target_choice(t, cur, logits, sm, n), next = -1;
+        int32_t want = target_choice(t, cur, logits, sm, n, rm, err), next = -1;
+        if (want < 0) {
+            lm->truncate(lm->self, n, NULL);
+            return want == -2 && err && err->code ? err->code
+                                                   : sd_err_set(err, SD_ERR_ARG, "grammar: a tree node allows no token");
+        }
         for (int32_t c = cur + 1; c < t->n && next < 0; c++) /* children come after their parent */
-            if (t->parent[c] == cur && t->tok[c] == want) next = c;
+            if (t->parent[c] == cur && t->tok[c] == want && (!rm || !rm->m || rm->state[c] >= 0)) next = c;
         if (next < 0) {
             *v = (sd_verdict){j, want};
             break;

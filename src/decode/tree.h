@@ -42,8 +42,11 @@ void sd_tree_from_top(sd_tree *t, int32_t a0, const int32_t *cand, int k, int w,
  * such child; that choice is the next a0. v->j = accepted nodes (path length
  * - 1); path[0..j] = the nodes (path[0] = 0). Then lm->keep_path keeps just
  * them: the lm holds n + 1 + j positions, as after a chain round.
- * logits: t->n rows. Errors: the lm's (state as before the round). */
-sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler *sm, sd_verdict *v, int32_t *path,
-                         sd_err *err);
+ * logits: t->n rows. rm (NULL: unconstrained): rm->state[i] is node i's
+ * grammar state, the state along its own root path (SD_GSTATE_DEAD for a
+ * node the grammar refuses: the masked choice never walks into it).
+ * Errors: the lm's, a grammar bound (state as before the round). */
+sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler *sm, const sd_rowmask *rm,
+                         sd_verdict *v, int32_t *path, sd_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "decode/constrain.h"
 #include "decode/lm.h"
 #include "decode/sampler.h"
 #include "decode/spec.h"
@@ -28,10 +29,16 @@ typedef struct sd_verdict {
  * scratch: 2 * n_vocab floats. Greedy rounds on an lm with forward_first run the
  * output head in two passes and compute the rows past the first pass only when
  * every draft up to there passed; logits then holds just the rows the round
- * read. Errors: the lm's forward errors (state unchanged). */
+ * read. rm (NULL or rm->m NULL: unconstrained) gives the grammar state of
+ * each row 0..K (the draft-path states g_0..g_K, constrain.h): row i's
+ * refused tokens are out before anything reads it (greedy: the masked
+ * argmax; sampling: logits set to -inf before temperature and filters), so
+ * every accepted draft and the next a0 are allowed tokens; the caller
+ * cut the draft before its first refused token. Errors: the lm's forward
+ * errors, a grammar bound passed (state unchanged). */
 sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q, float *logits,
-                          sd_sampler *sm, sd_accept_rule rule, float *scratch, sd_verdict *v,
-                          sd_err *err);
+                          sd_sampler *sm, sd_accept_rule rule, float *scratch, const sd_rowmask *rm,
+                          sd_verdict *v, sd_err *err);
 
 /* The speculative-sampling rule of DESIGN.md §6 (Leviathan et al. 2023,
  * "Fast Inference from Transformers via Speculative Decoding", Alg. 1):

@@ -480,6 +480,8 @@ static int parse_sequence(parser *p, int32_t r, int32_t a, int nested) {
             }
             p->pos = save;
             int32_t id = rule_by_name(p, p->s + s0, save - s0);
+            if (id >= 0 && !p->rules[id].defined && p->rules[id].ref_pos == (int32_t)save)
+                p->rules[id].ref_pos = (int32_t)s0; /* first reference: point at the name's start */
             rc = id < 0 ? -1 : push_elem(p, r, a, G_RULE, id);
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
             if (sym < 0) return fail(p, "repetition with nothing before it");

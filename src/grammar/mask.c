@@ -33,14 +33,15 @@ static int cmp_tok_key(const void *a, const void *b) {
 /* Builds the trie from the tokens sorted by bytes: each token shares the
  * path of its longest common prefix with the previous one, so nodes are
  * created in preorder and a node's subtree ends when the path is popped. */
-static sd_status build_trie(sd_gmatch *m, int32_t *sorted, int32_t n, sd_err *err) {
-    vocab_trie *t = &m->trie;
+static sd_status build_trie(sd_gvocab *v, int32_t *sorted, int32_t n, sd_err *err) {
+    vocab_trie *t = &v->trie;
     int64_t total = 0;
     int32_t maxlen = 0;
     for (int32_t i = 0; i < n; i++) {
-        total += m->tok_len[sorted[i]];
-        if (m->tok_len[sorted[i]] > maxlen) maxlen = m->tok_len[sorted[i]];
+        total += v->tok_len[sorted[i]];
+        if (v->tok_len[sorted[i]] > maxlen) maxlen = v->tok_len[sorted[i]];
     }
+    t->ids = sorted; /* owned by the trie from here on */
     if (total > INT32_MAX / 2) return sd_err_set(err, SD_ERR_UNSUPPORTED, "grammar: vocabulary too large");
     size_t cap = (size_t)total + 1;
     t->byte = malloc(cap);
@@ -52,13 +53,12 @@ static sd_status build_trie(sd_gmatch *m, int32_t *sorted, int32_t n, sd_err *er
         free(path);
         return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
     }
-    t->ids = sorted;
     int32_t depth = 0; /* path[0..depth) = nodes of the previous token */
     const char *prev = NULL;
     int32_t prev_len = 0;
     for (int32_t i = 0; i < n; i++) {
-        const char *s = m->tok_bytes + m->tok_off[sorted[i]];
-        int32_t len = m->tok_len[sorted[i]];
+        const char *s = v->tok_bytes + v->tok_off[sorted[i]];
+        int32_t len = v->tok_len[sorted[i]];
         int32_t lcp = 0;
         while (lcp < len && lcp < prev_len && s[lcp] == prev[lcp]) lcp++;
         while (depth > lcp) t->end[path[--depth]] = t->n_nodes;
@@ -78,43 +78,45 @@ static sd_status build_trie(sd_gmatch *m, int32_t *sorted, int32_t n, sd_err *er
     return SD_OK;
 }
 
-sd_status sd_gmatch_vocab_init(sd_gmatch *m, const sd_tokenizer *tok, sd_err *err) {
-    m->tok = tok;
-    m->n_vocab = sd_tokenizer_n_vocab(tok);
-    m->n_words = (m->n_vocab + 31) / 32;
-    int32_t n = m->n_vocab;
-    m->tok_off = malloc(sizeof *m->tok_off * ((size_t)n + 1));
-    m->tok_len = calloc((size_t)n + 1, sizeof *m->tok_len);
-    m->tok_eog = calloc((size_t)n + 1, 1);
-    m->eog_ids = malloc(sizeof *m->eog_ids * ((size_t)n + 1));
+/* Every token's bytes (sd_token_to_bytes without control texts), the
+ * end-of-generation tokens apart, then the trie. */
+static sd_status gvocab_fill(sd_gvocab *v, const sd_tokenizer *tok, sd_err *err) {
+    v->tok = tok;
+    v->n_vocab = sd_tokenizer_n_vocab(tok);
+    v->n_words = (v->n_vocab + 31) / 32;
+    int32_t n = v->n_vocab;
+    v->tok_off = malloc(sizeof *v->tok_off * ((size_t)n + 1));
+    v->tok_len = calloc((size_t)n + 1, sizeof *v->tok_len);
+    v->tok_eog = calloc((size_t)n + 1, 1);
+    v->eog_ids = malloc(sizeof *v->eog_ids * ((size_t)n + 1));
     int32_t *sorted = malloc(sizeof *sorted * ((size_t)n + 1));
     size_t cap = 1 << 16, used = 0;
-    m->tok_bytes = malloc(cap);
-    if (!m->tok_off || !m->tok_len || !m->tok_eog || !m->eog_ids || !sorted || !m->tok_bytes) {
+    v->tok_bytes = malloc(cap);
+    if (!v->tok_off || !v->tok_len || !v->tok_eog || !v->eog_ids || !sorted || !v->tok_bytes) {
         free(sorted);
         return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
     }
     int32_t n_sorted = 0;
     for (int32_t id = 0; id < n; id++) {
-        m->tok_off[id] = (int64_t)used;
+        v->tok_off[id] = (int64_t)used;
         if (sd_tokenizer_is_eog(tok, id)) {
-            m->tok_eog[id] = 1;
-            m->eog_ids[m->n_eog++] = id;
+            v->tok_eog[id] = 1;
+            v->eog_ids[v->n_eog++] = id;
             continue; /* allowed only where the grammar accepts */
         }
         int len = sd_token_to_bytes(tok, id, false, NULL, 0);
         if (len <= 0) continue; /* control tokens: by reference only */
         if (used + (size_t)len > cap) {
             while (used + (size_t)len > cap) cap *= 2;
-            char *nv = realloc(m->tok_bytes, cap);
+            char *nv = realloc(v->tok_bytes, cap);
             if (!nv) {
                 free(sorted);
                 return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
             }
-            m->tok_bytes = nv;
+            v->tok_bytes = nv;
         }
-        sd_token_to_bytes(tok, id, false, m->tok_bytes + used, (size_t)len);
-        m->tok_len[id] = len;
+        sd_token_to_bytes(tok, id, false, v->tok_bytes + used, (size_t)len);
+        v->tok_len[id] = len;
         used += (size_t)len;
         sorted[n_sorted++] = id;
     }
@@ -124,18 +126,38 @@ sd_status sd_gmatch_vocab_init(sd_gmatch *m, const sd_tokenizer *tok, sd_err *er
         return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
     }
     for (int32_t i = 0; i < n_sorted; i++)
-        keys[i] = (tok_key){m->tok_bytes + m->tok_off[sorted[i]], m->tok_len[sorted[i]], sorted[i]};
+        keys[i] = (tok_key){v->tok_bytes + v->tok_off[sorted[i]], v->tok_len[sorted[i]], sorted[i]};
     qsort(keys, (size_t)n_sorted, sizeof *keys, cmp_tok_key);
     for (int32_t i = 0; i < n_sorted; i++) sorted[i] = keys[i].id;
     free(keys);
-    sd_status st = build_trie(m, sorted, n_sorted, err);
+    return build_trie(v, sorted, n_sorted, err);
+}
+
+sd_status sd_gvocab_init(const sd_tokenizer *tok, sd_gvocab **out, sd_err *err) {
+    *out = NULL;
+    sd_gvocab *v = calloc(1, sizeof *v);
+    if (!v) return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
+    sd_status st = gvocab_fill(v, tok, err);
     if (st != SD_OK) {
-        if (m->trie.ids != sorted) free(sorted);
+        sd_gvocab_free(v);
         return st;
     }
-    m->frames_state = malloc(sizeof *m->frames_state * ((size_t)m->trie.max_depth + 2));
-    m->frames_end = malloc(sizeof *m->frames_end * ((size_t)m->trie.max_depth + 2));
-    size_t mask_bytes = sizeof(uint32_t) * (size_t)m->n_words;
+    *out = v;
+    return SD_OK;
+}
+
+void sd_gvocab_free(sd_gvocab *v) {
+    if (!v) return;
+    free(v->tok_bytes), free(v->tok_off), free(v->tok_len), free(v->tok_eog), free(v->eog_ids);
+    free(v->trie.byte), free(v->trie.end), free(v->trie.first), free(v->trie.count), free(v->trie.ids);
+    free(v);
+}
+
+sd_status sd_gmatch_vocab_attach(sd_gmatch *m, const sd_gvocab *v, sd_err *err) {
+    m->v = v;
+    m->frames_state = malloc(sizeof *m->frames_state * ((size_t)v->trie.max_depth + 2));
+    m->frames_end = malloc(sizeof *m->frames_end * ((size_t)v->trie.max_depth + 2));
+    size_t mask_bytes = sizeof(uint32_t) * (size_t)v->n_words;
     m->max_masks = (int32_t)(MASK_CACHE_BYTES / (mask_bytes ? mask_bytes : 1));
     if (m->max_masks < 8) m->max_masks = 8;
     m->masks = malloc(mask_bytes * (size_t)m->max_masks);
@@ -145,17 +167,17 @@ sd_status sd_gmatch_vocab_init(sd_gmatch *m, const sd_tokenizer *tok, sd_err *er
     return SD_OK;
 }
 
-void sd_gmatch_vocab_free(sd_gmatch *m) {
-    free(m->tok_bytes), free(m->tok_off), free(m->tok_len), free(m->tok_eog), free(m->eog_ids);
-    free(m->trie.byte), free(m->trie.end), free(m->trie.first), free(m->trie.count), free(m->trie.ids);
+void sd_gmatch_vocab_detach(sd_gmatch *m) {
     free(m->frames_state), free(m->frames_end), free(m->masks), free(m->mask_owner);
+    sd_gvocab_free(m->own_vocab);
 }
 
 static inline void set_bit(uint32_t *w, int32_t id) { w[id >> 5] |= 1u << (id & 31); }
 
-/* The trie walk: every token whose bytes keep the state alive. */
+/* The trie walk: every token whose bytes keep the state alive (mask NULL:
+ * stop at the first such token; returns 1 if one was found). */
 static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
-    const vocab_trie *t = &m->trie;
+    const vocab_trie *t = &m->v->trie;
     int32_t top = 0;
     m->frames_state[0] = state, m->frames_end[0] = t->n_nodes;
     for (int32_t i = 0; i < t->n_nodes;) {
@@ -166,7 +188,9 @@ static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
             i = t->end[i];
             continue;
         }
-        for (int32_t k = 0; k < t->count[i]; k++) set_bit(mask, t->ids[t->first[i] + k]);
+        if (!mask && t->count[i]) return 1;
+        if (mask)
+            for (int32_t k = 0; k < t->count[i]; k++) set_bit(mask, t->ids[t->first[i] + k]);
         if (t->end[i] > i + 1) {
             top++;
             m->frames_state[top] = next, m->frames_end[top] = t->end[i];
@@ -176,27 +200,40 @@ static int walk_trie(sd_gmatch *m, int32_t state, uint32_t *mask) {
     return 0;
 }
 
+int sd_gmatch_any(sd_gmatch *m, int32_t state) {
+    if (state < 0 || !m->v) return 0;
+    gstate *st = &m->states[state];
+    if (st->any >= 0) return st->any;
+    int any = (st->accept && m->v->n_eog > 0) || st->has_tokens; /* a reference admits at least its token */
+    if (!any) {
+        any = walk_trie(m, state, NULL);
+        if (any < 0) return -1;
+    }
+    m->states[state].any = (int8_t)any;
+    return any;
+}
+
 /* Token references and end of generation. */
 static void add_refs(sd_gmatch *m, int32_t state, uint32_t *mask) {
     gstate *st = &m->states[state];
     if (st->accept)
-        for (int32_t k = 0; k < m->n_eog; k++) set_bit(mask, m->eog_ids[k]);
+        for (int32_t k = 0; k < m->v->n_eog; k++) set_bit(mask, m->v->eog_ids[k]);
     if (!st->has_tokens) return;
     for (int32_t i = 0; i < st->n; i++) {
         const sd_gelem *e = &m->g->elems[m->stack_pos[m->pool[st->off + i]]];
-        if (e->kind == G_TOKEN && e->arg < m->n_vocab) set_bit(mask, e->arg);
+        if (e->kind == G_TOKEN && e->arg < m->v->n_vocab) set_bit(mask, e->arg);
         if (e->kind == G_NOT_TOKEN)
-            for (int32_t id = 0; id < m->n_vocab; id++)
-                if (id != e->arg && !m->tok_eog[id]) set_bit(mask, id);
+            for (int32_t id = 0; id < m->v->n_vocab; id++)
+                if (id != e->arg && !m->v->tok_eog[id]) set_bit(mask, id);
     }
 }
 
 const uint32_t *sd_gmatch_mask(sd_gmatch *m, int32_t state, sd_err *err) {
-    if (!m->tok || state == SD_GSTATE_ERROR) {
+    if (!m->v || state == SD_GSTATE_ERROR) {
         if (err) *err = m->err.code ? m->err : (sd_err){SD_ERR_ARG, "grammar: no vocabulary or bad state"};
         return NULL;
     }
-    size_t words = (size_t)m->n_words;
+    size_t words = (size_t)m->v->n_words;
     if (state == SD_GSTATE_DEAD) { /* nothing allowed: one scratch slot past the cache */
         if (m->n_masks >= m->max_masks) m->n_masks = 0;
         uint32_t *mask = m->masks + words * (size_t)m->n_masks;
@@ -211,7 +248,7 @@ const uint32_t *sd_gmatch_mask(sd_gmatch *m, int32_t state, sd_err *err) {
     uint32_t *mask = m->masks + words * (size_t)slot;
     memset(mask, 0, words * sizeof *mask);
     m->mask_owner[slot] = -1;
-    if (walk_trie(m, state, mask)) {
+    if (walk_trie(m, state, mask) < 0) {
         if (err) *err = m->err;
         return NULL;
     }

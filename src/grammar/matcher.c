@@ -126,7 +126,7 @@ static int32_t intern_state(sd_gmatch *m, int accept) {
     int32_t s = m->n_states++;
     gstate *st = &m->states[s];
     memset(st, 0, sizeof *st);
-    st->off = m->n_pool, st->n = n, st->accept = (uint8_t)accept, st->mask = -1;
+    st->off = m->n_pool, st->n = n, st->accept = (uint8_t)accept, st->mask = -1, st->any = -1;
     for (int32_t j = 0; j < n; j++) {
         uint8_t kind = m->g->elems[m->stack_pos[m->out[j]]].kind;
         if (kind == G_TOKEN || kind == G_NOT_TOKEN) st->has_tokens = 1;
@@ -247,7 +247,7 @@ static int32_t step_token_refs(sd_gmatch *m, int32_t state, int32_t id, int32_t 
     for (int32_t i = 0; i < st.n; i++) {
         int32_t x = m->pool[st.off + i];
         const sd_gelem *e = &m->g->elems[m->stack_pos[x]];
-        int ok = (e->kind == G_TOKEN && e->arg == id) || (e->kind == G_NOT_TOKEN && e->arg != id && !m->tok_eog[id]);
+        int ok = (e->kind == G_TOKEN && e->arg == id) || (e->kind == G_NOT_TOKEN && e->arg != id && !m->v->tok_eog[id]);
         if (!ok) continue;
         any = 1;
         int32_t next = intern_stack(m, m->stack_pos[x] + 1, m->stack_parent[x]);
@@ -265,11 +265,11 @@ static int32_t step_token_refs(sd_gmatch *m, int32_t state, int32_t id, int32_t 
 }
 
 int32_t sd_gmatch_token(sd_gmatch *m, int32_t state, int32_t id) {
-    if (state < 0 || !m->tok || id < 0 || id >= m->n_vocab) return state < 0 ? state : SD_GSTATE_DEAD;
-    if (m->tok_eog[id] && m->states[state].accept) return state;
+    if (state < 0 || !m->v || id < 0 || id >= m->v->n_vocab) return state < 0 ? state : SD_GSTATE_DEAD;
+    if (m->v->tok_eog[id] && m->states[state].accept) return state;
     int32_t bytes = SD_GSTATE_DEAD;
-    if (m->tok_len[id] > 0)
-        bytes = sd_gmatch_bytes(m, state, (const uint8_t *)m->tok_bytes + m->tok_off[id], (size_t)m->tok_len[id]);
+    if (m->v->tok_len[id] > 0)
+        bytes = sd_gmatch_bytes(m, state, (const uint8_t *)m->v->tok_bytes + m->v->tok_off[id], (size_t)m->v->tok_len[id]);
     if (bytes == SD_GSTATE_ERROR || !m->states[state].has_tokens) return bytes;
     return step_token_refs(m, state, id, bytes);
 }
@@ -297,6 +297,7 @@ size_t sd_gmatch_forced(sd_gmatch *m, int32_t state, char *buf, size_t cap) {
 }
 
 const sd_err *sd_gmatch_error(const sd_gmatch *m) { return &m->err; }
+const sd_tokenizer *sd_gmatch_tokenizer(const sd_gmatch *m) { return m->v ? m->v->tok : NULL; }
 int32_t sd_gmatch_n_states(const sd_gmatch *m) { return m->n_states; }
 int64_t sd_gmatch_n_masks(const sd_gmatch *m) { return m->n_masks_built; }
 
@@ -312,15 +313,15 @@ bool sd_grammar_accepts(const sd_grammar *g, const char *text, size_t len, sd_er
 
 /* ---- life cycle (the vocabulary side is in mask.c) ---- */
 
-sd_status sd_gmatch_init(const sd_grammar *g, const sd_tokenizer *tok, sd_gmatch **out, sd_err *err) {
+sd_status sd_gmatch_init_vocab(const sd_grammar *g, const sd_gvocab *v, sd_gmatch **out, sd_err *err) {
     *out = NULL;
     sd_gmatch *m = calloc(1, sizeof *m);
     if (!m) return sd_err_set(err, SD_ERR_NOMEM, "grammar: out of memory");
     m->g = g;
     m->start = TRANS_UNKNOWN;
     m->stamp = 1;
-    if (tok) {
-        sd_status st = sd_gmatch_vocab_init(m, tok, err);
+    if (v) {
+        sd_status st = sd_gmatch_vocab_attach(m, v, err);
         if (st != SD_OK) {
             sd_gmatch_free(m);
             return st;
@@ -328,6 +329,18 @@ sd_status sd_gmatch_init(const sd_grammar *g, const sd_tokenizer *tok, sd_gmatch
     }
     *out = m;
     return SD_OK;
+}
+
+sd_status sd_gmatch_init(const sd_grammar *g, const sd_tokenizer *tok, sd_gmatch **out, sd_err *err) {
+    sd_gvocab *v = NULL;
+    if (tok) {
+        sd_status st = sd_gvocab_init(tok, &v, err);
+        if (st != SD_OK) return st;
+    }
+    sd_status st = sd_gmatch_init_vocab(g, v, out, err);
+    if (st != SD_OK) sd_gvocab_free(v);
+    else (*out)->own_vocab = v;
+    return st;
 }
 
 void sd_gmatch_free(sd_gmatch *m) {
@@ -342,6 +355,6 @@ void sd_gmatch_free(sd_gmatch *m) {
     free(m->visit);
     free(m->work);
     free(m->out);
-    sd_gmatch_vocab_free(m);
+    sd_gmatch_vocab_detach(m);
     free(m);
 }

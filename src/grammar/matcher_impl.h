@@ -11,6 +11,7 @@ typedef struct gstate {
     int32_t mask;    /* slot in the mask cache, -1 if none */
     uint8_t accept;  /* the root can end here */
     uint8_t has_tokens; /* some stack's top is a token reference */
+    int8_t any;         /* some token is allowed: 1/0, -1 not yet known */
 } gstate;
 
 /* The vocabulary's token texts in a trie laid out in preorder: node i's
@@ -24,6 +25,20 @@ typedef struct vocab_trie {
     int32_t *ids;
     int32_t max_depth;
 } vocab_trie;
+
+/* A vocabulary prepared for matching (grammar.h sd_gvocab): immutable
+ * after sd_gvocab_init, shared by any number of matchers. */
+struct sd_gvocab {
+    const sd_tokenizer *tok;
+    int32_t n_vocab, n_words;
+    char *tok_bytes; /* every matchable token's bytes */
+    int64_t *tok_off;
+    int32_t *tok_len; /* 0: matches only by reference (control, end-of-generation, empty) */
+    uint8_t *tok_eog;
+    int32_t *eog_ids;
+    int32_t n_eog;
+    vocab_trie trie;
+};
 
 struct sd_gmatch {
     const sd_grammar *g;
@@ -51,16 +66,9 @@ struct sd_gmatch {
     int32_t n_out;
     int32_t stamp;
 
-    /* the vocabulary (mask.c) */
-    const sd_tokenizer *tok;
-    int32_t n_vocab, n_words;
-    char *tok_bytes; /* every matchable token's bytes */
-    int64_t *tok_off;
-    int32_t *tok_len; /* 0: matches only by reference (control, end-of-generation, empty) */
-    uint8_t *tok_eog;
-    int32_t *eog_ids;
-    int32_t n_eog;
-    vocab_trie trie;
+    /* the vocabulary (mask.c): shared, or owned when made for this matcher */
+    const sd_gvocab *v;
+    sd_gvocab *own_vocab;
     int32_t *frames_state, *frames_end; /* mask walk stack, max_depth + 1 */
     uint32_t *masks; /* cache: max_masks bitsets of n_words */
     int32_t *mask_owner;
@@ -68,7 +76,8 @@ struct sd_gmatch {
     int64_t n_masks_built;
 };
 
-sd_status sd_gmatch_vocab_init(sd_gmatch *m, const sd_tokenizer *tok, sd_err *err);
-void sd_gmatch_vocab_free(sd_gmatch *m);
+/* The matcher's per-vocabulary scratch (mask.c): walk stack and mask cache. */
+sd_status sd_gmatch_vocab_attach(sd_gmatch *m, const sd_gvocab *v, sd_err *err);
+void sd_gmatch_vocab_detach(sd_gmatch *m);
 
 #endif

@@ -31,6 +31,7 @@ void job_release(job *j) {
     for (size_t i = 0; i < j->n_pieces; i++) free(j->pieces[i].text);
     free(j->pieces);
     for (int i = 0; i < 4; i++) free(j->stop[i]);
+    specdec_grammar_free(j->grammar);
     specdec_free(j->prompt);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);

@@ -19,6 +19,13 @@ typedef struct oai_req {
  * unsupported features) on bad input. */
 bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e);
 
+/* The constrained-output fields (response_format, grammar, json_schema;
+ * oai_grammar.c): compiles at most one into j->grammar and j->gp.grammar,
+ * after a reasoning section when `reasoning` (the prompt opened one) and the
+ * vocabulary has </think>. False with e filled (400 naming the field and the
+ * problem). */
+bool oai_get_grammar(server *s, json_t *body, job *j, bool reasoning, http_err *e);
+
 /* The timings object (llama.cpp names plus ours) for stats. New reference. */
 json_t *oai_timings(const specdec_stats *st, bool speculative);
 /* OpenAI usage for stats. New reference. */

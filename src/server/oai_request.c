@@ -214,6 +214,16 @@ static bool completion_prompt(server *s, json_t *body, sd_strbuf *prompt, job *j
     return true;
 }
 
+/* The chat prompt ends inside an open reasoning section (Qwen3.5's
+ * generation prompt with thinking on ends in "<think>\n"): the answer starts
+ * with reasoning, which a grammar must let through (oai_grammar.c). */
+static bool opens_reasoning(const sd_strbuf *prompt) {
+    const char *t = sd_strbuf_str(prompt);
+    size_t n = prompt->len;
+    while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == ' ')) n--;
+    return n >= 7 && !memcmp(t + n - 7, "<think>", 7);
+}
+
 bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (!json_is_object(body)) return http_fail(e, 400, NULL, "the request body must be a JSON object");
     r->chat = specdec_chat_default_params();
@@ -237,6 +247,7 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
             ok = http_fail(e, 500, NULL, "tokenize: %s", err.message);
     }
     if (ok && r->prompt_out) sd_strbuf_add(r->prompt_out, sd_strbuf_str(&prompt), prompt.len);
+    if (ok) ok = oai_get_grammar(s, body, j, r->kind == JOB_CHAT && opens_reasoning(&prompt), e);
     sd_strbuf_free(&prompt);
     if (!ok) return false;
     int n_ctx = s->n_ctx;

@@ -54,6 +54,7 @@ typedef struct job {
     size_t n_prompt;
     specdec_generate_params gp;
     char *stop[4];
+    specdec_grammar *grammar; /* the request's constrained output (oai_grammar.c), owned; NULL without */
     /* Output, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;

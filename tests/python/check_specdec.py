@@ -32,7 +32,8 @@ defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, 
                 check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2)
 for k, v in defaults.items():
     check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
-check(not d.abort and not d.stop and not d.suffix_cache, "default abort/stop/suffix_cache are not NULL")
+check(not d.abort and not d.stop and not d.suffix_cache and not d.grammar,
+      "default abort/stop/suffix_cache/grammar are not NULL")
 check(specdec.version() == specdec.__version__, "library %s, package %s" % (specdec.version(), specdec.__version__))
 
 llm = specdec.LLM(target, draft_path=draft)
@@ -151,6 +152,26 @@ try:
     check(False, "an id out of range was detokenized")
 except specdec.SpecdecError as e:
     check(e.code == specdec.ERR_ARG, "id out of range: %s" % e)
+
+# Grammars: the output is kept to the grammar, speculative == constrained plain
+# decoding; a bad grammar raises with line:col; a schema becomes a grammar.
+g = specdec.Grammar(llm.model, 'root ::= [a-z]{1,8} (" " [a-z]{1,8}){0,6} "."')
+con = llm.generate(prompt, n_predict=n_predict, grammar=g, check_lossless=True)
+check(con.stats.lossless is True, "constrained generation not lossless: %s" % con.stats)
+check(g.accepts(con.text) if con.stats.stop_reason in ("eog", "grammar") else not g.accepts(con.text + "!"),
+      "constrained output %r (%s) is not a sentence" % (con.text, con.stats.stop_reason))
+check(con.text != ref.text, "the grammar changed nothing")
+try:
+    specdec.Grammar(llm.model, 'root ::= ("a"')
+    check(False, "a bad grammar compiled")
+except specdec.SpecdecError as e:
+    check(e.code == specdec.ERR_FORMAT and "1:10" in str(e), "bad grammar: %s" % e)
+js = specdec.Grammar.from_json_schema(llm.model, {"type": "object", "properties": {"a": {"type": "integer"}},
+                                                  "required": ["a"]}, strict=True)
+check(js.accepts('{"a": 12}') and not js.accepts('{"a": "x"}'), "schema grammar accepts the wrong documents")
+check(specdec.Grammar.from_json_schema(llm.model, None).accepts('{"any": [1, true]}'), "json_object grammar")
+js.close()
+g.close()
 
 plain.close()
 llm.close()
