@@ -695,14 +695,18 @@ static int key_not_in(js_conv *c, const char **names, int n, size_t depth) {
     char t[256];
     snprintf(t, sizeof t, "([^\"\\\\\\u0000-\\u001F%s]", sd_strbuf_str(&others_raw));
     sd_strbuf_puts(&others_esc, t);
-    for (int e = 0; e < 7; e++) {
+    bool esc_child = false;
+    for (int j = 0; j < nu; j++) esc_child |= units[j][0] == '\\';
+    /* no child is an escape: every escape is another unit, as in key-char */
+    if (!esc_child) sd_strbuf_puts(&others_esc, " | \"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))");
+    for (int e = 0; esc_child && e < 7; e++) {
         bool taken = false;
         for (int j = 0; j < nu; j++) taken |= !strcmp(units[j], escs[e]);
         if (taken) continue;
         sd_strbuf_puts(&others_esc, " | ");
         js_gbnf_literal(&others_esc, escs[e], strlen(escs[e]));
     }
-    for (int x = 0; x < 0x20; x++) {
+    for (int x = 0; esc_child && x < 0x20; x++) {
         if (x == '\b' || x == '\f' || x == '\n' || x == '\r' || x == '\t') continue;
         char u[8];
         snprintf(u, sizeof u, "\\u%04x", x);
@@ -983,11 +987,13 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
     if (c->depth >= SD_JSON_SCHEMA_MAX_DEPTH) return js_fail(c, SD_ERR_FORMAT, "schemas nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH);
     const char *k;
     json_t *v;
-    bool constraining = false;
+    bool constraining = false, any_keyword = false;
     json_object_foreach(s, k, v) {
         if (is_annotation(k)) continue;
         if (!is_supported(k)) return js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
+        any_keyword = true;
     }
+    if (!any_keyword) { js_common(c, JS_VALUE); return c->common[JS_VALUE]; } /* {}: any value */
     int r = js_rule_new(c, hint);
     if (r < 0) return -1;
     memo_put(c, s, r);
