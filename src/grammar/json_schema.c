@@ -666,8 +666,11 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
             if (sib) { json_object_del(sib, "anyOf"); json_object_del(sib, "oneOf"); }
         }
         size_t i;
+        size_t kept = 0;
         json_array_foreach(list, i, v) {
             if (!js_ok(c)) break;
+            if (json_is_false(v)) continue; /* a branch nothing matches */
+            kept++;
             char seg[24];
             snprintf(seg, sizeof seg, "%zu", i);
             size_t old = path_push(c, kw, seg);
@@ -681,6 +684,7 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
             js_alt_open(c, r);
             js_ref(c, r, t, true);
         }
+        if (js_ok(c) && !kept) js_fail(c, SD_ERR_UNSUPPORTED, "%s: every branch is the false schema", kw);
     } else if (json_object_get(s, "enum") || json_object_get(s, "const")) {
         gen_enum(c, r, s);
     } else {

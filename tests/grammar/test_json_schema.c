@@ -127,6 +127,8 @@ static void test_refusals(void **state) {
     expect_err("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "pattern");
     expect_err("{\"type\":\"object\",\"required\":[\"x\"],\"additionalProperties\":false}", "\"x\"");
     expect_err("false", "false schema");
+    expect_err("{\"anyOf\":[false,false]}", "every branch");
+    expect_ok("{\"anyOf\":[false,{\"type\":\"null\"}]}", false, "null");
 }
 
 static void test_hostile(void **state) {
