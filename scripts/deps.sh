@@ -7,7 +7,9 @@
 #                            pip and setuptools (installing python/),
 #                            clang (libFuzzer), tmux (the terminal chat test),
 #                            node/npm with the server's npm packages, chromium,
-#                            nginx (the scale-out test: replicas behind a balancer)
+#                            nginx (the scale-out test: replicas behind a balancer),
+#                            python3-jsonschema and python3-rfc3339 (the JSON
+#                            Schema converter's reference validator)
 # Every dependency is a Debian package or, for the server's client tests, an npm
 # package pinned by tests/server/package-lock.json; see README.md.
 set -euo pipefail
@@ -22,6 +24,8 @@ pkgs=(build-essential cmake pkg-config libpcre2-dev libjansson-dev libmicrohttpd
 if $test_deps; then
   pkgs+=(libcmocka-dev python3-torch python3-numpy python3-regex python3-jinja2 python3-pip python3-setuptools
          libopenblas0-pthread clang curl tmux chromium nginx)
+  # The JSON Schema converter's reference validator and its date-time / time checks.
+  pkgs+=(python3-jsonschema python3-rfc3339)
   # Node.js and npm from Debian, unless a node (with its npm) is already there.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)

@@ -13,32 +13,8 @@
 
 #include "grammar/json_schema_impl.h"
 
-#define JS_MAX_WORK 2000000 /* schema nodes visited + merged, and output / 64 */
 #define JS_MAX_ENUM 10000
 #define JS_MAX_COUNT 10000 /* minLength / maxLength / minItems / maxItems */
-
-enum { T_NULL = 1, T_BOOL = 2, T_OBJ = 4, T_ARR = 8, T_STR = 16, T_NUM = 32, T_INT = 64, T_ALL = 127 };
-static const char *type_names[] = {"null", "boolean", "object", "array", "string", "number", "integer"};
-
-/* ---- keywords ---- */
-
-static bool is_annotation(const char *k) {
-    static const char *ann[] = {"title", "description", "default", "examples", "$comment", "deprecated",
-                                "readOnly", "writeOnly", "$schema", "$defs", "definitions", NULL};
-    for (int i = 0; ann[i]; i++)
-        if (!strcmp(k, ann[i])) return true;
-    return false;
-}
-
-static bool is_supported(const char *k) {
-    static const char *kw[] = {"type", "properties", "required", "additionalProperties", "enum", "const", "items",
-                               "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "minimum",
-                               "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf",
-                               "$ref", "pattern", "format", "uniqueItems", NULL};
-    for (int i = 0; kw[i]; i++)
-        if (!strcmp(k, kw[i])) return true;
-    return false;
-}
 
 /* ---- paths for messages ---- */
 
@@ -59,346 +35,6 @@ static size_t path_push(js_conv *c, const char *a, const char *b) {
 static void path_pop(js_conv *c, size_t old) {
     c->path.len = old;
     if (c->path.s) c->path.s[old] = 0;
-}
-
-/* ---- small helpers ---- */
-
-static json_t *own(js_conv *c, json_t *j) {
-    if (!j) { js_fail(c, SD_ERR_NOMEM, "out of memory"); return NULL; }
-    if (c->nowned == c->capowned) {
-        int cap = c->capowned ? c->capowned * 2 : 16;
-        json_t **p = realloc(c->owned, sizeof *p * (size_t)cap);
-        if (!p) { json_decref(j); js_fail(c, SD_ERR_NOMEM, "out of memory"); return NULL; }
-        c->owned = p;
-        c->capowned = cap;
-    }
-    c->owned[c->nowned++] = j;
-    return j;
-}
-
-static bool bump(js_conv *c) {
-    if (++c->work > JS_MAX_WORK) {
-        js_fail(c, SD_ERR_FORMAT, "the schema expands beyond %d steps (runaway $ref / allOf expansion)", JS_MAX_WORK);
-        return false;
-    }
-    return js_ok(c);
-}
-
-static int type_mask(js_conv *c, json_t *t) {
-    if (!t) return T_ALL;
-    int m = 0;
-    json_t *one;
-    size_t i;
-    json_t *arr = json_is_array(t) ? t : NULL;
-    size_t n = arr ? json_array_size(arr) : 1;
-    for (i = 0; i < n; i++) {
-        one = arr ? json_array_get(arr, i) : t;
-        const char *s = json_string_value(one);
-        int bit = 0;
-        for (int k = 0; s && k < 7; k++)
-            if (!strcmp(s, type_names[k])) bit = 1 << k;
-        if (!bit) { js_fail(c, SD_ERR_FORMAT, "type: unknown type %s", s ? s : "(not a string)"); return 0; }
-        m |= bit;
-    }
-    if (!m) js_fail(c, SD_ERR_FORMAT, "type: an empty list");
-    return m;
-}
-
-static int value_type(const json_t *v) {
-    switch (json_typeof(v)) {
-    case JSON_NULL: return T_NULL;
-    case JSON_TRUE: case JSON_FALSE: return T_BOOL;
-    case JSON_OBJECT: return T_OBJ;
-    case JSON_ARRAY: return T_ARR;
-    case JSON_STRING: return T_STR;
-    case JSON_INTEGER: return T_INT | T_NUM;
-    case JSON_REAL: return json_real_value(v) == floor(json_real_value(v)) ? T_INT | T_NUM : T_NUM;
-    }
-    return 0;
-}
-
-static json_t *mask_to_type(int m) {
-    json_t *a = json_array();
-    for (int k = 0; a && k < 7; k++)
-        if (m & (1 << k)) json_array_append_new(a, json_string(type_names[k]));
-    return a;
-}
-
-/* ---- $ref ---- */
-
-static json_t *resolve(js_conv *c, const char *ref) {
-    if (ref[0] != '#') { js_fail(c, SD_ERR_UNSUPPORTED, "$ref: only references within the document (#/...) are supported, not %.80s", ref); return NULL; }
-    json_t *cur = c->root;
-    const char *p = ref + 1;
-    if (*p && *p != '/') { js_fail(c, SD_ERR_UNSUPPORTED, "$ref: anchors (%.80s) are not supported", ref); return NULL; }
-    while (*p == '/') {
-        p++;
-        char tok[256];
-        size_t k = 0;
-        while (*p && *p != '/' && k < sizeof tok - 1) {
-            if (p[0] == '~' && p[1] == '1') { tok[k++] = '/'; p += 2; }
-            else if (p[0] == '~' && p[1] == '0') { tok[k++] = '~'; p += 2; }
-            else tok[k++] = *p++;
-        }
-        tok[k] = 0;
-        if (json_is_object(cur)) cur = json_object_get(cur, tok);
-        else if (json_is_array(cur)) cur = json_array_get(cur, (size_t)strtoul(tok, NULL, 10));
-        else cur = NULL;
-        if (!cur) { js_fail(c, SD_ERR_FORMAT, "$ref: %.80s points nowhere", ref); return NULL; }
-    }
-    if (!json_is_object(cur) && !json_is_boolean(cur)) { js_fail(c, SD_ERR_FORMAT, "$ref: %.80s is not a schema", ref); return NULL; }
-    return cur;
-}
-
-/* ---- allOf: merging schemas ---- */
-
-static json_t *merge(js_conv *c, json_t *a, json_t *b);
-
-/* The schema with its own $ref and allOf folded in (a new object when it had them). */
-static json_t *flatten(js_conv *c, json_t *s) {
-    if (!bump(c)) return NULL;
-    if (json_is_true(s)) return own(c, json_object());
-    if (json_is_false(s)) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: a false schema (nothing is valid)"); return NULL; }
-    if (!json_is_object(s)) { js_fail(c, SD_ERR_FORMAT, "a schema must be an object or a boolean"); return NULL; }
-    json_t *ref = json_object_get(s, "$ref"), *all = json_object_get(s, "allOf");
-    if (!ref && !all) return s;
-    if (c->depth >= SD_JSON_SCHEMA_MAX_DEPTH) { js_fail(c, SD_ERR_FORMAT, "schemas nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH); return NULL; }
-    c->depth++;
-    json_t *rest = own(c, json_copy(s));
-    json_t *acc = NULL;
-    if (rest) {
-        json_object_del(rest, "$ref");
-        json_object_del(rest, "allOf");
-        acc = rest;
-    }
-    if (acc && ref) {
-        if (!json_is_string(ref)) { js_fail(c, SD_ERR_FORMAT, "$ref: not a string"); acc = NULL; }
-        json_t *t = acc ? resolve(c, json_string_value(ref)) : NULL;
-        t = t ? flatten(c, t) : NULL;
-        acc = t ? merge(c, acc, t) : NULL;
-    }
-    if (acc && all) {
-        if (!json_is_array(all) || !json_array_size(all)) { js_fail(c, SD_ERR_FORMAT, "allOf: not a non-empty array"); acc = NULL; }
-        for (size_t i = 0; acc && i < json_array_size(all); i++) {
-            json_t *t = flatten(c, json_array_get(all, i));
-            acc = t ? merge(c, acc, t) : NULL;
-        }
-    }
-    c->depth--;
-    return acc;
-}
-
-static bool num_of(json_t *v, double *d) {
-    if (!json_is_number(v)) return false;
-    *d = json_number_value(v);
-    return true;
-}
-
-/* The tighter of two bounds: lower (sign +1) or upper (sign -1). */
-static void merge_bound(json_t *out, json_t *a, json_t *b, const char *incl, const char *excl, int sign) {
-    double best = 0;
-    bool have = false, best_excl = false;
-    json_t *srcs[2] = {a, b};
-    for (int s = 0; s < 2; s++) {
-        double v;
-        for (int e = 0; e < 2; e++) {
-            if (!num_of(json_object_get(srcs[s], e ? excl : incl), &v)) continue;
-            bool tighter = !have || (sign > 0 ? v > best : v < best) || (v == best && e && !best_excl);
-            if (tighter) { best = v; best_excl = e; have = true; }
-        }
-    }
-    json_object_del(out, incl);
-    json_object_del(out, excl);
-    if (have) json_object_set_new(out, best_excl ? excl : incl, json_real(best));
-}
-
-static void merge_count(json_t *out, json_t *a, json_t *b, const char *k, bool take_max) {
-    json_t *x = json_object_get(a, k), *y = json_object_get(b, k);
-    if (!x || !y) return;
-    json_int_t u = json_integer_value(x), v = json_integer_value(y);
-    json_object_set_new(out, k, json_integer(take_max ? (u > v ? u : v) : (u < v ? u : v)));
-}
-
-static json_t *enum_list(json_t *s) {
-    json_t *e = json_object_get(s, "enum");
-    if (e) return json_incref(e);
-    json_t *k = json_object_get(s, "const");
-    if (!k) return NULL;
-    json_t *a = json_array();
-    if (a) json_array_append(a, k);
-    return a;
-}
-
-/* A property's schema in one side of a merge: its own, else what that side's
- * additionalProperties says (NULL: unconstrained; json false: forbidden). */
-static json_t *prop_of(json_t *s, const char *k) {
-    json_t *p = json_object_get(json_object_get(s, "properties"), k);
-    if (p) return p;
-    return json_object_get(s, "additionalProperties");
-}
-
-static json_t *merge_props(js_conv *c, json_t *out, json_t *a, json_t *b) {
-    json_t *props = json_object(), *req = json_array();
-    if (!own(c, props) || !own(c, req)) return NULL;
-    json_t *sides[2] = {a, b};
-    for (int s = 0; s < 2; s++) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(sides[s], "required"), k, v) { (void)k; (void)v; }
-        size_t i;
-        json_array_foreach(json_object_get(sides[s], "required"), i, v) {
-            bool dup = false;
-            size_t j;
-            json_t *w;
-            json_array_foreach(req, j, w) dup |= json_equal(v, w);
-            if (!dup) json_array_append(req, v);
-        }
-    }
-    for (int s = 0; s < 2 && js_ok(c); s++) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(sides[s], "properties"), k, v) {
-            if (json_object_get(props, k) || !js_ok(c)) continue;
-            json_t *x = prop_of(a, k), *y = prop_of(b, k), *m;
-            bool forbidden = json_is_false(x) || json_is_false(y);
-            if (forbidden) {
-                size_t i;
-                json_t *r;
-                json_array_foreach(req, i, r)
-                    if (json_is_string(r) && !strcmp(json_string_value(r), k)) {
-                        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: property \"%.60s\" is required by one branch and forbidden by another", k);
-                        return NULL;
-                    }
-                json_object_set(props, k, json_false());
-                continue;
-            }
-            if (x && y && !json_is_true(x) && !json_is_true(y)) {
-                json_t *fx = flatten(c, x), *fy = fx ? flatten(c, y) : NULL;
-                m = fy ? merge(c, fx, fy) : NULL;
-            } else
-                m = x && !json_is_true(x) ? x : y ? y : json_true();
-            if (!m) return NULL;
-            json_object_set(props, k, m);
-        }
-    }
-    json_t *xa = json_object_get(a, "additionalProperties"), *xb = json_object_get(b, "additionalProperties");
-    if (xa || xb) {
-        json_t *m;
-        if (json_is_false(xa) || json_is_false(xb)) m = json_false();
-        else if (xa && xb && !json_is_true(xa) && !json_is_true(xb)) {
-            json_t *fx = flatten(c, xa), *fy = fx ? flatten(c, xb) : NULL;
-            m = fy ? merge(c, fx, fy) : NULL;
-        } else m = xa && !json_is_true(xa) ? xa : xb;
-        if (!m) return NULL;
-        json_object_set(out, "additionalProperties", m);
-    }
-    if (json_object_size(props)) json_object_set(out, "properties", props);
-    if (json_array_size(req)) json_object_set(out, "required", req);
-    return out;
-}
-
-static json_t *merge(js_conv *c, json_t *a, json_t *b) {
-    if (!bump(c)) return NULL;
-    const char *k;
-    json_t *v;
-    json_t *sides[2] = {a, b};
-    for (int s = 0; s < 2; s++)
-        json_object_foreach(sides[s], k, v) {
-            if (!is_annotation(k) && !is_supported(k)) {
-                js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
-                return NULL;
-            }
-        }
-    json_t *out = own(c, json_object());
-    if (!out) return NULL;
-    /* type */
-    json_t *ta = json_object_get(a, "type"), *tb = json_object_get(b, "type");
-    if (ta || tb) {
-        int ma = type_mask(c, ta), mb = type_mask(c, tb);
-        if (ma & T_NUM) ma |= T_INT;
-        if (mb & T_NUM) mb |= T_INT;
-        int m = ma & mb;
-        if (!js_ok(c)) return NULL;
-        if (!m) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: the branches' types do not intersect"); return NULL; }
-        if (m & T_NUM) m &= ~T_INT;
-        json_object_set_new(out, "type", mask_to_type(m));
-    }
-    /* objects */
-    if (!merge_props(c, out, a, b)) return NULL;
-    /* arrays */
-    json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
-    if (json_object_get(a, "prefixItems") && json_object_get(b, "prefixItems")) {
-        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: prefixItems in two branches cannot be merged");
-        return NULL;
-    }
-    json_t *pi = json_object_get(a, "prefixItems") ? json_object_get(a, "prefixItems") : json_object_get(b, "prefixItems");
-    if (pi && ((json_object_get(a, "prefixItems") && ib) || (json_object_get(b, "prefixItems") && ia))) {
-        js_fail(c, SD_ERR_UNSUPPORTED, "allOf: prefixItems in one branch and items in another cannot be merged");
-        return NULL;
-    }
-    if (pi) json_object_set(out, "prefixItems", pi);
-    if (ia && ib) {
-        json_t *m;
-        if (json_is_false(ia) || json_is_false(ib)) m = json_false();
-        else if (json_is_true(ia)) m = ib;
-        else if (json_is_true(ib)) m = ia;
-        else {
-            json_t *fx = flatten(c, ia), *fy = fx ? flatten(c, ib) : NULL;
-            m = fy ? merge(c, fx, fy) : NULL;
-        }
-        if (!m) return NULL;
-        json_object_set(out, "items", m);
-    } else if (ia || ib) json_object_set(out, "items", ia ? ia : ib);
-    /* counts and bounds */
-    static const char *counts[] = {"minItems", "maxItems", "minLength", "maxLength"};
-    for (int i = 0; i < 4; i++) {
-        json_t *x = json_object_get(a, counts[i]), *y = json_object_get(b, counts[i]);
-        if (x || y) json_object_set(out, counts[i], x ? x : y);
-        merge_count(out, a, b, counts[i], i % 2 == 0);
-    }
-    merge_bound(out, a, b, "minimum", "exclusiveMinimum", +1);
-    merge_bound(out, a, b, "maximum", "exclusiveMaximum", -1);
-    /* strings */
-    static const char *same[] = {"pattern", "format", "uniqueItems"};
-    for (int i = 0; i < 3; i++) {
-        json_t *x = json_object_get(a, same[i]), *y = json_object_get(b, same[i]);
-        if (x && y && !json_equal(x, y)) {
-            js_fail(c, SD_ERR_UNSUPPORTED, "allOf: two different \"%s\" values cannot be merged", same[i]);
-            return NULL;
-        }
-        if (x || y) json_object_set(out, same[i], x ? x : y);
-    }
-    /* enum / const: the values in both */
-    json_t *ea = enum_list(a), *eb = enum_list(b);
-    if (ea || eb) {
-        json_t *e = json_array();
-        size_t i, j;
-        json_t *x, *y;
-        if (ea && eb) {
-            json_array_foreach(ea, i, x) {
-                bool in = false;
-                json_array_foreach(eb, j, y) in |= json_equal(x, y);
-                if (in) json_array_append(e, x);
-            }
-        } else
-            json_array_extend(e, ea ? ea : eb);
-        json_decref(ea);
-        json_decref(eb);
-        if (!own(c, e)) return NULL;
-        if (!json_array_size(e)) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: the branches' enum/const values do not intersect"); return NULL; }
-        json_object_set(out, "enum", e);
-    }
-    /* anyOf / oneOf: carried (conversion distributes the siblings) */
-    int combos = 0;
-    static const char *comb[] = {"anyOf", "oneOf"};
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < 2; i++) {
-            json_t *x = json_object_get(sides[s], comb[i]);
-            if (!x) continue;
-            if (combos++) { js_fail(c, SD_ERR_UNSUPPORTED, "allOf: two anyOf/oneOf lists cannot be merged"); return NULL; }
-            json_object_set(out, comb[i], x);
-        }
-    return out;
 }
 
 /* ---- conversion ---- */
@@ -481,26 +117,22 @@ static int gen_enum(js_conv *c, int r, json_t *s) {
     const char *kw;
     json_t *v;
     json_object_foreach(s, kw, v) {
-        if (!is_annotation(kw) && strcmp(kw, "enum") && strcmp(kw, "const") && strcmp(kw, "type"))
+        if (!js_is_annotation(kw) && strcmp(kw, "enum") && strcmp(kw, "const") && strcmp(kw, "type"))
             return js_fail(c, SD_ERR_UNSUPPORTED, "\"%s\" beside enum/const is not supported", kw);
     }
-    int mask = type_mask(c, json_object_get(s, "type"));
+    int mask = js_type_mask(c, json_object_get(s, "type"));
     if (mask & T_NUM) mask |= T_INT;
     size_t n = e ? json_array_size(e) : 1, kept = 0;
     for (size_t i = 0; i < n && js_ok(c); i++) {
         json_t *x = e ? json_array_get(e, i) : k;
-        if (!(value_type(x) & mask)) continue;
-        /* a real that is integral is an integer for "type": "integer" */
-        bool dup = false;
-        for (size_t j = 0; j < i; j++) dup |= json_equal(json_array_get(e, j), x);
-        if (dup) continue;
+        if (!(js_value_type(x) & mask)) continue; /* an integral real counts as an integer */
         sd_strbuf t = {0};
         value_text(c, &t, x, 0);
         js_alt_open(c, r);
         js_t(c, r, sd_strbuf_str(&t));
         sd_strbuf_free(&t);
         kept++;
-        if (!bump(c)) return -1;
+        if (!js_bump(c)) return -1;
     }
     if (js_ok(c) && !kept) return js_fail(c, SD_ERR_UNSUPPORTED, "enum/const: no value has the schema's type");
     return js_ok(c) ? r : -1;
@@ -510,7 +142,7 @@ static bool get_count(js_conv *c, json_t *s, const char *k, long *out) {
     json_t *v = json_object_get(s, k);
     if (!v) return false;
     double d;
-    if (!num_of(v, &d) || d < 0 || d != floor(d)) { js_fail(c, SD_ERR_FORMAT, "%s: not a non-negative integer", k); return false; }
+    if (!js_num_of(v, &d) || d < 0 || d != floor(d)) { js_fail(c, SD_ERR_FORMAT, "%s: not a non-negative integer", k); return false; }
     if (d > JS_MAX_COUNT) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: %.0f is beyond the supported %d", k, d, JS_MAX_COUNT); return false; }
     *out = (long)d;
     return true;
@@ -550,40 +182,66 @@ static void gen_string(js_conv *c, int r, json_t *s, const char *hint) {
     js_t(c, r, t);
 }
 
-/* Integer-valued bound k of keyword kw: false when absent. */
-static bool get_bound(js_conv *c, json_t *s, const char *kw, double *v) {
+/* A bound: its value, and whether it is an integer (then exact in i, also
+ * beyond 2^53, where a double would round). */
+typedef struct bound {
+    double d;
+    int64_t i;
+    bool is_int;
+} bound;
+
+/* The bound of keyword kw: false when absent. */
+static bool get_bound(js_conv *c, json_t *s, const char *kw, bound *b) {
     json_t *x = json_object_get(s, kw);
     if (!x) return false;
-    if (!num_of(x, v)) { js_fail(c, SD_ERR_FORMAT, "%s: not a number", kw); return false; }
-    if (fabs(*v) > (double)JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+    if (!js_num_of(x, &b->d)) { js_fail(c, SD_ERR_FORMAT, "%s: not a number", kw); return false; }
+    if (fabs(b->d) > (double)JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+    if (json_is_integer(x)) {
+        b->i = json_integer_value(x);
+        if (b->i > JS_INT_BOUND || b->i < -JS_INT_BOUND) { js_fail(c, SD_ERR_UNSUPPORTED, "%s: bounds beyond +-10^18 are not supported", kw); return false; }
+        b->is_int = true;
+    } else {
+        b->is_int = b->d == floor(b->d);
+        b->i = (int64_t)b->d;
+    }
     return true;
 }
 
+/* Compares bounds exactly when both are integers. */
+static int bound_cmp(bound a, bound b) {
+    if (a.is_int && b.is_int) return a.i < b.i ? -1 : a.i > b.i;
+    return a.d < b.d ? -1 : a.d > b.d;
+}
+
 static void gen_number(js_conv *c, int r, json_t *s, bool integer) {
-    double mn, mx, xmn, xmx;
+    bound mn, mx, xmn, xmx;
     bool hmn = get_bound(c, s, "minimum", &mn), hmx = get_bound(c, s, "maximum", &mx);
     bool hxmn = get_bound(c, s, "exclusiveMinimum", &xmn), hxmx = get_bound(c, s, "exclusiveMaximum", &xmx);
     if (!js_ok(c)) return;
     /* one lower and one upper bound: the tighter */
     bool lo_excl = false, hi_excl = false;
-    double lo = mn, hi = mx;
-    if (hxmn && (!hmn || xmn >= mn)) { lo = xmn; lo_excl = true; }
-    if (hxmx && (!hmx || xmx <= mx)) { hi = xmx; hi_excl = true; }
+    bound lo = mn, hi = mx;
+    if (hxmn && (!hmn || bound_cmp(xmn, mn) >= 0)) { lo = xmn; lo_excl = true; }
+    if (hxmx && (!hmx || bound_cmp(xmx, mx) <= 0)) { hi = xmx; hi_excl = true; }
     bool has_lo = hmn || hxmn, has_hi = hmx || hxmx;
     if (!has_lo && !has_hi) { js_t(c, r, js_common(c, integer ? JS_INTEGER : JS_NUMBER)); return; }
     sd_strbuf t = {0};
     if (integer) {
         int64_t ilo = 0, ihi = 0;
-        if (has_lo) ilo = lo_excl ? (int64_t)floor(lo) + 1 : (int64_t)ceil(lo);
-        if (has_hi) ihi = hi_excl ? (int64_t)ceil(hi) - 1 : (int64_t)floor(hi);
+        if (has_lo) ilo = lo.is_int ? lo.i + (lo_excl ? 1 : 0) : lo_excl ? (int64_t)floor(lo.d) + 1 : (int64_t)ceil(lo.d);
+        if (has_hi) ihi = hi.is_int ? hi.i - (hi_excl ? 1 : 0) : hi_excl ? (int64_t)ceil(hi.d) - 1 : (int64_t)floor(hi.d);
         if (has_lo && has_hi && ilo > ihi) { js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no integer fits"); return; }
         js_int_range(&t, has_lo, ilo, has_hi, ihi);
     } else {
-        if ((has_lo && lo != floor(lo)) || (has_hi && hi != floor(hi))) {
+        if ((has_lo && fabs(lo.d) > 1e13) || (has_hi && fabs(hi.d) > 1e13)) {
+            js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: bounds on a number beyond +-10^13 are not supported");
+            return;
+        }
+        if ((has_lo && !lo.is_int) || (has_hi && !hi.is_int)) {
             js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: fractional bounds on a number are not supported (integer bounds are)");
             return;
         }
-        if (!js_num_range(&t, has_lo, (int64_t)lo, lo_excl, has_hi, (int64_t)hi, hi_excl)) {
+        if (!js_num_range(&t, has_lo, lo.i, lo_excl, has_hi, hi.i, hi_excl)) {
             js_fail(c, SD_ERR_UNSUPPORTED, "minimum/maximum: no number fits");
             sd_strbuf_free(&t);
             return;
@@ -674,14 +332,18 @@ static int key_not_in(js_conv *c, const char **names, int n, size_t depth) {
     char t[256];
     snprintf(t, sizeof t, "([^\"\\\\\\u0000-\\u001F%s]", sd_strbuf_str(&others_raw));
     sd_strbuf_puts(&others_esc, t);
-    for (int e = 0; e < 7; e++) {
+    bool esc_child = false;
+    for (int j = 0; j < nu; j++) esc_child |= units[j][0] == '\\';
+    /* no child is an escape: every escape is another unit, as in key-char */
+    if (!esc_child) sd_strbuf_puts(&others_esc, " | \"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))");
+    for (int e = 0; esc_child && e < 7; e++) {
         bool taken = false;
         for (int j = 0; j < nu; j++) taken |= !strcmp(units[j], escs[e]);
         if (taken) continue;
         sd_strbuf_puts(&others_esc, " | ");
         js_gbnf_literal(&others_esc, escs[e], strlen(escs[e]));
     }
-    for (int x = 0; x < 0x20; x++) {
+    for (int x = 0; esc_child && x < 0x20; x++) {
         if (x == '\b' || x == '\f' || x == '\n' || x == '\r' || x == '\t') continue;
         char u[8];
         snprintf(u, sizeof u, "\\u%04x", x);
@@ -876,7 +538,7 @@ static void gen_array(js_conv *c, int r, json_t *s, const char *hint) {
 
 /* The schema's own node, typed: an alternative per type it allows. */
 static void gen_typed(js_conv *c, int r, json_t *s, const char *hint) {
-    int mask = type_mask(c, json_object_get(s, "type"));
+    int mask = js_type_mask(c, json_object_get(s, "type"));
     if (!js_ok(c)) return;
     if ((mask & T_NUM) && (mask & T_INT)) mask &= ~T_INT;
     for (int b = 0; b < 7 && js_ok(c); b++) {
@@ -901,7 +563,7 @@ static int branch_types(js_conv *c, json_t *s, json_t **values) {
     if (!json_is_object(s)) return T_ALL;
     json_t *ref = json_object_get(s, "$ref");
     if (ref && json_object_size(s) == 1 && json_is_string(ref) && c->depth < SD_JSON_SCHEMA_MAX_DEPTH) {
-        json_t *t = resolve(c, json_string_value(ref));
+        json_t *t = js_resolve(c, json_string_value(ref));
         c->depth++;
         int m = t ? branch_types(c, t, values) : 0;
         c->depth--;
@@ -912,12 +574,12 @@ static int branch_types(js_conv *c, json_t *s, json_t **values) {
         int m = 0;
         size_t i;
         json_t *x;
-        if (k) m = value_type(k);
-        json_array_foreach(e, i, x) m |= value_type(x);
+        if (k) m = js_value_type(k);
+        json_array_foreach(e, i, x) m |= js_value_type(x);
         *values = e ? e : k;
         return m;
     }
-    int m = type_mask(c, json_object_get(s, "type"));
+    int m = js_type_mask(c, json_object_get(s, "type"));
     if (m & T_NUM) m |= T_INT;
     return m;
 }
@@ -953,7 +615,7 @@ static bool oneof_exclusive(js_conv *c, json_t *list) {
 }
 
 static int gen(js_conv *c, json_t *s, const char *hint) {
-    if (!bump(c)) return -1;
+    if (!js_bump(c)) return -1;
     int m = memo_get(c, s);
     if (m >= 0) return m;
     if (json_is_true(s)) { js_common(c, JS_VALUE); return c->common[JS_VALUE]; }
@@ -962,11 +624,13 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
     if (c->depth >= SD_JSON_SCHEMA_MAX_DEPTH) return js_fail(c, SD_ERR_FORMAT, "schemas nested deeper than %d", SD_JSON_SCHEMA_MAX_DEPTH);
     const char *k;
     json_t *v;
-    bool constraining = false;
+    bool constraining = false, any_keyword = false;
     json_object_foreach(s, k, v) {
-        if (is_annotation(k)) continue;
-        if (!is_supported(k)) return js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
+        if (js_is_annotation(k)) continue;
+        if (!js_is_supported(k)) return js_fail(c, SD_ERR_UNSUPPORTED, "unsupported keyword \"%.60s\"", k);
+        any_keyword = true;
     }
+    if (!any_keyword) { js_common(c, JS_VALUE); return c->common[JS_VALUE]; } /* {}: any value */
     int r = js_rule_new(c, hint);
     if (r < 0) return -1;
     memo_put(c, s, r);
@@ -974,10 +638,10 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
     json_t *all = json_object_get(s, "allOf"), *ref = json_object_get(s, "$ref");
     json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
     json_object_foreach(s, k, v)
-        if (!is_annotation(k) && strcmp(k, "anyOf") && strcmp(k, "oneOf") && strcmp(k, "$ref")) constraining = true;
+        if (!js_is_annotation(k) && strcmp(k, "anyOf") && strcmp(k, "oneOf") && strcmp(k, "$ref")) constraining = true;
     if (any && one) js_fail(c, SD_ERR_UNSUPPORTED, "anyOf together with oneOf is not supported");
     else if (all || (ref && constraining) || (ref && (any || one))) {
-        json_t *f = flatten(c, s);
+        json_t *f = js_flatten(c, s);
         if (f) {
             int t = gen(c, f, hint);
             js_ref(c, r, t, true);
@@ -985,7 +649,7 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
     } else if (ref) {
         if (!json_is_string(ref)) js_fail(c, SD_ERR_FORMAT, "$ref: not a string");
         else {
-            json_t *t = resolve(c, json_string_value(ref));
+            json_t *t = js_resolve(c, json_string_value(ref));
             const char *name = strrchr(json_string_value(ref), '/');
             int tr = t ? gen(c, t, name ? name + 1 : "ref") : -1;
             js_ref(c, r, tr, true);
@@ -998,25 +662,29 @@ static int gen(js_conv *c, json_t *s, const char *hint) {
             js_fail(c, SD_ERR_UNSUPPORTED, "oneOf: the branches are not provably exclusive (by type or const/enum); use anyOf if any match will do");
         json_t *sib = NULL;
         if (constraining && js_ok(c)) {
-            sib = own(c, json_copy(s));
+            sib = js_own(c, json_copy(s));
             if (sib) { json_object_del(sib, "anyOf"); json_object_del(sib, "oneOf"); }
         }
         size_t i;
+        size_t kept = 0;
         json_array_foreach(list, i, v) {
             if (!js_ok(c)) break;
+            if (json_is_false(v)) continue; /* a branch nothing matches */
+            kept++;
             char seg[24];
             snprintf(seg, sizeof seg, "%zu", i);
             size_t old = path_push(c, kw, seg);
             json_t *b = v;
             if (sib) {
-                json_t *fb = flatten(c, v), *fs = fb ? flatten(c, sib) : NULL;
-                b = fs ? merge(c, fs, fb) : NULL;
+                json_t *fb = js_flatten(c, v), *fs = fb ? js_flatten(c, sib) : NULL;
+                b = fs ? js_merge(c, fs, fb) : NULL;
             }
             int t = b ? gen(c, b, hint) : -1;
             path_pop(c, old);
             js_alt_open(c, r);
             js_ref(c, r, t, true);
         }
+        if (js_ok(c) && !kept) js_fail(c, SD_ERR_UNSUPPORTED, "%s: every branch is the false schema", kw);
     } else if (json_object_get(s, "enum") || json_object_get(s, "const")) {
         gen_enum(c, r, s);
     } else {

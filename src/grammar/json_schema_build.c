@@ -103,7 +103,6 @@ static void body_add(js_conv *c, int r, const char *text) {
     js_rule *R = &c->rules[r];
     if (R->body.len && R->body.s[R->body.len - 1] != ' ' && R->body.s[R->body.len - 1] != '(') sd_strbuf_puts(&R->body, " ");
     sd_strbuf_puts(&R->body, text);
-    c->work += strlen(text) / 64;
     if (R->body.oom) js_fail(c, SD_ERR_NOMEM, "out of memory");
     else if (R->body.len > SD_JSON_SCHEMA_MAX_GBNF)
         js_fail(c, SD_ERR_FORMAT, "the grammar would exceed %d bytes", SD_JSON_SCHEMA_MAX_GBNF);
@@ -280,10 +279,12 @@ static void def_common(js_conv *c, int r, enum js_common which) {
         js_t(c, r, "[^\"\\\\\\u0000-\\u001F] | \"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))");
         break;
     case JS_NUMBER:
-        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?");
+        /* at most 20 integer and 20 fraction digits, positive exponents up
+         * to 287: every accepted number is finite as a double */
+        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?");
         break;
     case JS_INTEGER:
-        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]*)");
+        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,19})");
         break;
     case JS_BOOLEAN: js_t(c, r, "\"true\" | \"false\""); break;
     case JS_NULL: js_t(c, r, "\"null\""); break;

@@ -63,6 +63,32 @@ typedef struct js_conv {
     int common[JS_NCOMMON]; /* rule ids, -1 until used */
 } js_conv;
 
+/* Type sets: one bit per JSON Schema type name. */
+enum { T_NULL = 1, T_BOOL = 2, T_OBJ = 4, T_ARR = 8, T_STR = 16, T_NUM = 32, T_INT = 64, T_ALL = 127 };
+
+/* The schema side (json_schema_merge.c). Keywords: annotations are ignored,
+ * supported ones converted, every other refused by name. */
+bool js_is_annotation(const char *k);
+bool js_is_supported(const char *k);
+/* Keeps a schema built by merging alive until the conversion ends (NULL in,
+ * or no memory: fails). Returns j. */
+json_t *js_own(js_conv *c, json_t *j);
+/* Counts one step of work; false (after js_fail) past the bound. */
+bool js_bump(js_conv *c);
+/* The type set of a "type" value (NULL: every type); 0 after js_fail. */
+int js_type_mask(js_conv *c, json_t *t);
+/* The type set of a JSON value (an integral real is also an integer). */
+int js_value_type(const json_t *v);
+json_t *js_mask_to_type(int m);
+bool js_num_of(json_t *v, double *d);
+/* The schema a "#..." reference points to, NULL after js_fail. */
+json_t *js_resolve(js_conv *c, const char *ref);
+/* The schema with its own $ref and allOf merged in (s itself when it has
+ * neither); NULL after js_fail. */
+json_t *js_flatten(js_conv *c, json_t *s);
+/* A new schema that holds exactly when both a and b do (both flattened). */
+json_t *js_merge(js_conv *c, json_t *a, json_t *b);
+
 /* Records the first failure (with the current JSON pointer) and returns -1. */
 int js_fail(js_conv *c, sd_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool js_ok(const js_conv *c);

@@ -4,15 +4,18 @@ schema/document pairs.
 For each random schema: sd-json_schema_check converts it; then
 - soundness: random strings drawn from the grammar (random walks) and
   mutations of valid documents that the grammar accepts must parse with a
-  strict JSON parser (no NaN/Infinity; floats read as Decimal, so no
-  overflow to inf) and validate against the schema with Debian's
-  python3-jsonschema (Draft 2020-12, format checking on);
+  strict JSON parser (no NaN/Infinity; numbers read both as exact decimals
+  and as doubles, which must stay finite) and validate, both ways, against
+  the schema with Debian's python3-jsonschema (Draft 2020-12, format
+  checking on);
 - completeness: random valid documents written in the canonical form
   (json.dumps, keys in "properties" order, ensure_ascii=False) with three
   whitespace styles (", "/": ", compact, indent=2) must be accepted.
-Acceptance is decided by gbnf_ref.py, a reference GBNF reader.
+Acceptance is decided by gbnf_ref.py, a reference GBNF reader; with
+--engine, the C grammar engine (sd_grammar_accepts, through
+sd-json_schema_check --docs) must decide every document the same way.
 
-Usage: json_schema_fuzz.py CONVERTER N_SCHEMAS [SEED]   (exit 1 on any failure)"""
+Usage: json_schema_fuzz.py [--engine] CONVERTER N_SCHEMAS [SEED]   (exit 1 on any failure)"""
 import decimal
 import json
 import random
@@ -49,12 +52,30 @@ def _time(s):
 
 
 assert {"date", "time", "date-time", "uuid"} <= set(FC.checkers), sorted(FC.checkers)
+
+
+# JSON Schema's "integer" is any number with a zero fractional part; Python's
+# jsonschema applies that to floats, and here to the exact (Decimal) reading too.
+def _is_integer(checker, x):
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, int):
+        return True
+    if isinstance(x, float):
+        return x.is_integer()
+    return isinstance(x, decimal.Decimal) and x.is_finite() and x == x.to_integral_value()
+
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
 for fmt, bad in [("date", "2023-02-29"), ("date-time", "2023-01-01T25:00:00Z"), ("time", "12:61:00Z"),
                  ("uuid", "123")]:
     assert not FC.conforms(bad, fmt), "format checker for %s accepts %s" % (fmt, bad)
 
 PATTERNS = ["^[a-z]+$", "^\\d{3}-\\d{4}$", "ab", "^(foo|bar)+$", "x$", "^[A-Z][a-z]*", "^[^\\s]{2,5}$",
-            "^.{0,3}$", "^\\w+@\\w+\\.com$", "^(?:[0-9a-f]{2}){1,3}$", "^[\"\\\\]+$"]
+            "^.{0,3}$", "^\\w+@\\w+\\.com$", "^(?:[0-9a-f]{2}){1,3}$", "^[\"\\\\]+$", "^a|b$",
+            "^(ab|cd)*x?$", "[\\u00e9\\t]"]
 FORMATS = ["date", "time", "date-time", "uuid"]
 KEYS = ["name", "a", "b", "id", "tags", "x y", "q\"uote", "é", "n2"]
 
@@ -62,9 +83,9 @@ KEYS = ["name", "a", "b", "id", "tags", "x y", "q\"uote", "é", "n2"]
 def rand_schema(r, depth=0, defs=None):
     kinds = ["null", "boolean", "integer", "number", "string", "fmt", "pattern", "enum", "const"]
     if depth < 3:
-        kinds += ["object", "object", "array", "array", "anyOf", "oneOf", "allOf", "types"]
+        kinds += ["object", "object", "array", "array", "anyOf", "oneOf", "allOf", "types", "anyOfSib", "enumTyped"]
     if defs is not None and depth < 3:
-        kinds += ["ref"]
+        kinds += ["ref", "refSib"]
     k = r.choice(kinds)
     if k in ("null", "boolean"):
         return {"type": k}
@@ -134,6 +155,13 @@ def rand_schema(r, depth=0, defs=None):
         a, b = r.sample(KEYS, 2)
         return {"allOf": [{"type": "object", "properties": {a: rand_schema(r, depth + 1, defs)}, "required": [a]},
                           {"properties": {b: {"type": "integer", "minimum": 0}}}]}
+    if k == "anyOfSib":  # siblings merged into each branch
+        return {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    if k == "refSib":
+        return {"$ref": "#/$defs/node", "required": ["next"]}
+    if k == "enumTyped":
+        return {"type": r.choice(["string", "integer", ["string", "null"]]), "enum": ["a", 1, None, 2.0, "b"]}
     if k == "types":
         return {"type": r.sample(["null", "boolean", "integer", "string"], 2), "minimum": 3, "maxLength": 4}
     if k == "ref":
@@ -170,7 +198,10 @@ def gen_pattern(r, p):
              "^\\w+@\\w+\\.com$": lambda: "bob_1@ex.com",
              "^(?:[0-9a-f]{2}){1,3}$": lambda: "".join("%02x" % r.randint(0, 255) for _ in range(r.randint(1, 3))),
              "^[\"\\\\]+$": lambda: "".join(r.choice("\"\\") for _ in range(r.randint(1, 4))),
-             "^[a-z]{1,8}$": lambda: "".join(r.choice("abq") for _ in range(r.randint(1, 8)))}
+             "^[a-z]{1,8}$": lambda: "".join(r.choice("abq") for _ in range(r.randint(1, 8))),
+             "^a|b$": lambda: r.choice(["a", "azz", "b", "zzb", "a\"b"]),
+             "^(ab|cd)*x?$": lambda: "".join(r.choice(["ab", "cd"]) for _ in range(r.randint(0, 3))) + r.choice(["", "x"]),
+             "[\\u00e9\\t]": lambda: r.choice(["", "q", "\n"]) + r.choice(["é", "\t"]) + r.choice(["", "z"])}
     return table[p]()
 
 
@@ -179,7 +210,24 @@ def gen_doc(r, s, root, depth=0):
         return r.choice([None, 1, "any", [True], {"k": 2.5}])
     if "$ref" in s:
         name = s["$ref"].split("/")[-1]
-        return gen_doc(r, root["$defs"][name], root, depth + 1)
+        doc = gen_doc(r, root["$defs"][name], root, depth + 1)
+        for key in s.get("required", []):  # refSib: a required key the target has optional
+            if key not in doc:
+                doc[key] = gen_doc(r, root["$defs"][name]["properties"][key], root, depth + 1)
+                doc = {k: doc[k] for k in root["$defs"][name]["properties"] if k in doc}
+        return doc
+    if "anyOf" in s and "type" in s:  # anyOfSib
+        branch = r.choice(s["anyOf"])
+        doc = gen_doc(r, {k: v for k, v in s.items() if k != "anyOf"}, root, depth + 1)
+        for key in branch["required"]:
+            doc[key] = gen_doc(r, s["properties"][key], root, depth + 1)
+        order = list(s["properties"])
+        return {k: doc[k] for k in order + [k for k in doc if k not in order] if k in doc}
+    if "enum" in s and "type" in s:  # enumTyped: a value of the type
+        t = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        ok = [v for v in s["enum"] if ("string" in t and isinstance(v, str)) or (v is None and "null" in t)
+              or ("integer" in t and isinstance(v, (int, float)) and float(v).is_integer() and not isinstance(v, bool))]
+        return r.choice(ok)
     if "const" in s:
         return s["const"]
     if "enum" in s:
@@ -277,20 +325,64 @@ class Strict(Exception):
 
 
 def strict_loads(text):
+    """The document twice: numbers as exact decimals, and as doubles (which
+    must stay finite), as the two ways validators read numbers."""
     def const(name):
         raise Strict("non-JSON constant " + name)
-    return json.loads(text, parse_constant=const, parse_float=decimal.Decimal)
+
+    def finite(t):
+        v = float(t)
+        if v in (float("inf"), float("-inf")):
+            raise Strict("number overflows a double: " + t[:40])
+        return v
+    exact = json.loads(text, parse_constant=const, parse_float=decimal.Decimal)
+    return exact, json.loads(text, parse_constant=const, parse_float=finite)
 
 
 def valid(validator, doc):
+    if isinstance(doc, Pair):
+        return valid(validator, doc.exact) and valid(validator, doc.double)
     return not any(True for _ in validator.iter_errors(doc))
 
 
+class Pair:
+    def __init__(self, both):
+        self.exact, self.double = both
+
+
+def engine_check(conv, strict, schema_text, checked, fails):
+    """Runs the C grammar engine over the documents; returns how many it
+    decided as the reference reader did, and records each disagreement."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("wb", delete=False) as f:
+        f.write(b"\0".join(d.encode() for d, _ in checked))
+        name = f.name
+    try:
+        p = subprocess.run([conv] + (["--strict"] if strict else []) + ["--docs", name, "-"],
+                           input=schema_text.encode(), capture_output=True)
+    finally:
+        os.unlink(name)
+    got = p.stdout.decode().split()
+    if p.returncode != 0 or len(got) != len(checked):
+        fails.append(("engine failed", schema_text, p.stderr.decode()[:300]))
+        return 0
+    agreed = 0
+    for (doc, want), ans in zip(checked, got):
+        if (ans == "accept") == want:
+            agreed += 1
+        else:
+            fails.append(("engine disagrees with the reference reader", schema_text, doc, ans))
+    return agreed
+
+
 def main():
-    conv, n_schemas = sys.argv[1], int(sys.argv[2])
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    args = [a for a in sys.argv[1:] if a != "--engine"]
+    engine = "--engine" in sys.argv
+    conv, n_schemas = args[0], int(args[1])
+    seed = int(args[2]) if len(args) > 2 else 1
     r = random.Random(seed)
-    stats = dict(schemas=0, refused=0, walks=0, mutants_accepted=0, complete=0, skipped_invalid_gen=0)
+    stats = dict(schemas=0, refused=0, walks=0, mutants_accepted=0, complete=0, skipped_invalid_gen=0,
+                 engine_agreed=0)
     fails = []
     for _ in range(n_schemas):
         schema = rand_root(r)
@@ -320,13 +412,15 @@ def main():
                     for v in x:
                         close(v)
             close(vschema)
-        validator = jsonschema.Draft202012Validator(vschema, format_checker=FC)
+        validator = Validator(vschema, format_checker=FC)
+        checked = []  # (document, accepted by the reference reader): the engine must agree
         # soundness: random walks of the grammar
         for _ in range(4):
             doc_text = g.sample(r)
             stats["walks"] += 1
+            checked.append((doc_text, True))
             try:
-                doc = strict_loads(doc_text)
+                doc = Pair(strict_loads(doc_text))
             except (ValueError, Strict) as e:
                 fails.append(("walk does not parse", text, doc_text, str(e)))
                 continue
@@ -344,7 +438,9 @@ def main():
             for style in ({}, {"separators": (",", ":")}, {"indent": 2}):
                 out = json.dumps(doc, ensure_ascii=False, **style)
                 stats["complete"] += 1
-                if not g.accepts(out):
+                ok = g.accepts(out)
+                checked.append((out, ok))
+                if not ok:
                     fails.append(("valid canonical document refused", text, out))
             base = json.dumps(doc, ensure_ascii=False)
             for _ in range(3):
@@ -359,16 +455,23 @@ def main():
                 elif i < len(m):
                     del m[i]
                 mt = "".join(m)
-                if g.accepts(mt):
+                ok = g.accepts(mt)
+                checked.append((mt, ok))
+                if ok:
                     stats["mutants_accepted"] += 1
                     try:
-                        md = strict_loads(mt)
+                        md = Pair(strict_loads(mt))
                     except (ValueError, Strict) as e:
                         fails.append(("accepted mutant does not parse", text, mt, str(e)))
                         continue
                     if not valid(validator, md):
                         fails.append(("accepted mutant invalid", text, mt))
+        if engine and checked:
+            stats["engine_agreed"] += engine_check(conv, strict, text, checked, fails)
     pairs = stats["walks"] + stats["complete"] + stats["mutants_accepted"]
+    if engine:
+        print("json_schema_fuzz: the grammar engine (sd_grammar_accepts) agreed with the reference reader on %d documents"
+              % stats["engine_agreed"])
     print("json_schema_fuzz: seed %d: %s; %d schema/document pairs checked; %d failures"
           % (seed, " ".join("%s=%d" % kv for kv in stats.items()), pairs, len(fails)))
     for f in fails[:10]:
