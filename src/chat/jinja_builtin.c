@@ -504,7 +504,7 @@ static jv filter_seq(jctx *c, const jnode *n, jv v, const jv *args, size_t na, c
         return list_v(out);
     }
     if (!strcmp(f, "join")) {
-        jv sep = arg(args, na, 0, kwn, kwv, nk, "d", jv_str(js_lit(a, "")));
+        jv sep = arg(args, na, 0, kwn, kwv, nk, "d", jv_str(jstr_lit(a, "")));
         jv at = arg(args, na, 1, kwn, kwv, nk, "attribute", jv_none());
         const jstr *s = jv_to_str(c, sep);
         jlist *in = jv_iterate(c, v, n->line, n->col);
@@ -540,7 +540,7 @@ static jv filter_seq(jctx *c, const jnode *n, jv v, const jv *args, size_t na, c
     if (!strcmp(f, "dictsort")) {
         if (v.t != JV_DICT) FAIL("dictsort expects a mapping");
         jv cs = arg(args, na, 0, kwn, kwv, nk, "case_sensitive", jv_bool(false));
-        jv by = arg(args, na, 1, kwn, kwv, nk, "by", jv_str(js_lit(a, "key")));
+        jv by = arg(args, na, 1, kwn, kwv, nk, "by", jv_str(jstr_lit(a, "key")));
         jv rev = arg(args, na, 2, kwn, kwv, nk, "reverse", jv_bool(false));
         bool by_value = by.t == JV_STR && !strcmp(by.u.s->s, "value");
         size_t cnt = v.u.d->n;
@@ -628,7 +628,7 @@ static jv filter_value(jctx *c, const jnode *n, jv v, const jv *args, size_t na,
     const char *f = n->name->s;
     *found = true;
     if (!strcmp(f, "default") || !strcmp(f, "d")) {
-        jv def = arg(args, na, 0, kwn, kwv, nk, "default_value", jv_str(js_lit(a, "")));
+        jv def = arg(args, na, 0, kwn, kwv, nk, "default_value", jv_str(jstr_lit(a, "")));
         jv boolean = arg(args, na, 1, kwn, kwv, nk, "boolean", jv_bool(false));
         if (v.t == JV_UNDEF || (jv_truthy(boolean) && !jv_truthy(v))) return def;
         return v;
@@ -865,7 +865,7 @@ jv jb_method(jctx *c, const jnode *n, jv obj, const jv *args, size_t na, const j
     const char *m = n->name->s;
     *found = true;
     if (obj.t == JV_DICT) {
-        if (!strcmp(m, "items")) return jb_filter(c, &(jnode){.name = js_lit(a, "items"), .line = n->line, .col = n->col}, obj, NULL, 0, NULL, NULL, 0);
+        if (!strcmp(m, "items")) return jb_filter(c, &(jnode){.name = jstr_lit(a, "items"), .line = n->line, .col = n->col}, obj, NULL, 0, NULL, NULL, 0);
         if (!strcmp(m, "keys") || !strcmp(m, "values")) {
             jlist *l = jl_new(a, obj.u.d->n);
             for (size_t i = 0; i < obj.u.d->n; i++) jl_push(a, l, m[0] == 'k' ? jv_str(obj.u.d->k[i]) : obj.u.d->v[i]);
@@ -971,7 +971,7 @@ jv jb_global(jctx *c, const jnode *n, const jv *args, size_t na, const jstr *con
     const char *g = n->a->name->s;
     *found = true;
     if (!strcmp(g, "raise_exception")) {
-        const jstr *msg = na ? jv_to_str(c, args[0]) : js_lit(a, "");
+        const jstr *msg = na ? jv_to_str(c, args[0]) : jstr_lit(a, "");
         sd_err e;
         (void)e;
         jfail(c, 0, 0, "chat template raised: %s", msg->s);

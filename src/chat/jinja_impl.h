@@ -107,7 +107,7 @@ struct sd_jinja {
 typedef struct jctx jctx;
 
 const jstr *js_new(jarena *a, const char *s, size_t n, uint8_t prov);
-const jstr *js_lit(jarena *a, const char *s); /* template-literal C string */
+const jstr *jstr_lit(jarena *a, const char *s); /* template-literal C string */
 jv jv_str(const jstr *s);
 jv jv_int(int64_t i);
 jv jv_bool(bool b);

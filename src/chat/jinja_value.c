@@ -55,7 +55,7 @@ const jstr *js_new(jarena *a, const char *s, size_t n, uint8_t prov) {
     r->prov = n ? prov : PROV_TEMPLATE;
     return r;
 }
-const jstr *js_lit(jarena *a, const char *s) { return js_new(a, s, strlen(s), PROV_TEMPLATE); }
+const jstr *jstr_lit(jarena *a, const char *s) { return js_new(a, s, strlen(s), PROV_TEMPLATE); }
 jv jv_str(const jstr *s) { return (jv){.t = JV_STR, .u.s = s}; }
 jv jv_int(int64_t i) { return (jv){.t = JV_INT, .u.i = i}; }
 jv jv_bool(bool b) { return (jv){.t = JV_BOOL, .u.b = b}; }

@@ -22,6 +22,8 @@ sd_utf8_kind sd_utf8_scan(const uint8_t *s, size_t n, size_t *len);
  * otherwise 1 (an invalid or truncated byte is a unit of its own). n >= 1. */
 size_t sd_utf8_unit(const uint8_t *s, size_t n);
 
+/* Writes the UTF-8 form of code point cp (< 0x110000) to out; returns 1..4. */
+size_t sd_utf8_encode(uint32_t cp, uint8_t out[4]);
 
 /* Decodes the valid character of len bytes at s (from sd_utf8_scan). */
 uint32_t sd_utf8_decode(const uint8_t *s, size_t len);
