@@ -40,12 +40,27 @@ typedef struct sd_chat_msg {
     const char *reasoning_content; /* assistant reasoning; NULL = absent (then split from content at </think>) */
 } sd_chat_msg;
 
+/* Where the rendered prompt holds text that came from the messages (content,
+ * reasoning, roles), as byte ranges of the output in order; adjacent ranges
+ * are merged. The caller tokenizes those bytes as plain text, so a message
+ * spelling "<|im_start|>" cannot open a turn (docs/SECURITY.md). */
+typedef struct sd_chat_span {
+    size_t off, len;
+} sd_chat_span;
+typedef struct sd_chat_spans {
+    sd_chat_span *v;
+    size_t n, cap;
+    bool oom;
+} sd_chat_spans;
+void sd_chat_spans_free(sd_chat_spans *s);
+
 /* Rendering switches, named after the template variables they set. */
 typedef struct sd_chat_opts {
     bool add_generation_prompt; /* end with the assistant turn's opening */
     int enable_thinking;        /* -1 = not set (the template's default), 0 = false, 1 = true */
     bool preserve_thinking;     /* Qwen3.6: keep reasoning of every past assistant turn */
     const char *bos_token;      /* text of the BOS token for Llama 3 ("<|begin_of_text|>"); NULL = "" */
+    sd_chat_spans *text_spans;  /* when set, receives the ranges of message text in the output */
 } sd_chat_opts;
 
 /* Options with add_generation_prompt = true, enable_thinking unset. */
