@@ -15,6 +15,8 @@
 
 #include "server/http.h"
 
+#define CONN_SNDBUF (256 * 1024) /* bytes; the kernel doubles it for its bookkeeping */
+
 typedef enum conn_phase { PHASE_RECEIVING, PHASE_ANSWERING, PHASE_STREAM_WAIT } conn_phase;
 
 typedef struct conn {
@@ -71,6 +73,12 @@ void conn_guard_notify(void *cls, struct MHD_Connection *mc, void **socket_conte
         const union MHD_ConnectionInfo *fi = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
         const union MHD_ConnectionInfo *ai = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         c->fd = fi ? fi->connect_fd : -1;
+        /* A fixed send buffer: Linux would grow it up to tcp_wmem's maximum
+         * (4 MiB), so a client that never reads could pin that much kernel
+         * memory per connection, and a whole answer could vanish into the
+         * buffer before the write timeout had anything to notice. */
+        int sndbuf = CONN_SNDBUF;
+        if (c->fd >= 0) setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
         if (ai && ai->client_addr) {
             c->addrlen = ai->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
             memcpy(&c->addr, ai->client_addr, c->addrlen);
