@@ -278,7 +278,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             return http_send_error(c, &e);
         }
         json_error_t je;
-        json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, 0, &je);
+        /* A duplicate key is refused: parsers disagree on which copy wins (jansson
+         * keeps the last, others the first), so a proxy that checked one copy
+         * could pass a request whose other copy we would act on. */
+        json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, JSON_REJECT_DUPLICATES, &je);
         if (!body) {
             http_err e = {0};
             /* jansson names its own flag for a \u0000 escape; say what the client sent */
@@ -309,6 +312,31 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     }
 }
 
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* URL unescaping (%HH) that leaves "%00" as it is: decoded, a NUL would cut
+ * the path where MHD hands it over as a C string ("/v1/models%00.css" would
+ * read as "/v1/models"), so a path a proxy saw as one thing would route as
+ * another. Undecodable escapes stay as written too. In place, never longer. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hex_digit(r[1])) >= 0 && (lo = hex_digit(r[2])) >= 0 && (hi | lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+    return (size_t)(w - s);
+}
+
 struct MHD_Daemon *http_start(server *s, int *port) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->opts.port)};
     if (inet_pton(AF_INET, s->opts.host, &addr.sin_addr) != 1) {
@@ -323,7 +351,7 @@ struct MHD_Daemon *http_start(server *s, int *port) {
         (uint16_t)s->opts.port, conn_guard_accept, s, handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->opts.max_conns + 8, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, conn_guard_notify, NULL,
-        MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!d) return NULL;
     if (conn_guard_start(s)) {
         MHD_stop_daemon(d);
