@@ -20,7 +20,11 @@ rss1=$(rss)
 $PY tests/server/hostile.py replay "$BASE" "$KEY" || fail "second replay"
 rss2=$(rss)
 echo "RSS after the first replay ${rss1} kB, after the second ${rss2} kB"
-[ $((rss2 * 100)) -le $((rss1 * 105)) ] || fail "RSS grew more than 5% on the second replay: $rss1 -> $rss2 kB"
+# Under the sanitizers (SD_ASAN) freed memory waits in ASan's quarantine: RSS
+# says nothing there; the release run checks it (and ASan checks for leaks).
+if [ -z "${SD_ASAN:-}" ]; then
+  [ $((rss2 * 100)) -le $((rss1 * 105)) ] || fail "RSS grew more than 5% on the second replay: $rss1 -> $rss2 kB"
+fi
 again=$(curl -sf -H "Authorization: Bearer $KEY" "$BASE/v1/chat/completions" -d "$GOOD") || fail "the normal request afterwards"
 $PY - "$ref" "$again" <<'PY' || fail "the answer after the replays differs"
 import json, sys

@@ -28,6 +28,7 @@ start_server "${M[@]}" --max-conns-per-ip 4 --max-conns 6
 $PY tests/server/limits_client.py conns "$BASE" || fail "conns"
 stop_server "$SERVER_PID"
 
-start_server "${M[@]}" --max-conns-per-ip 100 --write-timeout 0.5
+# Two slots: the non-reader's generation holds one until it is cut, the normal client gets the other.
+start_server -m models/fixture-target.gguf -t 1 -c 4096 --parallel 2 --max-conns-per-ip 100 --write-timeout 0.5
 $PY tests/server/limits_client.py crowd "$BASE" || fail "crowd"
 stop_server "$SERVER_PID"
