@@ -11,6 +11,13 @@ MINUTES, each looping over a random mix:
       invalid UTF-8, an oversized body, an unknown route, a wrong method):
       each must get its 4xx;
   15% disconnects in the middle of a stream, 10% before the response.
+With --hostile (the server gets --api-key, --write-timeout 3, --request-timeout 10;
+valid requests carry the key): 50% valid, 10% bad, 10% requests of the hostile
+corpus (tests/server/hostile.py, those under 64 KB: each must get its 4xx or a
+clean close, injections their control-token check), 5% wrong or missing keys
+(401), 15% disconnects, 5% slow readers (a stream read 64 bytes at a time every
+0.3 s, then dropped), 5% clients that never read their stream (the server must
+cut them: --write-timeout).
 The server's RSS (VmRSS) is sampled every 2 s; after the warm-up (the first
 20% of the run) it must stay within 5% of its post-warm-up mean. Prints a
 summary and writes it as JSON (--out). Exits 1 when a check fails.
@@ -35,10 +42,17 @@ ap.add_argument("--clients", type=int, default=16)
 ap.add_argument("--bin", default="build/specdec")
 ap.add_argument("--cache-ram", default="64")
 ap.add_argument("--out", default="")
+ap.add_argument("--hostile", action="store_true")
 ap.add_argument("serve", nargs="*")
 a = ap.parse_args()
 SERVE = a.serve or ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf", "-t", "1", "-c", "2048"]
 SERVE = SERVE + ["--queue", "64", "--max-body", "65536", "--host", "127.0.0.1", "--port", "0"]
+KEY = "sk-soak-61d2" if a.hostile else None
+if a.hostile:
+    SERVE += ["--api-key", KEY, "--write-timeout", "3", "--request-timeout", "10"]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "server"))
+    import hostile
+AUTH = {"Authorization": "Bearer " + KEY} if KEY else {}
 
 TOPICS = ["def add(a, b):", "Write a haiku about rain.", "List three colors.", "What is 2 + 2?",
           "Explain recursion briefly.", "import os\nfor f in", "Name a prime number.", "Say hello in French.",
@@ -73,7 +87,7 @@ def post(port, path, body, stream=False, timeout=300):
     """Status and the answer text (streams assembled) of a request."""
     b = dict(body, stream=stream)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request("POST", path, json.dumps(b), {"Content-Type": "application/json"})
+    c.request("POST", path, json.dumps(b), dict({"Content-Type": "application/json"}, **AUTH))
     r = c.getresponse()
     if r.status != 200:
         r.read()
@@ -125,13 +139,13 @@ def bad(port, rnd):
     path, body, want = rnd.choice(BAD)
     if rnd.random() < 0.15:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        c.request("GET", "/v1/chat/completions")
+        c.request("GET", "/v1/chat/completions", headers=AUTH)
         st = c.getresponse().status
         c.close()
         return st == 405
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        c.request("POST", path, body, {"Content-Type": "application/json"})
+        c.request("POST", path, body, dict({"Content-Type": "application/json"}, **AUTH))
         st = c.getresponse().status
     except (ConnectionResetError, BrokenPipeError):
         st = 413  # the server may answer 413 and close before the whole body went out
@@ -142,7 +156,7 @@ def bad(port, rnd):
 def disconnect(port, rnd, body, mid_stream):
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
     data = json.dumps(dict(body, stream=True, max_tokens=200)).encode()
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth_line() +
               b"Content-Length: %d\r\n\r\n" % len(data) + data)
     if mid_stream:
         got = b""
@@ -151,6 +165,75 @@ def disconnect(port, rnd, body, mid_stream):
             if not chunk: break
             got += chunk
     s.close()
+
+
+def auth_line():
+    return b"Authorization: Bearer %s\r\n" % KEY.encode() if KEY else b""
+
+
+def bad_key(port, rnd):
+    """A wrong or missing key: 401 on an API route."""
+    hdr = rnd.choice([{}, {"Authorization": "Bearer " + KEY + "x"}, {"Authorization": "Bearer"},
+                      {"Authorization": KEY}, {"Authorization": "Basic " + KEY}])
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(rnd.choice(["GET", "POST"]), rnd.choice(["/v1/models", "/v1/chat/completions", "/props"]),
+              b'{"messages":[{"role":"user","content":"x"}]}', hdr)
+    st = c.getresponse().status
+    c.close()
+    return st == 401
+
+
+def hostile_one(port, rnd, ctl, corpus):
+    """One request of the hostile corpus: True when answered as the corpus says."""
+    name, cls, payload = rnd.choice(corpus)
+    base = "http://127.0.0.1:%d" % port
+    if cls == "raw":
+        st = hostile.send_raw(base, payload.replace(b"{KEY}", KEY.encode()))
+        return st is None or 400 <= st < 500 or st == 505
+    path, body = payload
+    st, b = hostile.post(base, path, body, KEY)
+    if cls == "refuse":
+        e = json.loads(b)["error"] if b.startswith(b"{") else {}
+        return 400 <= st < 500 or (st == 501 and e.get("param") in hostile.UNSUPPORTED)
+    st2, b2 = hostile.post(base, path, json.dumps({"messages": hostile.harmless(json.loads(body)["messages"])}).encode(), KEY)
+    got = sum(1 for t in json.loads(b)["tokens"] if t in ctl)
+    return st == 200 and st2 == 200 and got == sum(1 for t in json.loads(b2)["tokens"] if t in ctl)
+
+
+def slow_reader(port, never):
+    """A long completion stream (1500 tokens, about 2 MB of SSE) read 64 bytes every 0.3 s
+    for 3 s, then dropped; or (never) not read at all: True when the server cut a
+    never-reading client (its stream has no [DONE])."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    data = json.dumps(dict(prompt="def add(a, b):", temperature=0, stream=True, max_tokens=1500,
+                           timings_per_token=True)).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth_line() +
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    if not never:
+        for _ in range(10):
+            time.sleep(0.3)
+            if not s.recv(64): break
+        s.close()
+        return True
+    # Read nothing until the server has closed its side (TCP state CLOSE_WAIT: its FIN
+    # arrived; the job may wait in the queue first), then look at what was sent.
+    t_end = time.time() + 300
+    while time.time() < t_end and s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] != 8:
+        time.sleep(0.5)
+    s.settimeout(60)
+    tail = b""
+    try:
+        while True:
+            d = s.recv(1 << 16)
+            if not d: break
+            tail = (tail + d)[-64:]
+    except (ConnectionResetError, socket.timeout):
+        pass
+    finally:
+        s.close()
+    return b"data: [DONE]" not in tail
 
 
 def main():
@@ -171,6 +254,11 @@ def main():
     cnt = {"valid": 0, "valid_ok": 0, "mixed": 0, "failed": 0, "bad": 0, "bad_ok": 0, "disc_mid": 0, "disc_pre": 0}
     problems = []
     rss = []
+    corpus, ctl = [], set()
+    if a.hostile:
+        corpus = [c for c in hostile.corpus() if (len(c[2]) if c[1] == "raw" else len(c[2][1])) < 65536]
+        ctl = hostile.control_ids("http://127.0.0.1:%d" % port, KEY)
+        cnt.update(hostile=0, hostile_ok=0, badkey=0, badkey_ok=0, slow=0, never=0, never_cut=0)
 
     def client(ci):
         rnd = random.Random(ci)
@@ -178,7 +266,23 @@ def main():
             x = rnd.random()
             key, path, body = rnd.choice(reqs)
             try:
-                if x < 0.60:
+                if a.hostile and x >= 0.50 and x < 0.75:
+                    if x < 0.60: kind, ok = "bad", bad(port, rnd)
+                    elif x < 0.70: kind, ok = "hostile", hostile_one(port, rnd, ctl, corpus)
+                    else: kind, ok = "badkey", bad_key(port, rnd)
+                    with lock:
+                        cnt[kind] += 1
+                        cnt[kind + "_ok"] += ok
+                        if not ok: problems.append("%s request answered wrongly" % kind)
+                    continue
+                if a.hostile and x >= 0.90:
+                    never = x >= 0.95
+                    ok = slow_reader(port, never)
+                    with lock:
+                        cnt["never" if never else "slow"] += 1
+                        if never: cnt["never_cut"] += ok
+                    continue
+                if x < (0.50 if a.hostile else 0.60):
                     st, text = post(port, path, body, stream=rnd.random() < 0.5)
                     with lock:
                         cnt["valid"] += 1
@@ -192,8 +296,9 @@ def main():
                         cnt["bad_ok"] += ok
                 else:
                     chat = next(r for r in reqs if r[0].startswith("chat"))[2]
-                    disconnect(port, rnd, chat, x < 0.90)
-                    with lock: cnt["disc_mid" if x < 0.90 else "disc_pre"] += 1
+                    mid = x < (0.83 if a.hostile else 0.90)
+                    disconnect(port, rnd, chat, mid)
+                    with lock: cnt["disc_mid" if mid else "disc_pre"] += 1
             except Exception as e:
                 with lock:
                     cnt["failed"] += 1
@@ -226,17 +331,22 @@ def main():
                    rss_kb_after_warmup_max=max(warm) if warm else 0, rss_max_dev_from_mean=round(spread, 4),
                    rss_samples=len(rss), server_exit=rc, problems=problems[:20],
                    cache=dict(re.findall(r"^specdec_prefix_cache_(\w+) (\S+)$", metrics, re.M)))
+    if a.hostile:
+        summary["refused"] = dict(re.findall(r'^specdec_refused_total\{reason="(\w+)"\} (\d+)$', metrics, re.M))
     print(json.dumps(summary, indent=1))
     if a.out: json.dump(dict(summary, rss=rss), open(a.out, "w"), indent=1)
     ok = (alive and rc == 0 and cnt["valid"] == cnt["valid_ok"] and cnt["bad"] == cnt["bad_ok"] and spread <= 0.05
           and cnt["valid"] > 0)
+    if a.hostile:
+        ok = ok and cnt["hostile"] == cnt["hostile_ok"] and cnt["badkey"] == cnt["badkey_ok"] and \
+            cnt["never"] == cnt["never_cut"]
     print("soak: %s" % ("ok" if ok else "FAILED"))
     return 0 if ok else 1
 
 
 def urllib_get(port, path):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", path)
+    c.request("GET", path, headers=AUTH)
     t = c.getresponse().read().decode()
     c.close()
     return t

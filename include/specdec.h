@@ -897,6 +897,21 @@ SPECDEC_API specdec_status specdec_chat_apply_template(const specdec_model *mode
                                                        const specdec_chat_params *params, char **text, size_t *len,
                                                        specdec_error *err);
 
+/* Renders messages[0..n) as specdec_chat_apply_template does and tokenizes the
+ * prompt so that control tokens come only from the template: every byte that
+ * came from a message (content, reasoning_content, role) is encoded as plain
+ * text even where it spells a control token ("<|im_start|>", "<|eot_id|>"),
+ * so a message cannot forge a role boundary. Text without such spellings
+ * gives the same ids as specdec_tokenize(text, add_special = true,
+ * parse_special = true). BOS is added when the model wants one. *tokens
+ * (*n_tokens ids) is malloc'd, free with specdec_free; text and len, when
+ * non-NULL, receive the rendered text as specdec_chat_apply_template gives
+ * it (free with specdec_free). Errors: those of specdec_chat_apply_template. */
+SPECDEC_API specdec_status specdec_chat_tokenize(const specdec_model *model, const specdec_chat_message *messages,
+                                                 size_t n, const specdec_chat_params *params, char **text,
+                                                 size_t *len, specdec_token **tokens, size_t *n_tokens,
+                                                 specdec_error *err);
+
 /* Splits a streamed answer into reasoning and content at <think>...</think>
  * (llama-server's reasoning_content): the text inside the block is
  * reasoning, the rest content; the tags and the blank lines around them are

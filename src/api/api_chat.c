@@ -7,6 +7,7 @@
 #include "api/api_internal.h"
 #include "chat/chat.h"
 #include "chat/think.h"
+#include "tokenizer/tokenizer.h"
 
 specdec_chat_params specdec_chat_default_params(void) {
     return (specdec_chat_params){.add_generation_prompt = true, .enable_thinking = -1};
@@ -68,16 +69,11 @@ static sd_chat_opts chat_opts(const specdec_model *model, const specdec_chat_par
                           .now = -1};
 }
 
-specdec_status specdec_chat_apply_template(const specdec_model *model, const specdec_chat_message *messages,
-                                           size_t n, const specdec_chat_params *params, char **text, size_t *len,
-                                           specdec_error *err) {
+/* Renders into *out (and the message-text ranges into *spans when non-NULL). */
+static specdec_status render(const specdec_model *model, const specdec_chat_message *messages, size_t n,
+                             const specdec_chat_params *params, sd_strbuf *out, sd_chat_spans *spans,
+                             specdec_error *err) {
     sd_err e = {0};
-    if (!text || (n && !messages)) {
-        sd_err_set(&e, SD_ERR_ARG, "chat: text or messages NULL");
-        return fail(err, &e);
-    }
-    *text = NULL;
-    if (len) *len = 0;
     sd_chat_template t;
     specdec_status st = resolve(model, params ? params->template_name : NULL, &t, err);
     if (st) return st;
@@ -90,20 +86,70 @@ specdec_status specdec_chat_apply_template(const specdec_model *model, const spe
         m[i] = (sd_chat_msg){.role = messages[i].role, .content = messages[i].content,
                              .reasoning_content = messages[i].reasoning_content};
     sd_chat_opts o = chat_opts(model, params);
-    sd_strbuf out = {0};
-    sd_status rs = sd_chat_render(&t, m, n, &o, &out, &e);
+    o.text_spans = spans;
+    sd_status rs = sd_chat_render(&t, m, n, &o, out, &e);
     free(m);
     if (rs != SD_OK) {
-        sd_strbuf_free(&out);
+        sd_strbuf_free(out);
         return fail(err, &e);
     }
-    if (!out.s) sd_strbuf_add(&out, "", 0);
-    if (out.oom) {
-        sd_strbuf_free(&out);
+    if (!out->s) sd_strbuf_add(out, "", 0);
+    if (out->oom) {
+        sd_strbuf_free(out);
         sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
         return fail(err, &e);
     }
+    return SPECDEC_OK;
+}
+
+specdec_status specdec_chat_apply_template(const specdec_model *model, const specdec_chat_message *messages,
+                                           size_t n, const specdec_chat_params *params, char **text, size_t *len,
+                                           specdec_error *err) {
+    sd_err e = {0};
+    if (!text || (n && !messages)) {
+        sd_err_set(&e, SD_ERR_ARG, "chat: text or messages NULL");
+        return fail(err, &e);
+    }
+    *text = NULL;
+    if (len) *len = 0;
+    sd_strbuf out = {0};
+    specdec_status st = render(model, messages, n, params, &out, NULL, err);
+    if (st) return st;
     *text = out.s; /* malloc'd: specdec_free is free */
+    if (len) *len = out.len;
+    return SPECDEC_OK;
+}
+
+specdec_status specdec_chat_tokenize(const specdec_model *model, const specdec_chat_message *messages, size_t n,
+                                     const specdec_chat_params *params, char **text, size_t *len,
+                                     specdec_token **tokens, size_t *n_tokens, specdec_error *err) {
+    sd_err e = {0};
+    if (!tokens || !n_tokens || (n && !messages)) {
+        sd_err_set(&e, SD_ERR_ARG, "chat: tokens or messages NULL");
+        return fail(err, &e);
+    }
+    *tokens = NULL;
+    *n_tokens = 0;
+    if (text) *text = NULL;
+    if (len) *len = 0;
+    sd_strbuf out = {0};
+    sd_chat_spans spans = {0};
+    specdec_status st = render(model, messages, n, params, &out, &spans, err);
+    if (st) { sd_chat_spans_free(&spans); return st; }
+    /* sd_chat_span and sd_text_range are both {off, len}; copied, not cast. */
+    sd_text_range *plain = calloc(spans.n ? spans.n : 1, sizeof *plain);
+    sd_status ts = SD_OK;
+    if (!plain) ts = sd_err_set(&e, SD_ERR_NOMEM, "chat: out of memory");
+    for (size_t i = 0; plain && i < spans.n; i++) plain[i] = (sd_text_range){spans.v[i].off, spans.v[i].len};
+    if (ts == SD_OK) ts = sd_tokenize_guarded(model->m->tok, out.s, out.len, true, plain, spans.n, tokens, n_tokens, &e);
+    free(plain);
+    sd_chat_spans_free(&spans);
+    if (ts != SD_OK) {
+        sd_strbuf_free(&out);
+        return fail(err, &e);
+    }
+    if (text) *text = out.s;
+    else sd_strbuf_free(&out);
     if (len) *len = out.len;
     return SPECDEC_OK;
 }

@@ -55,6 +55,20 @@ typedef struct sd_chat_msg {
     const char *name;
 } sd_chat_msg;
 
+/* Where the rendered prompt holds text that came from the messages (content,
+ * reasoning, roles), as byte ranges of the output in order; adjacent ranges
+ * are merged. The caller tokenizes those bytes as plain text, so a message
+ * spelling "<|im_start|>" cannot open a turn (docs/SECURITY.md). */
+typedef struct sd_chat_span {
+    size_t off, len;
+} sd_chat_span;
+typedef struct sd_chat_spans {
+    sd_chat_span *v;
+    size_t n, cap;
+    bool oom;
+} sd_chat_spans;
+void sd_chat_spans_free(sd_chat_spans *s);
+
 /* Rendering switches, named after the template variables they set. */
 typedef struct sd_chat_opts {
     bool add_generation_prompt; /* end with the assistant turn's opening */
@@ -64,6 +78,7 @@ typedef struct sd_chat_opts {
     const char *eos_token;      /* the interpreter's eos_token (Mistral closes turns with it); NULL = "" */
     const char *tools_json;     /* the interpreter's `tools`: a JSON array of OpenAI tool definitions; NULL = none */
     int64_t now;                /* strftime_now's time, seconds since the epoch UTC; -1 = the clock */
+    sd_chat_spans *text_spans;  /* when set, receives the ranges of message text in the output */
 } sd_chat_opts;
 
 /* Options with add_generation_prompt = true, enable_thinking unset. */

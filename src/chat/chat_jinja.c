@@ -116,7 +116,17 @@ sd_status sd_chat_render_jinja_text(const sd_chat_template *t, const sd_chat_msg
                                     const sd_chat_opts *opts, sd_strbuf *out, sd_err *err) {
     sd_jinja_out o;
     sd_status st = render_jinja(t, msgs, n, opts, &o, err);
-    if (st == SD_OK) sd_strbuf_add(out, o.text.s, o.text.len);
+    if (st == SD_OK) {
+        /* Bytes from data (messages, tools, any variable) are message text for
+         * the caller's tokenizer: special-token text there stays text. */
+        for (size_t i = 0; i < o.n_segs; i++) {
+            const sd_jinja_seg *g = &o.segs[i];
+            if (g->from_template) sd_strbuf_add(out, o.text.s + g->off, g->len);
+            else sd_chat_put_text(out, opts, (sd_slice){o.text.s + g->off, g->len});
+        }
+        if (o.n_segs == 0) sd_strbuf_add(out, "", 0);
+        if (opts->text_spans && opts->text_spans->oom) st = sd_err_set(err, SD_ERR_NOMEM, "chat: out of memory");
+    }
     sd_jinja_out_free(&o);
     return st;
 }

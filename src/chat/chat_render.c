@@ -1,4 +1,27 @@
+#include <stdlib.h>
+
 #include "chat/chat_impl.h"
+
+void sd_chat_spans_free(sd_chat_spans *s) {
+    free(s->v);
+    *s = (sd_chat_spans){0};
+}
+
+void sd_chat_put_text(sd_strbuf *b, const sd_chat_opts *o, sd_slice s) {
+    size_t off = b->len;
+    sd_strbuf_add(b, s.p, s.n);
+    sd_chat_spans *sp = o->text_spans;
+    if (!sp || s.n == 0) return;
+    if (sp->n && sp->v[sp->n - 1].off + sp->v[sp->n - 1].len == off) { sp->v[sp->n - 1].len += s.n; return; }
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? 2 * sp->cap : 16;
+        sd_chat_span *v = realloc(sp->v, cap * sizeof *v);
+        if (!v) { sp->oom = true; return; }
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[sp->n++] = (sd_chat_span){off, s.n};
+}
 
 sd_status sd_chat_render(const sd_chat_template *t, const sd_chat_msg *msgs, size_t n,
                          const sd_chat_opts *opts, sd_strbuf *out, sd_err *err) {
@@ -22,6 +45,7 @@ sd_status sd_chat_render(const sd_chat_template *t, const sd_chat_msg *msgs, siz
     case SD_CHAT_LLAMA31: st = sd_chat_render_llama3(t, msgs, n, opts, out, err); break;
     default: return sd_err_set(err, SD_ERR_ARG, "chat: unknown template family %d", (int)t->family);
     }
-    if (st == SD_OK && out->oom) return sd_err_set(err, SD_ERR_NOMEM, "chat: out of memory");
+    if (st == SD_OK && (out->oom || (opts->text_spans && opts->text_spans->oom)))
+        return sd_err_set(err, SD_ERR_NOMEM, "chat: out of memory");
     return st;
 }

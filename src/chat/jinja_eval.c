@@ -616,6 +616,17 @@ static sd_status finish(jctx *c, const jbuf *b, sd_jinja_out *out, sd_err *err) 
     return SD_OK;
 }
 
+/* bos_token and eos_token hold the model's own control tokens, which the
+ * templates write ({{ bos_token }}): their text counts as the template's, so a
+ * tokenizer parses them as special tokens. Every other context string is data. */
+static void trust_control_tokens(jarena *a, jdict *vars) {
+    static const char *const names[] = {"bos_token", "eos_token"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        jv *v = (jv *)jd_get(vars, names[i], strlen(names[i]));
+        if (v && v->t == JV_STR && v->u.s && v->u.s->n) v->u.s = js_new(a, v->u.s->s, v->u.s->n, PROV_TEMPLATE);
+    }
+}
+
 sd_status sd_jinja_render_json(const sd_jinja *t, const char *context, size_t len, const sd_jinja_opts *opts,
                                sd_jinja_out *out, sd_err *err) {
     memset(out, 0, sizeof *out);
@@ -649,6 +660,7 @@ sd_status sd_jinja_render_json(const sd_jinja *t, const char *context, size_t le
         st = sd_err_set(err, SD_ERR_FORMAT, "jinja: context is not a JSON object (%s)", jerr ? jerr : "not an object");
         goto done;
     }
+    trust_control_tokens(&c->a, ctxv.u.d);
     frame *root = ja_alloc(&c->a, sizeof *root);
     root->vars = ctxv.u.d;
     c->root = c->cur = root;

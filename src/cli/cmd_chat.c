@@ -174,15 +174,11 @@ static void status_line(const specdec_stats *st, bool spec) {
     fprintf(stderr, " | prompt %d new + %d cached ]\n", st->n_prompt - st->n_cached, st->n_cached);
 }
 
-/* The conversation rendered with its template and tokenized (*toks malloc'd). */
+/* The conversation rendered with its template and tokenized (*toks malloc'd);
+ * typed text stays text even where it spells a control token. */
 static bool render(chat *s, const convo *c, const specdec_chat_params *cp, specdec_token **toks, size_t *n,
                    specdec_error *err) {
-    char *text = NULL;
-    size_t len = 0;
-    bool ok = !specdec_chat_apply_template(s->model, c->m, c->n, cp, &text, &len, err) &&
-              !specdec_tokenize(s->model, text, len, true, true, toks, n, err);
-    specdec_free(text);
-    return ok;
+    return !specdec_chat_tokenize(s->model, c->m, c->n, cp, NULL, NULL, toks, n, err);
 }
 
 /* The prompt of the next answer, with room for the answer: the oldest turns

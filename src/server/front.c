@@ -44,7 +44,21 @@ static void usage(FILE *f, const specdec_options *defaults) {
                "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
                "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
                "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none);\n"
-               "                           shared by the --parallel slots\n",
+               "                           shared by the --parallel slots\n"
+               "Exposure (docs/SECURITY.md):\n"
+               "  --api-key KEY            require Authorization: Bearer KEY on the API routes (repeatable)\n"
+               "  --api-key-file FILE      keys, one per line (# comments and blank lines skipped)\n"
+               "  --metrics-public         GET /metrics without a key (default: it needs one when keys are set)\n"
+               "  --cors-origin ORIGIN     a browser origin allowed to call the API (repeatable; * = any;\n"
+               "                           default none: preflights are refused)\n"
+               "  --max-prompt N           prompt tokens a request may bring, [1, 2147483647] (default: the context)\n"
+               "  --max-tokens N           cap on a request's max_tokens, [1, 2147483647] (default none; more: 400)\n"
+               "  --request-timeout S      a request's headers and body must arrive within S seconds,\n"
+               "                           [0.1, 86400] (default 30; slower: closed)\n"
+               "  --write-timeout S        a stream whose client reads nothing for S seconds is cancelled and\n"
+               "                           closed, [0.1, 86400] (default 60)\n"
+               "  --max-conns N            open connections, [1, 65536] (default 256; more: refused)\n"
+               "  --max-conns-per-ip N     open connections from one address, [1, 65536] (default 64)\n",
             front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0).\n"
@@ -96,13 +110,25 @@ static int own_flag(server_opts *o, const char *a, const char *v) {
     else if (!strcmp(a, "--cache-ram")) { if (!num(a, v, 0, 1 << 20, &x)) return 2; o->cache_ram_mib = x; }
     else if (!strcmp(a, "--drain-timeout")) { if (!num(a, v, 0, 86400, &x)) return 2; o->drain_timeout_s = x; }
     else if (!strcmp(a, "--suffix-tokens")) { if (!count(a, v, 0, 2147483647.0, &x)) return 2; o->suffix_tokens = (int64_t)x; }
+    else if (!strcmp(a, "--api-key")) { if (!auth_add_key(&o->auth, v, "--api-key")) return 2; }
+    else if (!strcmp(a, "--api-key-file")) { if (!auth_add_key_file(&o->auth, v)) return 2; }
+    else if (!strcmp(a, "--cors-origin")) { if (!auth_add_origin(&o->auth, v)) return 2; }
+    else if (!strcmp(a, "--max-prompt")) { if (!count(a, v, 1, 2147483647.0, &x)) return 2; o->max_prompt = (int)x; }
+    else if (!strcmp(a, "--max-tokens")) { if (!count(a, v, 1, 2147483647.0, &x)) return 2; o->max_tokens = (int)x; }
+    else if (!strcmp(a, "--request-timeout")) { if (!num(a, v, 0.1, 86400, &x)) return 2; o->request_timeout_s = x; }
+    else if (!strcmp(a, "--write-timeout")) { if (!num(a, v, 0.1, 86400, &x)) return 2; o->write_timeout_s = x; }
+    else if (!strcmp(a, "--max-conns")) { if (!count(a, v, 1, 65536, &x)) return 2; o->max_conns = (int)x; }
+    else if (!strcmp(a, "--max-conns-per-ip")) { if (!count(a, v, 1, 65536, &x)) return 2; o->max_conns_per_ip = (int)x; }
     else return 1;
     return 0;
 }
 
 static bool is_own_flag(const char *a) {
     static const char *const own[] = {"--chat-template", "--host", "--alias", "--port", "--queue", "--max-body",
-                                      "--sse-ping", "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens"};
+                                      "--sse-ping", "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens",
+                                      "--api-key", "--api-key-file", "--cors-origin", "--max-prompt",
+                                      "--max-tokens", "--request-timeout", "--write-timeout", "--max-conns",
+                                      "--max-conns-per-ip", "--metrics-public"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (!strcmp(a, own[i])) return true;
     return false;
@@ -119,7 +145,8 @@ static void take_options(server_opts *o, const specdec_options *so) {
 
 int front_parse(int argc, char **argv, server_opts *o) {
     *o = (server_opts){.host = "127.0.0.1", .port = 8080, .queue_max = 8, .max_body = 1 << 20, .sse_ping_s = 15,
-                      .cache_ram_mib = 2048, .drain_timeout_s = 30, .suffix_tokens = FRONT_SUFFIX_TOKENS};
+                      .cache_ram_mib = 2048, .drain_timeout_s = 30, .suffix_tokens = FRONT_SUFFIX_TOKENS,
+                      .request_timeout_s = 30, .write_timeout_s = 60, .max_conns = 256, .max_conns_per_ip = 64};
     specdec_options so = specdec_options_default();
     so.gen.temperature = 0.8f;
     so.gen.n_predict = -1; /* until the end of turn or a full context */
@@ -132,6 +159,7 @@ int front_parse(int argc, char **argv, server_opts *o) {
         const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
         bool own = !opt && is_own_flag(a);
         if (!opt && !own) { fprintf(stderr, "specdec: unknown option %s (see specdec serve --help)\n", a); return 2; }
+        if (own && !strcmp(a, "--metrics-public")) { o->auth.metrics_public = true; continue; } /* takes no value */
         const char *v = opt && opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
         if (own && !v) { fprintf(stderr, "specdec: %s needs a value (see specdec serve --help)\n", a); return 2; }
         if (own && own_flag(o, a, v) != 0) return 2;

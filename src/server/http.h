@@ -34,6 +34,10 @@ enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, const 
  * non-blocking peek, so a pipelined next request does not count). */
 bool http_peer_closed(struct MHD_Connection *c);
 
+/* Headers every response gets for this request (CORS for an allowed
+ * origin); for responses built outside http.c (the SSE stream). */
+void http_add_common_headers(struct MHD_Response *r);
+
 /* Flags of every JSON body and SSE chunk: compact, and reals with 15 significant
  * digits, so a double parsed from a short decimal prints as that decimal. */
 #define HTTP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))

@@ -26,6 +26,12 @@ void metrics_reject(metrics *m) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_refuse(metrics *m, refusal why) {
+    pthread_mutex_lock(&m->mu);
+    m->refused[why]++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 static void counter(sd_strbuf *o, const char *name, const char *help, double v) {
     sd_strbuf_printf(o, "# HELP specdec_%s %s\n# TYPE specdec_%s counter\nspecdec_%s %.17g\n", name, help, name, name, v);
 }
@@ -50,6 +56,13 @@ void metrics_text(server *s, sd_strbuf *o) {
                    "specdec_requests_total{outcome=\"rejected\"} %llu\n",
                 (unsigned long long)m.requests_ok, (unsigned long long)m.requests_cancelled,
                 (unsigned long long)m.requests_error, (unsigned long long)m.requests_rejected);
+    static const char *const why[REFUSE_N] = {"auth", "cors", "body_size", "prompt_tokens", "max_tokens",
+                                              "request_timeout", "write_timeout", "connections_per_ip",
+                                              "connections"};
+    sd_strbuf_puts(o, "# HELP specdec_refused_total Requests and connections refused by a limit or a key check.\n"
+                      "# TYPE specdec_refused_total counter\n");
+    for (int i = 0; i < REFUSE_N; i++)
+        sd_strbuf_printf(o, "specdec_refused_total{reason=\"%s\"} %llu\n", why[i], (unsigned long long)m.refused[i]);
     counter(o, "prompt_tokens_total", "Prompt tokens prefilled (not counting reused ones).", (double)m.prompt_tokens);
     counter(o, "prompt_tokens_cached_total", "Prompt tokens reused from the KV cache.", (double)m.prompt_tokens_cached);
     counter(o, "prompt_seconds_total", "Prompt prefill time.", m.prompt_ms / 1e3);

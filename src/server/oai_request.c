@@ -93,12 +93,32 @@ static bool get_stop(json_t *body, job *j, http_err *e) {
     return true;
 }
 
+/* --max-tokens: a request asking for more is refused (400); one that asks
+ * for nothing (or the server default is longer) gets the cap. */
+static bool cap_max_tokens(server *s, json_t *body, specdec_generate_params *gp, http_err *e) {
+    int cap = s->opts.max_tokens;
+    if (cap <= 0 || (gp->n_predict >= 0 && gp->n_predict <= cap)) return true;
+    static const char *const keys[] = {"max_completion_tokens", "max_tokens", "n_predict"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(body, keys[i]);
+        if (!v || json_is_null(v)) continue;
+        metrics_refuse(&s->m, REFUSE_MAX_TOKENS);
+        http_fail(e, 400, keys[i], "'%s' asks for more tokens than this server gives one request: at most %d (--max-tokens)",
+                  keys[i], cap);
+        e->code = "max_tokens_too_large";
+        return false;
+    }
+    gp->n_predict = cap;
+    return true;
+}
+
 static bool get_sampling(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     specdec_generate_params *gp = &j->gp;
     specdec_options o = specdec_options_default();
     o.gen = s->opts.gen;
     if (!get_table_options(body, &o, e)) return false;
     *gp = o.gen;
+    if (!cap_max_tokens(s, body, gp, e)) return false;
     /* "speculative": false turns drafting off for this request only. */
     r->speculative = gp->spec != SPECDEC_SPEC_NONE;
     bool spec = r->speculative;
@@ -147,8 +167,10 @@ static bool get_chat_switches(json_t *body, specdec_chat_params *cp, http_err *e
     return true;
 }
 
-/* messages -> the model's chat template -> prompt text. */
-static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, http_err *e) {
+/* messages -> the model's chat template -> prompt text and its tokens (into
+ * j): control tokens only where the template writes them, message text
+ * tokenized as text (specdec_chat_tokenize; docs/SECURITY.md). */
+static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, job *j, http_err *e) {
     json_t *msgs = json_object_get(body, "messages");
     if (!msgs) return http_fail(e, 400, "messages", "'messages' is required");
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
@@ -182,8 +204,8 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, 
         char *text = NULL;
         size_t len = 0;
         specdec_error err = {0};
-        if (specdec_chat_apply_template(s->model, m, n, &r->chat, &text, &len, &err) != SPECDEC_OK)
-            ok = http_fail(e, 400, "messages", "%s", err.message);
+        if (specdec_chat_tokenize(s->model, m, n, &r->chat, &text, &len, &j->prompt, &j->n_prompt, &err) != SPECDEC_OK)
+            ok = http_fail(e, err.code == SPECDEC_ERR_NOMEM ? 500 : 400, "messages", "%s", err.message);
         else sd_strbuf_add(prompt, text, len);
         specdec_free(text);
     }
@@ -239,10 +261,11 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     json_t *model = json_object_get(body, "model");
     if (model && !json_is_null(model) && !json_is_string(model)) return http_fail(e, 400, "model", "'model' must be a string");
     sd_strbuf prompt = {0};
-    bool ok = r->kind == JOB_CHAT ? chat_prompt(s, body, r, &prompt, e) : completion_prompt(s, body, &prompt, j, e);
+    bool ok = r->kind == JOB_CHAT ? chat_prompt(s, body, r, &prompt, j, e) : completion_prompt(s, body, &prompt, j, e);
     if (ok && !j->prompt) {
         specdec_error err = {0};
-        /* Template output is trusted text: its control tokens are parsed; the model adds BOS if it wants one. */
+        /* A /v1/completions prompt is raw: its control-token spellings are
+         * parsed, as llama-server does (docs/SECURITY.md); BOS as the model wants. */
         if (specdec_tokenize(s->model, sd_strbuf_str(&prompt), prompt.len, true, true, &j->prompt, &j->n_prompt, &err))
             ok = http_fail(e, 500, NULL, "tokenize: %s", err.message);
     }
@@ -252,6 +275,14 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (!ok) return false;
     int n_ctx = s->n_ctx;
     if (j->n_prompt == 0) return http_fail(e, 400, "prompt", "the prompt is empty");
+    if (s->opts.max_prompt > 0 && j->n_prompt > (size_t)s->opts.max_prompt) {
+        metrics_refuse(&s->m, REFUSE_PROMPT);
+        http_fail(e, 400, r->kind == JOB_CHAT ? "messages" : "prompt",
+                  "the prompt has %zu tokens; this server takes at most %d (--max-prompt)", j->n_prompt,
+                  s->opts.max_prompt);
+        e->code = "prompt_too_long";
+        return false;
+    }
     if (j->n_prompt >= (size_t)n_ctx) {
         http_fail(e, 400, r->kind == JOB_CHAT ? "messages" : "prompt",
                   "the request exceeds the available context size: %zu prompt tokens, context %d",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/conn_guard.h"
 #include "server/oai.h"
 
 const char *oai_finish_reason(specdec_stop_reason reason) {
@@ -194,12 +195,17 @@ static void resp_free(void *cls) {
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     resp *p = cls;
+    /* Between our return and MHD's next call, MHD is writing to the client:
+     * one that stops reading is closed after --write-timeout (conn_guard.c),
+     * and its generation cancelled by resp_free. */
+    conn_guard_stream_waiting(p->c, false);
     for (;;) {
         if (p->out.len) {
             size_t n = p->out.len < max ? p->out.len : max;
             memcpy(buf, p->out.s, n);
             sd_strbuf_consume(&p->out, n);
             p->last_send = now_mono();
+            conn_guard_stream_waiting(p->c, true);
             return (ssize_t)n;
         }
         if (p->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -302,6 +308,7 @@ enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *
     MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    http_add_common_headers(resp);
     http_note_status(200);
     enum MHD_Result rc = MHD_queue_response(c, 200, resp);
     MHD_destroy_response(resp);

@@ -162,7 +162,8 @@ static enum MHD_Result post_detokenize(server *s, struct MHD_Connection *c, json
     return http_send_json(c, 200, o);
 }
 
-/* POST /apply-template {messages, ...} -> {prompt}: the rendered chat prompt, no inference. */
+/* POST /apply-template {messages, ...} -> {prompt, n_tokens, tokens}: the
+ * rendered chat prompt and its ids, no inference. */
 static enum MHD_Result post_apply_template(server *s, struct MHD_Connection *c, json_t *body) {
     sd_strbuf prompt = {0};
     oai_req r = {.kind = JOB_CHAT, .prompt_out = &prompt};
@@ -177,6 +178,11 @@ static enum MHD_Result post_apply_template(server *s, struct MHD_Connection *c, 
         json_t *o = json_object();
         json_object_set_new(o, "prompt", json_text(sd_strbuf_str(&prompt), prompt.len));
         json_object_set_new(o, "n_tokens", json_integer((json_int_t)j->n_prompt));
+        /* The ids the model would be given (message text never parsed as
+         * control tokens): what /tokenize of "prompt" cannot show. */
+        json_t *ids = json_array();
+        for (size_t i = 0; i < j->n_prompt; i++) json_array_append_new(ids, json_integer(j->prompt[i]));
+        json_object_set_new(o, "tokens", ids);
         rc = http_send_json(c, 200, o);
     }
     sd_strbuf_free(&prompt);

@@ -93,7 +93,7 @@ int cmd_serve(int argc, char **argv) {
     if (sig == SIGTERM) drain(&s, &set);
     /* Cancel what is left, let the running generate end, close the connections. */
     server_worker_stop(&s);
-    MHD_stop_daemon(d);
+    http_stop(d);
     server_worker_free(&s);
     prefix_cache_free(&s.pc);
     front_unload(&s);

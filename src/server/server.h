@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/strbuf.h"
+#include "server/auth.h"
 #include "server/prefix_cache.h"
 #include "specdec.h"
 
@@ -35,6 +36,13 @@ typedef struct server_opts {
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
     int64_t suffix_tokens;          /* the suffix memory's budget in tokens (--suffix-tokens); 0 = none */
+    /* Exposure to the network (docs/SECURITY.md). */
+    auth_conf auth;                 /* --api-key, --api-key-file, --cors-origin, --metrics-public */
+    int max_prompt;                 /* prompt tokens a request may bring (--max-prompt; 0: the context's) */
+    int max_tokens;                 /* cap on a request's max_tokens (--max-tokens; 0: none) */
+    double request_timeout_s;       /* a request's headers and body must arrive within this (--request-timeout) */
+    double write_timeout_s;         /* a stream whose client reads nothing this long is cancelled (--write-timeout) */
+    int max_conns, max_conns_per_ip; /* open connections, all and per client address (beyond: refused) */
 } server_opts;
 
 /* One generated piece as the inference thread delivered it. */
@@ -68,8 +76,23 @@ typedef struct job {
     int refs; /* the connection and the queue/inference thread; freed at 0 */
 } job;
 
+/* Why a request or a connection was refused before generating (/metrics). */
+typedef enum refusal {
+    REFUSE_AUTH,         /* no or a wrong API key: 401 */
+    REFUSE_CORS,         /* a preflight from an origin not allowed: 403 */
+    REFUSE_BODY,         /* body over --max-body: 413 */
+    REFUSE_PROMPT,       /* prompt over --max-prompt: 400 */
+    REFUSE_MAX_TOKENS,   /* max_tokens over --max-tokens: 400 */
+    REFUSE_REQ_TIMEOUT,  /* request not received within --request-timeout: 408 or closed */
+    REFUSE_WRITE_TIMEOUT,/* a client that stopped reading its stream: cancelled, closed */
+    REFUSE_CONN_IP,      /* over --max-conns-per-ip: connection closed at accept */
+    REFUSE_CONN_ALL,     /* over --max-conns: connection closed at accept */
+    REFUSE_N
+} refusal;
+
 typedef struct metrics {
     pthread_mutex_t mu;
+    uint64_t refused[REFUSE_N];
     uint64_t requests_ok, requests_error, requests_cancelled, requests_rejected;
     uint64_t prompt_tokens, prompt_tokens_cached, predicted_tokens;
     double prompt_ms, predicted_ms;
@@ -131,10 +154,13 @@ bool server_draining(server *s);
 /* The HTTP front (http.c): starts the daemon; returns the bound port or -1. */
 struct MHD_Daemon;
 struct MHD_Daemon *http_start(server *s, int *port);
+/* Stops the connection watchdog and the daemon (closing every connection). */
+void http_stop(struct MHD_Daemon *d);
 
 /* Metrics (metrics.c). */
 void metrics_record(metrics *m, const job *j);
 void metrics_reject(metrics *m);
+void metrics_refuse(metrics *m, refusal why);
 void metrics_text(server *s, sd_strbuf *out);
 
 #endif

@@ -150,24 +150,44 @@ static const char *find_bytes(const char *hay, size_t n, const char *needle, siz
     return NULL;
 }
 
-/* Splits raw fragment f at every occurrence of token id, appending to out. */
-static bool split_fragment(const sd_tokenizer *tok, const char *text, sd_fragment f, int32_t id,
+/* The ranges where control tokens may not be matched (NULL: none). */
+typedef struct guard {
+    const sd_text_range *v;
+    size_t n;
+} guard;
+
+/* Whether [at, at + m) overlaps a range of g (sorted, disjoint): binary search
+ * for the last range starting before at + m, then its end. */
+static bool guarded(const guard *g, size_t at, size_t m) {
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->v[mid].off < at + m) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && g->v[lo - 1].off + g->v[lo - 1].len > at;
+}
+
+/* Splits raw fragment f at every occurrence of token id (outside g's ranges
+ * when g is given), appending to out. */
+static bool split_fragment(const sd_tokenizer *tok, const char *text, sd_fragment f, int32_t id, const guard *g,
                            sd_fragments *out) {
     const char *needle = sd_tok_text(tok, id);
     size_t m = tok->tokens[id].text_len;
-    size_t pos = f.off, end = f.off + f.len;
+    size_t pos = f.off, end = f.off + f.len, from = pos;
     const char *hit;
-    while (pos < end && (hit = find_bytes(text + pos, end - pos, needle, m))) {
+    while (from < end && (hit = find_bytes(text + from, end - from, needle, m))) {
         size_t at = (size_t)(hit - text);
+        if (g && guarded(g, at, m)) { from = at + 1; continue; } /* message text: stays text */
         if (at > pos && !push_fragment(out, -1, pos, at - pos)) return false;
         if (!push_fragment(out, id, at, m)) return false;
-        pos = at + m;
+        pos = from = at + m;
     }
     return pos >= end || push_fragment(out, -1, pos, end - pos);
 }
 
-sd_status sd_special_partition(const sd_tokenizer *tok, const char *text, size_t len, bool parse_special,
-                               sd_fragments *out, sd_err *err) {
+static sd_status partition(const sd_tokenizer *tok, const char *text, size_t len, bool parse_special,
+                           const guard *g, sd_fragments *out, sd_err *err) {
     out->n = 0;
     if (len == 0) return SD_OK;
     if (!push_fragment(out, -1, 0, len)) return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
@@ -175,15 +195,28 @@ sd_status sd_special_partition(const sd_tokenizer *tok, const char *text, size_t
     bool ok = true;
     for (int32_t s = 0; ok && s < tok->n_special; s++) {
         int32_t id = tok->special[s];
-        if (!parse_special && (tok->tokens[id].attr & (SD_ATTR_CONTROL | SD_ATTR_UNKNOWN))) continue;
+        bool control = tok->tokens[id].attr & (SD_ATTR_CONTROL | SD_ATTR_UNKNOWN);
+        if (!parse_special && control) continue;
+        const guard *gi = control ? g : NULL;
         next.n = 0;
         for (size_t i = 0; ok && i < out->n; i++)
             ok = out->v[i].id >= 0 ? push_fragment(&next, out->v[i].id, out->v[i].off, out->v[i].len)
-                                   : split_fragment(tok, text, out->v[i], id, &next);
+                                   : split_fragment(tok, text, out->v[i], id, gi, &next);
         sd_fragments swap = *out;
         *out = next;
         next = swap;
     }
     free(next.v);
     return ok ? SD_OK : sd_err_set(err, SD_ERR_NOMEM, "out of memory");
+}
+
+sd_status sd_special_partition(const sd_tokenizer *tok, const char *text, size_t len, bool parse_special,
+                               sd_fragments *out, sd_err *err) {
+    return partition(tok, text, len, parse_special, NULL, out, err);
+}
+
+sd_status sd_special_partition_guarded(const sd_tokenizer *tok, const char *text, size_t len,
+                                       const sd_text_range *plain, size_t n_plain, sd_fragments *out, sd_err *err) {
+    guard g = {plain, n_plain};
+    return partition(tok, text, len, true, &g, out, err);
 }

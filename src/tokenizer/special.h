@@ -30,4 +30,13 @@ typedef struct sd_fragments {
 sd_status sd_special_partition(const sd_tokenizer *tok, const char *text, size_t len, bool parse_special,
                                sd_fragments *out, sd_err *err);
 
+/* As sd_special_partition with parse_special, except that a control or
+ * unknown token's text is not matched where it overlaps one of plain[0..n_plain)
+ * (sorted by off, not overlapping): those bytes are text whatever they spell.
+ * This is how a chat prompt keeps control tokens only where the template wrote
+ * them (plain = the bytes that came from messages). User-defined tokens are
+ * matched everywhere, as without parse_special. */
+sd_status sd_special_partition_guarded(const sd_tokenizer *tok, const char *text, size_t len,
+                                       const sd_text_range *plain, size_t n_plain, sd_fragments *out, sd_err *err);
+
 #endif

@@ -60,6 +60,22 @@ size_t sd_tokenizer_max_piece(const sd_tokenizer *tok);
 sd_status sd_tokenize(const sd_tokenizer *tok, const char *text, size_t len, bool add_special,
                       bool parse_special, int32_t **ids, size_t *n_ids, sd_err *err);
 
+/* A byte range of a text, text[off, off + len). */
+typedef struct sd_text_range {
+    size_t off, len;
+} sd_text_range;
+
+/* As sd_tokenize with parse_special, except that control-token texts are not
+ * matched where they overlap plain[0..n_plain) (sorted by off, disjoint):
+ * those bytes are encoded as text whatever they spell. Text with no control
+ * token in the plain ranges gives the same ids as sd_tokenize: only where
+ * special tokens are cut changes, never how the text between them is encoded.
+ * For chat prompts: plain = the bytes that came from the messages, so a
+ * message cannot forge the template's role markers. Errors: SD_ERR_NOMEM. */
+sd_status sd_tokenize_guarded(const sd_tokenizer *tok, const char *text, size_t len, bool add_special,
+                              const sd_text_range *plain, size_t n_plain, int32_t **ids, size_t *n_ids,
+                              sd_err *err);
+
 /* Raw bytes that token id stands for (byte-level mapping undone, SPM "▁"
  * turned to space, byte tokens <0xNN> to the byte); may be a partial UTF-8
  * character. Written to buf (cap bytes); returns the byte count (may exceed
