@@ -1,5 +1,5 @@
 /* Token selection: greedy argmax, and sampling with temperature, top-k, top-p
- * and min-p from a seeded generator. Speculative sampling (DESIGN.md §6)
+ * and min-p from a seeded generator. Speculative sampling (ARCHITECTURE.md §6)
  * needs the final probability vector p after every filter, not just a token,
  * so that is what sd_sampler_probs exposes. */
 #ifndef SD_DECODE_SAMPLER_H
@@ -57,7 +57,7 @@ void sd_sampler_probs(sd_sampler *sm, const float *logits, float *p);
 int32_t sd_sampler_pick(sd_sampler *sm, const float *logits);
 
 /* The generator of absolute position pos under seed: the randomness of the
- * token AT position pos (DESIGN.md §6, the stronger rule). A function of
+ * token AT position pos (ARCHITECTURE.md §6, the stronger rule). A function of
  * (seed, pos) only, so plain sampling and a speculative round that reaches
  * the same position draw the same number, in any order. */
 void sd_rng_at(sd_rng *r, uint64_t seed, int64_t pos);

@@ -8,7 +8,7 @@
  *         n = rmsnorm(x) * attn_norm
  *   out = h + Wdown · (silu(Wgate·m) * Wup·m),  m = rmsnorm(h) * ffn_norm
  *
- * Batch invariance (DESIGN.md §5): every step computes each row (position)
+ * Batch invariance (ARCHITECTURE.md §5): every step computes each row (position)
  * with a reduction order that does not depend on S or on the thread count —
  * sd_matmul by contract, rmsnorm/rope/softmax per row, and attention per
  * (position, head) over keys 0..pos in position order (several queries share

@@ -1,5 +1,5 @@
 /* Transformer ops, scalar reference and dispatch. Every reduction runs in one
- * fixed order per row (DESIGN.md §5); the AVX2 versions (ops_avx2.c) reproduce
+ * fixed order per row (ARCHITECTURE.md §5); the AVX2 versions (ops_avx2.c) reproduce
  * the scalar rounding exactly. exp-based ops (softmax, swiglu) use sd_expf,
  * glibc's expf reproduced op for op, so that the AVX2 build can run it 8
  * lanes at a time with the same results. */

@@ -133,10 +133,14 @@ static bool on_piece(const specdec_piece *p, void *user) {
     return !interrupted;
 }
 
-/* The same figures as the chat page's status line. */
+/* The same figures as the chat page's status line. A rate needs at least 2
+ * tokens and 1 ms of decoding (the first token comes with the prefill, so a
+ * one-token answer's decode time is next to nothing): else n/a, as generate. */
 static void status_line(const specdec_stats *st, bool spec) {
-    double tps = st->t_decode_ms > 0 ? st->n_gen * 1e3 / st->t_decode_ms : 0;
-    fprintf(stderr, "[ %.1f tok/s | %d tokens", tps, st->n_gen);
+    if (st->n_gen >= 2 && st->t_decode_ms >= 1.0)
+        fprintf(stderr, "[ %.1f tok/s | %d tokens", st->n_gen * 1e3 / st->t_decode_ms, st->n_gen);
+    else
+        fprintf(stderr, "[ n/a tok/s | %d token%s", st->n_gen, st->n_gen == 1 ? "" : "s");
     if (spec)
         fprintf(stderr, " | drafted %lld / accepted %lld (%.1f%%) | accepted/round %.2f | spec %s%s",
                 (long long)st->n_drafted, (long long)st->n_accepted,
@@ -191,10 +195,12 @@ static bool fit_prompt(server *s, convo *c, const specdec_chat_params *cp, int32
 }
 
 /* Tokens kept free for an answer when the conversation is fitted: its length
- * limit, or a quarter of the context when it has none. */
+ * limit, or a quarter of the context when it has none. Without -n an answer
+ * is also at most a quarter of the context: a 256-token answer in a 512-token
+ * context left room for no earlier turn, and every message dropped one. */
 static int32_t answer_room(const server *s) {
     const int32_t n_ctx = specdec_context_n_ctx(s->ctx), n = s->opts.gen.n_predict;
-    int32_t room = n >= 0 ? n : n_ctx / 4;
+    int32_t room = n < 0 || (!s->opts.n_predict_given && n > n_ctx / 4) ? n_ctx / 4 : n;
     return room < n_ctx / 2 ? room : n_ctx / 2;
 }
 
@@ -210,6 +216,7 @@ static void answer(server *s, convo *c, bool spec, bool tty) {
         return;
     }
     specdec_generate_params gp = s->opts.gen;
+    if (!s->opts.n_predict_given) gp.n_predict = answer_room(s);
     if (!spec) gp.spec = SPECDEC_SPEC_NONE;
     else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
     gp.abort = stop_requested;

@@ -52,8 +52,10 @@ static void usage(FILE *f, bool serve, const specdec_options *defaults) {
                 front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0)%s.\n"
-               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n",
-            serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens unless -n says otherwise");
+               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n"
+               FRONT_DEFAULT_MODELS_HELP,
+            serve ? "" : "; an answer is at most " FRONT_CHAT_N_PREDICT_TEXT " tokens and a quarter of the context,\n"
+                         "so a conversation keeps its last turns, unless -n says otherwise");
 }
 
 /* A slot costs a context (n_ctx positions of KV cache), so the default stays
@@ -148,6 +150,7 @@ int front_parse(int argc, char **argv, bool serve, server_opts *o) {
             return 2;
         }
         if (opt && !strcmp(opt->flag, "--model")) model_given = true;
+        if (opt && !strcmp(opt->flag, "--n-predict")) o->n_predict_given = true;
     }
     if (specdec_options_check(&so, &err) != SPECDEC_OK) { fprintf(stderr, "specdec: %s\n", err.message); return 2; }
     take_options(o, &so);
@@ -194,6 +197,9 @@ bool front_load(server *s) {
     }
     specdec_context *c0 = s->ctx ? s->ctx : specdec_batch_slot_context(s->batch, 0);
     s->n_ctx = specdec_context_n_ctx(c0);
+    if (s->opts.n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
+        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", s->opts.n_ctx,
+                specdec_model_n_ctx_train(s->model));
     if (specdec_generate_params_check(c0, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;

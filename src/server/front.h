@@ -7,6 +7,10 @@
 
 #define FRONT_DEFAULT_TARGET "models/fixture-target.gguf"
 #define FRONT_DEFAULT_DRAFT "models/fixture-draft.gguf"
+/* The end of --help: where the default models are looked for (as the cli's). */
+#define FRONT_DEFAULT_MODELS_HELP \
+    "The default models (models/fixture-*.gguf) are paths relative to the current directory:\n" \
+    "run from the repository root, or pass -m.\n"
 /* specdec chat's default answer length (serve's is -1: until the end of turn or
  * a full context): long enough for a paragraph or a function, short enough
  * that a few turns fit a small context. */

@@ -35,6 +35,7 @@ typedef struct server_opts {
     specdec_generate_params gen;    /* defaults for every request (spec mode, K, sampling) */
     bool gen_temp_set;
     int64_t suffix_tokens;          /* the suffix memory's budget in tokens (--suffix-tokens); 0 = none */
+    bool n_predict_given;           /* -n on the command line (chat: else answers fit the context, front.h) */
 } server_opts;
 
 /* One generated piece as the inference thread delivered it. */

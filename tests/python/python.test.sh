@@ -14,7 +14,7 @@ src=${SD_SOURCE_DIR:?}
 . "$src/tests/support/checks.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "python3 not found: skipped"; exit 77; }
+[ -n "$PY" ] || { echo "SKIPPED: python3 not found (missing package python3)"; exit 77; }
 lib=$build/libspecdec.so
 [ -e "$lib" ] || { fail "no $lib (the specdec_shared target)"; finish; }
 export SPECDEC_LIB=$lib
