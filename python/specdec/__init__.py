@@ -251,7 +251,8 @@ def _check_range(field, value):
     if below or above or value != value:  # value != value: NaN
         text = ctypes.create_string_buffer(128)
         L.specdec_option_range(opt, text, len(text))
-        raise _arg_error("%s %r: out of range %s" % (field, value, text.value.decode()))
+        shown = "%g" % value if isinstance(value, float) else str(value)
+        raise _arg_error("%s %s: out of range %s" % (field, shown, text.value.decode()))
 
 
 def _int_field(field, value, ctype):
