@@ -36,7 +36,7 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "  -h, --help               this help\n"
             "\n"
             "Without -m, --spec auto or draft also pairs the draft model " CLI_DEFAULT_DRAFT "\n"
-            "when that file exists. " CLI_DEFAULT_MODELS_HELP
+            "when that file exists.\n" CLI_DEFAULT_MODELS_HELP
             "At the end one line of statistics goes to stderr: prefill and decode tok/s, rounds,\n"
             "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n"
             "A figure with nothing to measure (decode speed with fewer than 2 tokens, e.g. -n 0)\n"
