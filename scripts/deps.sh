@@ -9,7 +9,7 @@
 #                            node/npm with the server's npm packages, chromium,
 #                            nginx (the scale-out test: replicas behind a balancer)
 # Every dependency is a Debian package or, for the server's client tests, an npm
-# package pinned by tests/server/package-lock.json; see README.md.
+# package pinned by tests/server/package-lock.json; see docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test_deps=false
