@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the realistic-shape models used for speed measurements into
 # cache/models/ (git-ignored), skipping files that exist:
-#   SHAPE:TYPE         random weights (DESIGN.md §9.3), cache/models/SHAPE-TYPE.gguf
+#   SHAPE:TYPE         random weights (ARCHITECTURE.md §9.3), cache/models/SHAPE-TYPE.gguf
 #   grown-SHAPE:TYPE   a trained fixture grown to SHAPE (sd-genmodel --grow, same
 #                      function): models/fixture-draft.gguf for SHAPE=draft, else
 #                      models/fixture-target.gguf; cache/models/grown-SHAPE-TYPE.gguf

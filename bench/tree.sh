@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Token tree vs chain (DESIGN.md §7, bench/RESULTS.md): for each drafter and
+# Token tree vs chain (ARCHITECTURE.md §7, bench/RESULTS.md): for each drafter and
 # each verify shape, summed over the bench prompts, greedy, --fixed-k, gate
 # off, every run checked LOSSLESS against plain greedy:
 #   rounds, accepted tokens per round, nodes (draft tokens) per round, and

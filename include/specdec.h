@@ -2,9 +2,11 @@
  *
  * A C11 GGUF inference engine with lossless speculative decoding: the text a
  * speculative run produces is exactly plain greedy decoding's at temperature
- * 0, and plain sampling's in distribution at temperature > 0 (speculative
- * sampling, Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023,
- * arXiv:2302.01318). This header is the only door the command line, the
+ * 0, and byte for byte plain sampling's with the same seed at temperature > 0
+ * (coupled drafts: ARCHITECTURE.md §6); with draft_sample, a draft model's
+ * sampled drafts give plain sampling's distribution, not its bytes
+ * (speculative sampling, Leviathan et al. 2023, arXiv:2211.17192; Chen et al.
+ * 2023, arXiv:2302.01318). This header is the only door the command line, the
  * server and the examples use; everything under src/ is internal.
  *
  * Life cycle (pairs of matching names, as llama2.c's build_x / free_x):
@@ -352,7 +354,7 @@ SPECDEC_API void specdec_context_reset(specdec_context *ctx);
 /* ------------------------------------------------------------------------ */
 /* Generation                                                                */
 
-/* Who proposes the draft tokens the target verifies (DESIGN.md §3). */
+/* Who proposes the draft tokens the target verifies (ARCHITECTURE.md §3). */
 typedef enum specdec_spec_mode {
     SPECDEC_SPEC_NONE = 0, /* plain decoding */
     SPECDEC_SPEC_NGRAM,    /* n-gram lookup in the prompt and the output so far (free) */
@@ -375,7 +377,7 @@ SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);
 
 /* How a hybrid model (recurrent layers: qwen35's Gated DeltaNet) rolls its
- * state back past rejected draft tokens (DESIGN.md §4). The KV cache rolls
+ * state back past rejected draft tokens (ARCHITECTURE.md §4). The KV cache rolls
  * back by a counter; the recurrent state cannot, so one of: */
 typedef enum specdec_rollback {
     SPECDEC_ROLLBACK_AUTO = 0,   /* replay: about as fast as checkpoint (`specdec bench --tables rollback`),
@@ -385,7 +387,7 @@ typedef enum specdec_rollback {
                                     restoring it and re-running the recurrence of the kept positions (no weights read) */
     SPECDEC_ROLLBACK_REDECODE,   /* keep a snapshot; roll back by restoring it and running the forward again over
                                     the kept tokens (llama.cpp's way) */
-    SPECDEC_ROLLBACK_WINDOW,     /* the source design (DESIGN.md §4): the state holds only a committed prefix; every
+    SPECDEC_ROLLBACK_WINDOW,     /* the source design (ARCHITECTURE.md §4): the state holds only a committed prefix; every
                                     round feeds exactly hybrid_window tokens (the committed tail, a0, drafts, pad)
                                     and restores a snapshot unless all of them were committed */
 } specdec_rollback;
@@ -402,8 +404,7 @@ SPECDEC_API bool specdec_rollback_parse(const char *name, specdec_rollback *r);
 
 /* A grammar compiled for one model's vocabulary: generated text is kept to
  * the grammar's language, token by token, with speculation on or off and the
- * same bytes either way (DESIGN.md "Constrained decoding under
- * speculation"). Compile once, hand to any number of generate calls (also at
+ * same bytes either way (docs/GRAMMAR.md). Compile once, hand to any number of generate calls (also at
  * once, from a batch's slots: it is thread-safe); its token masks and parse
  * states are cached inside it and shared by those calls, so later requests
  * with the same grammar are faster. Free it after the last call that uses it. */
@@ -511,7 +512,7 @@ typedef struct specdec_generate_params {
     int32_t ngram_min;      /* shortest n-gram looked up, 1..8. Default 1 */
     int32_t ngram_max;      /* longest n-gram looked up, ngram_min..8. Default 3 */
     /* G: zero-accept rounds in a row that close the hit-rate gate (drafting
-     * stops until shadow probes say it pays again; DESIGN.md §3). 0 = never
+     * stops until shadow probes say it pays again; ARCHITECTURE.md §3). 0 = never
      * close. Default 4. */
     int32_t gate;
     /* Sampling. temperature <= 0 is greedy (argmax, the lowest id on ties).
@@ -523,7 +524,7 @@ typedef struct specdec_generate_params {
      * noise, src/decode/drafter.h `couple`) are accepted iff
      * they equal the target's own pick at their position, so speculative
      * output is byte-identical to plain sampling with the same seed
-     * (DESIGN.md §6). */
+     * (ARCHITECTURE.md §6). */
     float temperature; /* default 0, at most 100 */
     int32_t top_k;     /* 0 = off (default) */
     float top_p;       /* (0, 1]; 1 = off (default) */
@@ -554,7 +555,7 @@ typedef struct specdec_generate_params {
     specdec_rollback hybrid_rollback;
     /* SPECDEC_ROLLBACK_WINDOW: the static window S, 2..64. Default 9. */
     int32_t hybrid_window;
-    /* Token trees (DESIGN.md §7), dense targets only: 0 = off (default,
+    /* Token trees (ARCHITECTURE.md §7), dense targets only: 0 = off (default,
      * chains). N in 1..63: a drafter with candidates (draft model, EAGLE-3
      * head) drafts its chain of K plus up to tree_width - 1 next-best
      * siblings per chain token (level 1 first), at most N draft tokens, all
@@ -690,16 +691,18 @@ typedef bool (*specdec_piece_cb)(const specdec_piece *piece, void *user);
  * calls; the longest common prefix of that history and this prompt (at most
  * n_prompt - 1 tokens, since the last prompt token's logits are needed) is
  * kept and only the rest is prefilled (stats.n_cached). Results are bitwise
- * those of a fresh context (the forward is batch invariant: DESIGN.md §5).
+ * those of a fresh context (the forward is batch invariant: ARCHITECTURE.md §5).
  *
- * Lossless: with any spec mode the tokens are exactly those of plain decoding
- * at temperature 0 (DESIGN.md §1), and distributed as plain sampling's at
- * temperature > 0 (§6).
+ * Lossless: with any spec mode the tokens are exactly those of plain decoding:
+ * greedy at temperature 0 (ARCHITECTURE.md §1), plain sampling with the same
+ * seed at temperature > 0 (§6), byte for byte. Only with draft_sample (a draft
+ * model sampling its proposals) is the output plain sampling's in
+ * distribution rather than in bytes.
  *
  * Errors: SPECDEC_ERR_CONTEXT (the prompt has more than n_ctx tokens),
  * SPECDEC_ERR_ARG (a parameter out of range, a token id out of range,
- * SPECDEC_SPEC_DRAFT without a draft model, check_lossless at temperature >
- * 0), SPECDEC_ERR_NOMEM. On error the history is cleared. A cancel is not an
+ * SPECDEC_SPEC_DRAFT without a draft model, check_lossless with draft_sample
+ * at temperature > 0), SPECDEC_ERR_NOMEM. On error the history is cleared. A cancel is not an
  * error. */
 SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_token *prompt, size_t n_prompt,
                                             const specdec_generate_params *params, specdec_piece_cb on_piece,
@@ -721,7 +724,7 @@ SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_
  * into a prompt that starts with all its tokens; to checkpoint the end of a
  * prompt, generate with n_predict 0 over all but its last token and save.
  * Results after a restore are bitwise those of a fresh context (the forward
- * is batch invariant, DESIGN.md §5). */
+ * is batch invariant, ARCHITECTURE.md §5). */
 typedef struct specdec_state specdec_state;
 
 /* Bytes specdec_state_save would allocate for ctx now (0 for NULL): about

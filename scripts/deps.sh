@@ -11,7 +11,7 @@
 #                            python3-jsonschema and python3-rfc3339 (the JSON
 #                            Schema converter's reference validator)
 # Every dependency is a Debian package or, for the server's client tests, an npm
-# package pinned by tests/server/package-lock.json; see README.md.
+# package pinned by tests/server/package-lock.json; see docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test_deps=false

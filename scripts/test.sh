@@ -4,7 +4,8 @@
 #   scripts/test.sh --asan     AddressSanitizer + UBSan build in build-asan/, the same tests
 #   scripts/test.sh --long     normal build, only the tests labelled long: the
 #                              property sweeps that run in rotation by default, in full
-# Extra arguments go to ctest (e.g. -R server).
+# Extra arguments go to ctest (e.g. -R server). At the end it lists the skipped
+# tests with their reasons (scripts/skips.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build; opts=(-DCMAKE_BUILD_TYPE=Release); select=(-LE long)
@@ -18,4 +19,9 @@ case "${1:-}" in
 esac
 cmake -S . -B "$dir" -DSD_TESTS=ON "${opts[@]}" >/dev/null
 cmake --build "$dir" -j "$(nproc)"
-cd "$dir" && ctest --output-on-failure --no-tests=error -j "$(nproc)" "${select[@]}" "$@"
+# ctest's summary goes to $dir/ctest.out too: scripts/skips.sh lists the
+# skipped tests from it with their reasons.
+rc=0
+(cd "$dir" && ctest --output-on-failure --no-tests=error -j "$(nproc)" "${select[@]}" "$@") | tee "$dir/ctest.out" || rc=$?
+bash scripts/skips.sh "$dir" || true
+exit "$rc"

@@ -44,7 +44,7 @@ cmake --build "$dir" -j "$(nproc)" --target "${tests[@]}" "${models[@]}" >"$dir/
   { tail -40 "$dir/build.log"; exit 1; }
 # One OpenMP thread: under qemu-user (Debian 12's 7.2) a parallel region of two
 # threads never returns, even in a ten-line program. Results do not depend on
-# the thread count (DESIGN.md §5; the native suite checks 1-3 threads), and the
+# the thread count (ARCHITECTURE.md §5; the native suite checks 1-3 threads), and the
 # tests' num_threads(3) becomes 1 thread here. Passive waits: the tests
 # re-exec themselves to set it, which qemu-user cannot do for a guest binary.
 export OMP_THREAD_LIMIT=1 OMP_WAIT_POLICY=passive

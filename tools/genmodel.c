@@ -1,6 +1,6 @@
 /* sd-genmodel: writes a qwen3 or qwen35 GGUF with random weights at a
  * realistic shape and a real tokenizer, for speed measurements on a machine
- * without a model hub (DESIGN.md §9.3: timing does not depend on weight values).
+ * without a model hub (ARCHITECTURE.md §9.3: timing does not depend on weight values).
  *
  *   sd-genmodel --shape qwen3-0.6b --type q8_0 -o cache/models/qwen3-0.6b-q8_0.gguf
  *   sd-genmodel --shape qwen35-0.8b --type q4_k -o cache/models/qwen35-0.8b-q4_k.gguf
@@ -202,7 +202,7 @@ static bool fill_from_pool(void *ctx, uint64_t offset, void *buf, size_t len) {
 }
 
 /* An expert tensor {n_in, n_out, n_exp} whose rows come from a pool of
- * g->expert_pool random rows (DESIGN.md §9.3: timing does not depend on the
+ * g->expert_pool random rows (ARCHITECTURE.md §9.3: timing does not depend on the
  * values; the file is written at disk speed and never held in memory). */
 static sd_status add_pooled(gen *g, const char *name, int64_t n_in, int64_t n_out, int64_t n_exp, uint64_t row_bytes,
                             uint64_t bytes, uint64_t tensor, sd_err *err) {

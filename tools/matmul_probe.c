@@ -1,6 +1,6 @@
 /* sd-matmul_probe: times one batched product over a set of random weight
  * matrices at S = 1..smax activation rows, to measure c_v(S) = t(S) / t(1)
- * (DESIGN.md §2). Timing does not depend on weight values, so weights are
+ * (ARCHITECTURE.md §2). Timing does not depend on weight values, so weights are
  * random bytes with valid fp16 scales.
  *
  *   sd-matmul_probe --type q8_0 --shape 1024x3072 --shape 3072x1024 \

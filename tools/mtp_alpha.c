@@ -1,7 +1,7 @@
 /* sd-mtp_alpha: the acceptance α of a qwen35 file's MTP head on a prompt, by
  * replay, with the target never rolled back (rollback of a recurrent target
  * is not needed to measure α): the greedy continuation G of n tokens is
- * decoded plainly first; then rounds as DESIGN.md §1 has them — the head
+ * decoded plainly first; then rounds as ARCHITECTURE.md §1 has them — the head
  * (decode/drafter_mtp.c) drafts k = min(K, n - generated - 1) tokens past a0,
  * j = how many agree with G, a0 d1..dj are committed (forwarded by the
  * target, all of them G's tokens) and the next a0 is G's next token. This is
@@ -14,7 +14,7 @@
  * Prints one JSON object: prompt ids, G, drafted, accepted, rounds. With
  * --cost: after 128 tokens of context, the median ms of one target step (one
  * token) and of one head step (one pair: what drafting one token costs), and
- * r = head step / target step (DESIGN.md §2). Internal headers on purpose (a
+ * r = head step / target step (ARCHITECTURE.md §2). Internal headers on purpose (a
  * drafter without the decode loop). */
 #include <stdio.h>
 #include <stdlib.h>

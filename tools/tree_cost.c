@@ -1,6 +1,6 @@
 /* sd-tree_cost: the cost of a verify forward as a chain of S tokens and as a
  * token tree of S nodes (model.h sd_forward_tree), relative to a one-token
- * step: c_v(S) = t(S) / t(1) (DESIGN.md §2), after a context of P tokens.
+ * step: c_v(S) = t(S) / t(1) (ARCHITECTURE.md §2), after a context of P tokens.
  * The tree is the decode loop's shape (decode/tree.h sd_tree_from_top): a
  * root, a chain of ceil((S - 1) / 2) and one sibling per chain token from
  * level 1 on. Chain, tree and single steps alternate, each rolled back after

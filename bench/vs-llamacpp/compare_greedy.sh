@@ -2,7 +2,7 @@
 # Greedy parity with llama.cpp: our greedy token ids vs llama.cpp's on the same
 # GGUF and prompt. Use a trained model (e.g. models/fixture-target.gguf):
 # random-weight models have near-tied logits that different correct kernels
-# break differently (DESIGN.md §10).
+# break differently (ARCHITECTURE.md §10).
 #   bench/vs-llamacpp/compare_greedy.sh MODEL.gguf PROMPT N
 # Exit 0 when the ids are identical, 1 otherwise (the first difference is shown).
 set -euo pipefail

@@ -31,7 +31,7 @@ export function median(xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-// node-llama-cpp's model.tokenize adds no BOS (DESIGN.md §10); its completion
+// node-llama-cpp's model.tokenize adds no BOS (ARCHITECTURE.md §10); its completion
 // API prepends one when the model asks for it, so do the same.
 export function tokenizePrompt(model, text) {
   const ids = model.tokenize(text, false);
@@ -117,7 +117,7 @@ export class OraclePredictor extends TokenPredictor {
 
 // E[accepted drafts per round] when each draft is right with probability
 // alpha independently and a round stops at the first wrong one:
-// alpha + ... + alpha^k (DESIGN.md §2, minus the always-correct a0).
+// alpha + ... + alpha^k (ARCHITECTURE.md §2, minus the always-correct a0).
 export function expectedAccepted(alpha, k) {
   let s = 0;
   for (let i = 1, p = alpha; i <= k; i++, p *= alpha) s += p;

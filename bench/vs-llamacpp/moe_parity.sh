@@ -4,7 +4,7 @@
 # MoE file from `sd-genmodel --shape qwen3moe-tiny --type f32`. Prints, per
 # position, both argmaxes, the largest |p_specdec - p_llama.cpp| and the largest
 # log-probability (= logit, up to a constant) difference over the vocabulary. Random weights have near-ties,
-# so compare distributions, not greedy ids (DESIGN.md §10).
+# so compare distributions, not greedy ids (ARCHITECTURE.md §10).
 #   bench/vs-llamacpp/moe_parity.sh MODEL.gguf [IDS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../.." && pwd)

@@ -15,7 +15,7 @@
 //   on    a server started with --on-args (default --gate 0): drafts every
 //         round, whatever the batch makes a verify window cost
 //   auto  "speculative": true on a server with the default gate, which closes
-//         per request when drafting stops paying (under load, DESIGN.md §3,
+//         per request when drafting stops paying (under load, ARCHITECTURE.md §3,
 //         docs/BATCHING.md "Speculation under load")
 // Every server starts with --cache-ram 0 --suffix-tokens 0 (before
 // --serve-args, which may override them): one server serves every client

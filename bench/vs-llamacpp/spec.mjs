@@ -13,7 +13,7 @@
 // logits on every row, greedy pick per row, keep the longest agreeing prefix,
 // remove the rest from the KV cache), through node-llama-cpp's
 // controlledEvaluate + eraseContextTokenRanges. The rounds are those of our
-// src/decode/spec.c (DESIGN.md §1): commit a0, draft past it, verify.
+// src/decode/spec.c (ARCHITECTURE.md §1): commit a0, draft past it, verify.
 import { nowS } from "./lib.mjs";
 
 // Greedy generation of n tokens after prompt ids on seq, with drafter (or

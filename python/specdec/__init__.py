@@ -230,6 +230,32 @@ def _named_enum(field, value):
     return out.value
 
 
+# Fields whose range the front ends' option table holds (specdec_option_table:
+# the same ranges as `specdec generate`'s flags and the server's request
+# fields), by the table name that finds them.
+_TABLE_NAMES = {"n_predict": "--n-predict", "draft_max": "--draft-max", "ngram_min": "--ngram-min",
+                "ngram_max": "--ngram-max", "gate": "--gate", "temperature": "--temp", "top_k": "--top-k",
+                "top_p": "--top-p", "min_p": "--min-p", "hybrid_window": "--window", "tree_nodes": "--tree",
+                "tree_width": "--tree-width"}
+
+
+def _check_range(field, value):
+    """Refuse a number outside the table's range, as the command line does
+    ("temperature -1: out of range [0, 100]")."""
+    L = _c.lib()
+    opt = L.specdec_option_find(_TABLE_NAMES[field].encode())
+    if not opt:
+        return
+    o = opt.contents
+    below = value < o.lo or (o.lo_open and value == o.lo)
+    above = value > o.hi or (o.hi_open and value == o.hi)
+    if below or above or value != value:  # value != value: NaN
+        text = ctypes.create_string_buffer(128)
+        L.specdec_option_range(opt, text, len(text))
+        shown = "%g" % value if isinstance(value, float) else str(value)
+        raise _arg_error("%s %s: out of range %s" % (field, shown, text.value.decode()))
+
+
 def _int_field(field, value, ctype):
     bits = ctypes.sizeof(ctype) * 8
     lo, hi = (0, 2 ** bits) if field == "seed" else (-2 ** (bits - 1), 2 ** (bits - 1))
@@ -268,6 +294,8 @@ class _Params:
                 value = float(value)
             else:
                 value = _int_field(field, value, types[field])
+            if field in _TABLE_NAMES:
+                _check_range(field, value)
             setattr(p, field, value)
         self.c = p
 

@@ -119,6 +119,25 @@ class ModelMemory(ctypes.Structure):
     ]
 
 
+class Option(ctypes.Structure):
+    """specdec_option: one entry of the front ends' option table."""
+    _fields_ = [
+        ("flag", ctypes.c_char_p),
+        ("alias", ctypes.c_char_p),
+        ("http_field", ctypes.c_char_p),
+        ("type", ctypes.c_int),
+        ("lo", ctypes.c_double),
+        ("hi", ctypes.c_double),
+        ("lo_open", ctypes.c_bool),
+        ("hi_open", ctypes.c_bool),
+        ("names", ctypes.c_char_p),
+        ("value_name", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+    ]
+
+
+OPTION_INT, OPTION_UINT64, OPTION_FLOAT = 0, 1, 2
+
 # bool (*specdec_piece_cb)(const specdec_piece *piece, void *user)
 PIECE_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.POINTER(Piece), ctypes.c_void_p)
 
@@ -168,6 +187,8 @@ _SIGNATURES = {
     "specdec_grammar_free": (None, [_P]),
     "specdec_grammar_accepts": (ctypes.c_bool, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "specdec_generate_default_params": (GenerateParams, []),
+    "specdec_option_find": (ctypes.POINTER(Option), [ctypes.c_char_p]),
+    "specdec_option_range": (ctypes.c_int, [ctypes.POINTER(Option), ctypes.c_char_p, ctypes.c_size_t]),
     "specdec_generate_params_check": (ctypes.c_int, [_P, ctypes.POINTER(GenerateParams), _ERR]),
     "specdec_generate": (ctypes.c_int, [_P, c_token_p, ctypes.c_size_t, ctypes.POINTER(GenerateParams), PIECE_FN,
                                         _P, ctypes.POINTER(Stats), _ERR]),

@@ -286,7 +286,7 @@ static sd_status keep_history(specdec_context *c, const specdec_token *prompt, i
 }
 
 /* The same prompt through plain decoding from an empty cache (greedy, or
- * sampling with the same seed: the same bytes, DESIGN.md §6), compared token
+ * sampling with the same seed: the same bytes, ARCHITECTURE.md §6), compared token
  * by token with the speculative output. */
 static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt, sd_spec_params p, int32_t *out,
                                 int32_t n_out, sd_err *err) {

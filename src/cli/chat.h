@@ -25,6 +25,7 @@ typedef struct chat_opts {
      * CLI_DEFAULT_DRAFT when -m is absent and that file is readable. */
     specdec_options run;
     const char *chat_template; /* --chat-template NAME, NULL: the model's */
+    bool n_predict_given;      /* -n given: else an answer also fits a quarter of the context */
 } chat_opts;
 
 /* Parses argv (argv[0] = "chat"). Returns 0 to go on, -1 after --help (exit

@@ -25,8 +25,9 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "                           llama3, llama31\n"
             "  -h, --help               this help\n"
             "\nTemperature defaults to 0.8 here (generate's is 0); an answer is at most " CHAT_N_PREDICT_TEXT
-            " tokens unless -n says otherwise.\n"
-            "Without -m, the draft model " CLI_DEFAULT_DRAFT " is paired when that file exists.\n",
+            " tokens and a quarter of the context,\nso a conversation keeps its last turns, unless -n says otherwise.\n"
+            "Without -m, the draft model " CLI_DEFAULT_DRAFT " is paired when that file exists.\n"
+            CLI_DEFAULT_MODELS_HELP,
             table);
     specdec_free(table);
 }
@@ -59,6 +60,7 @@ int chat_parse(int argc, char **argv, chat_opts *o) {
         const char *v = opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
         if (specdec_option_set(so, opt, a, v, &err) != SPECDEC_OK) return usage_error("%s", err.message);
         if (!strcmp(opt->flag, "--model")) model_given = true;
+        if (!strcmp(opt->flag, "--n-predict")) o->n_predict_given = true;
     }
     if (specdec_options_check(so, &err) != SPECDEC_OK) { fprintf(stderr, "specdec: %s\n", err.message); return 2; }
     /* the fixture pair, silently (the banner names the model; --spec says what drafts) */

@@ -159,10 +159,14 @@ static bool on_piece(const specdec_piece *p, void *user) {
     return !interrupted;
 }
 
-/* The same figures as the chat page's status line. */
+/* The same figures as the chat page's status line. A rate needs at least 2
+ * tokens and 1 ms of decoding (the first token comes with the prefill, so a
+ * one-token answer's decode time is next to nothing): else n/a, as generate. */
 static void status_line(const specdec_stats *st, bool spec) {
-    double tps = st->t_decode_ms > 0 ? st->n_gen * 1e3 / st->t_decode_ms : 0;
-    fprintf(stderr, "[ %.1f tok/s | %d tokens", tps, st->n_gen);
+    if (st->n_gen >= 2 && st->t_decode_ms >= 1.0)
+        fprintf(stderr, "[ %.1f tok/s | %d tokens", st->n_gen * 1e3 / st->t_decode_ms, st->n_gen);
+    else
+        fprintf(stderr, "[ n/a tok/s | %d token%s", st->n_gen, st->n_gen == 1 ? "" : "s");
     if (spec)
         fprintf(stderr, " | drafted %lld / accepted %lld (%.1f%%) | accepted/round %.2f | spec %s%s",
                 (long long)st->n_drafted, (long long)st->n_accepted,
@@ -213,10 +217,12 @@ static bool fit_prompt(chat *s, convo *c, const specdec_chat_params *cp, int32_t
 }
 
 /* Tokens kept free for an answer when the conversation is fitted: its length
- * limit, or a quarter of the context when it has none. */
+ * limit, or a quarter of the context when it has none. Without -n an answer
+ * is also at most a quarter of the context: a 256-token answer in a 512-token
+ * context left room for no earlier turn, and every message dropped one. */
 static int32_t answer_room(const chat *s) {
     const int32_t n_ctx = specdec_context_n_ctx(s->ctx), n = s->o.run.gen.n_predict;
-    int32_t room = n >= 0 ? n : n_ctx / 4;
+    int32_t room = n < 0 || (!s->o.n_predict_given && n > n_ctx / 4) ? n_ctx / 4 : n;
     return room < n_ctx / 2 ? room : n_ctx / 2;
 }
 
@@ -232,6 +238,7 @@ static void answer(chat *s, convo *c, bool spec, bool tty) {
         return;
     }
     specdec_generate_params gp = s->o.run.gen;
+    if (!s->o.n_predict_given) gp.n_predict = answer_room(s);
     if (!spec) gp.spec = SPECDEC_SPEC_NONE;
     else if (gp.spec == SPECDEC_SPEC_NONE) gp.spec = s->draft ? SPECDEC_SPEC_AUTO : SPECDEC_SPEC_NGRAM;
     gp.abort = stop_requested;
@@ -298,6 +305,12 @@ static bool chat_load(chat *s) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
+    if (r->n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
+        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", r->n_ctx,
+                specdec_model_n_ctx_train(s->model));
+    if (!s->o.chat_template && specdec_chat_template_refusal(s->model)) /* say which renders, and why */
+        fprintf(stderr, "specdec: the model's chat template cannot run (%s); using %s\n",
+                specdec_chat_template_refusal(s->model), s->template_family ? s->template_family : "no template");
     model_id_of(s->model_id, sizeof s->model_id, specdec_model_name(s->model));
     return true;
 }

@@ -15,14 +15,16 @@ static const char USAGE[] =
     "Prints the token ids of TEXT on one line, separated by spaces.\n"
     "\n"
     "  -m, --model FILE     GGUF model or vocab-only file (default " CLI_DEFAULT_TARGET ")\n"
-    "  -p, --prompt TEXT    text to tokenize (taken literally: no escapes)\n"
+    "  -p, --prompt TEXT    text to tokenize (taken literally: no escapes; valid UTF-8, as for\n"
+    "                       generate -p)\n"
     "  -f, --file FILE      read the text from FILE ('-' = stdin), bytes as they are\n"
     "                       (invalid UTF-8 too: such bytes become byte tokens)\n"
     "      --add-special    add BOS/EOS as the model asks (default: none)\n"
     "      --parse-special  match special-token texts such as <|im_start|>\n"
     "      --show           one line per token: id, TAB, its piece (\\n \\t \\r \\\\\n"
     "                       and \\xNN escapes for control bytes and invalid UTF-8)\n"
-    "  -h, --help           this help\n";
+    "  -h, --help           this help\n"
+    "\n" CLI_DEFAULT_MODELS_HELP;
 
 static int usage_error(const char *msg, const char *arg) {
     fprintf(stderr, "specdec: %s%s%s%s (see specdec tokenize --help)\n", msg, arg ? "'" : "", arg ? arg : "",
@@ -118,6 +120,12 @@ int cmd_tokenize(int argc, char **argv) {
         }
     }
     if (!prompt == !file) return usage_error("give exactly one of -p TEXT and -f FILE", NULL);
+    specdec_error err = {0};
+    /* -p is text, refused as generate refuses it; -f takes any bytes */
+    if (prompt && specdec_utf8_check(prompt, strlen(prompt), &err) != SPECDEC_OK) {
+        fprintf(stderr, "specdec: the prompt (-p) is %s (-f FILE takes any bytes)\n", err.message);
+        return 2;
+    }
 
     size_t len = prompt ? strlen(prompt) : 0;
     char *text = NULL;
@@ -134,7 +142,6 @@ int cmd_tokenize(int argc, char **argv) {
             return 1;
         }
     }
-    specdec_error err = {0};
     specdec_vocab *vocab = NULL;
     specdec_token *ids = NULL;
     size_t n_ids = 0;

@@ -19,7 +19,8 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "usage: specdec generate [-m MODEL.gguf] (-p TEXT | -f FILE) [options]\n"
             "\n"
             "Generates text; with a drafter, by lossless speculative decoding (the output is\n"
-            "exactly plain greedy decoding's, or plain sampling's in distribution at --temp > 0).\n"
+            "exactly plain greedy decoding's, or plain sampling's with the same seed at --temp > 0,\n"
+            "byte for byte, unless --draft-sample: then the same distribution, not the same bytes).\n"
             "\n"
             "  -p, --prompt TEXT        prompt text\n"
             "  -f, --file FILE          read the prompt from FILE ('-' = stdin), bytes as they are\n"
@@ -40,7 +41,7 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "  -h, --help               this help\n"
             "\n"
             "Without -m, --spec auto or draft also pairs the draft model " CLI_DEFAULT_DRAFT "\n"
-            "when that file exists.\n"
+            "when that file exists.\n" CLI_DEFAULT_MODELS_HELP
             "At the end one line of statistics goes to stderr: prefill and decode tok/s, rounds,\n"
             "acceptance α, accepted/round, tokens/forward, greedy tok/s, speedup, LOSSLESS n/n.\n"
             "A figure with nothing to measure (decode speed with fewer than 2 tokens, e.g. -n 0)\n"

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/sigbus.h"
+#include "specdec.h"
 
 typedef struct command {
     const char *name;
@@ -29,7 +30,8 @@ static const command COMMANDS[] = {
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: specdec COMMAND [options]   (specdec COMMAND --help for its options)\n\ncommands:\n");
+    fprintf(f, "usage: specdec COMMAND [options]   (specdec COMMAND --help for its options)\n"
+               "       specdec --version            (also: specdec COMMAND --version)\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
 }
@@ -64,6 +66,11 @@ static int check_stdout(int rc) {
     return rc ? rc : 1;
 }
 
+static int print_version(void) {
+    printf("specdec %s\n", specdec_version());
+    return check_stdout(0);
+}
+
 int main(int argc, char **argv) {
     bound_openmp_spinning(argv);
     cli_catch_sigbus();
@@ -71,8 +78,12 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return check_stdout(argc < 2 ? 2 : 0);
     }
+    if (!strcmp(argv[1], "--version")) return print_version();
     for (size_t i = 0; i < N_COMMANDS; i++) {
         if (strcmp(argv[1], COMMANDS[i].name) != 0) continue;
+        /* COMMAND --version as its only argument (a later --version could be
+         * an option's value, e.g. a prompt) */
+        if (argc == 3 && !strcmp(argv[2], "--version")) return print_version();
         if (!COMMANDS[i].run) {
             fprintf(stderr, "specdec: command '%s' is not built into this binary\n", argv[1]);
             return 2;

@@ -15,6 +15,10 @@
 #define CLI_DEFAULT_TARGET "models/fixture-target.gguf"
 #define CLI_DEFAULT_DRAFT "models/fixture-draft.gguf"
 #define CLI_DEFAULT_EAGLE3 "models/fixture-eagle3.gguf"
+/* The end of every --help that has default models: where they are looked for. */
+#define CLI_DEFAULT_MODELS_HELP \
+    "The default models (models/fixture-*.gguf) are paths relative to the current directory:\n" \
+    "run from the repository root, or pass -m.\n"
 
 /* The draft model to pair with the target: `given` when not NULL; else, when
  * no target was given (target_is_default: -m absent, not -m naming the

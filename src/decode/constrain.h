@@ -1,5 +1,4 @@
-/* Constrained decoding in the verify loop (DESIGN.md "Constrained decoding
- * under speculation"): a grammar state per verify row, masks applied to the
+/* Constrained decoding in the verify loop (docs/GRAMMAR.md): a grammar state per verify row, masks applied to the
  * logits before any sampling filter, drafts cut before the first token the
  * grammar refuses. Plain decoding is the K = 0 case: row 0 masked with the
  * committed state. */

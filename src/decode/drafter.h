@@ -1,5 +1,5 @@
 /* A drafter proposes tokens that continue the committed context; the target
- * verifies them (DESIGN.md §1, §3). Drafters never affect correctness, only
+ * verifies them (ARCHITECTURE.md §1, §3). Drafters never affect correctness, only
  * speed: every proposal is checked by the target.
  *
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
@@ -49,7 +49,7 @@ typedef struct sd_drafter {
     /* Forgets everything learned from a previous generation. May be NULL. */
     void (*reset)(void *self);
     /* Proposes up to k tokens continuing ctx[0..n) — the committed tokens
-     * INCLUDING a0 (DESIGN.md §1: propose past a0). Writes them to out[k] and,
+     * INCLUDING a0 (ARCHITECTURE.md §1: propose past a0). Writes them to out[k] and,
      * if stochastic, their distributions to q[k][n_vocab]. Returns how many
      * (0 = no proposal), or -1 with err set. */
     int (*propose)(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q,

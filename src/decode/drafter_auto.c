@@ -1,4 +1,4 @@
-/* "auto" (DESIGN.md §3, both at once): n-gram lookup first — free, and it
+/* "auto" (ARCHITECTURE.md §3, both at once): n-gram lookup first — free, and it
  * wins on extractive spans — and the draft model when the n-gram has no
  * match, or when the lookup's proposals have lately been accepted for fewer
  * tokens than the draft model's (text that does not repeat itself, sampled

@@ -1,4 +1,4 @@
-/* EAGLE-3 drafter (DESIGN.md §7; llama.cpp common/speculative.cpp,
+/* EAGLE-3 drafter (ARCHITECTURE.md §7; llama.cpp common/speculative.cpp,
  * common_speculative_impl_draft_eagle3): a one-layer head that reads the
  * target's hidden states at its target_layers and drafts a chain of K greedy
  * tokens, one head step per token (drafter_head.c).

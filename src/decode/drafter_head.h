@@ -1,5 +1,5 @@
 /* The chain-drafting core of the drafters that run a head over the target's
- * hidden rows (drafter_eagle3.c, drafter_mtp.c; DESIGN.md §7, llama.cpp
+ * hidden rows (drafter_eagle3.c, drafter_mtp.c; ARCHITECTURE.md §7, llama.cpp
  * common/speculative.cpp). Internal to src/decode.
  *
  * Head index P holds the pair (ctx[P+1], g_P), g_P the head's input made

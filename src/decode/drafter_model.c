@@ -1,4 +1,4 @@
-/* Draft model drafter (DESIGN.md §3): K proposals from a smaller model with
+/* Draft model drafter (ARCHITECTURE.md §3): K proposals from a smaller model with
  * its own KV cache. The cache only ever holds committed tokens plus this
  * drafter's own last proposals; `fed` mirrors what it holds, so each round
  * rolls back to the longest prefix shared with the committed context and

@@ -1,4 +1,4 @@
-/* MTP drafter (DESIGN.md §7; llama.cpp common/speculative.cpp, the "single
+/* MTP drafter (ARCHITECTURE.md §7; llama.cpp common/speculative.cpp, the "single
  * trained head" MTP mode): the target file's own MTP block drafts a chain of
  * K greedy tokens, one head step per token (drafter_head.c).
  *

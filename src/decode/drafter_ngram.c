@@ -1,4 +1,4 @@
-/* n-gram prompt lookup (DESIGN.md §3): the continuation of the most recent
+/* n-gram prompt lookup (ARCHITECTURE.md §3): the continuation of the most recent
  * earlier occurrence of the context's last m tokens, m from ngram_max down to
  * ngram_min, continued periodically past the end of the context. An
  * open-addressing hash table maps each (m, m-gram) to the end

@@ -1,4 +1,4 @@
-/* The hit-rate gate (DESIGN.md §3) and the draft length K of the next round.
+/* The hit-rate gate (ARCHITECTURE.md §3) and the draft length K of the next round.
  *
  * A verify round that accepts nothing costs c_v(K+1) - 1 target steps more
  * than a plain step, plus K·r for a draft model. The gate has to find out
@@ -8,7 +8,7 @@
  * - After G zero-accept rounds in a row the gate closes: plain steps only.
  *   A free drafter (n-gram) on probation — at the start, and after each
  *   reopening — closes on its first miss: it can be re-opened for free.
- * - The speedup model of DESIGN.md §2 on MEASURED costs: the decode loop
+ * - The speedup model of ARCHITECTURE.md §2 on MEASURED costs: the decode loop
  *   reports how long each target forward over S rows took and how long the
  *   drafter took per proposed token, so the gate knows c_v(S) = t(S) / t(1)
  *   and r = t_draft / t(1) on this machine for this model pair. With α̂, a
@@ -79,7 +79,7 @@ double sd_gate_alpha(const sd_gate *g);
  * mixture-of-experts target, whose window reads the union of its experts).
  * Returns a negative value while t(1) is unknown. */
 double sd_gate_cv(const sd_gate *g, int32_t S);
-/* DESIGN.md §2's predicted speedup of a round of k at the current α̂, c_v and
+/* ARCHITECTURE.md §2's predicted speedup of a round of k at the current α̂, c_v and
  * r; negative while t(1) is unknown. */
 double sd_gate_predicted_speedup(const sd_gate *g, int32_t k);
 

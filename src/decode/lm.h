@@ -86,7 +86,7 @@ sd_status sd_lm_forward_tail(sd_lm *lm, sd_lm_use use, const int32_t *tokens, in
 void sd_lm_from_context(sd_lm *lm, sd_context *c, const sd_model *m);
 
 /* SD_OK if a draft model can serve target (identical token lists, the check
- * of DESIGN.md §3), else SD_ERR_VOCAB with a message naming both sizes. */
+ * of ARCHITECTURE.md §3), else SD_ERR_VOCAB with a message naming both sizes. */
 sd_status sd_lm_check_same_vocab(const sd_model *target, const sd_model *draft, sd_err *err);
 
 #endif

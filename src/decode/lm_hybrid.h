@@ -1,5 +1,5 @@
 /* An sd_lm for a model whose state cannot be truncated (recurrent layers:
- * qwen35's Gated DeltaNet), DESIGN.md §4. The decode loop keeps calling
+ * qwen35's Gated DeltaNet), ARCHITECTURE.md §4. The decode loop keeps calling
  * forward and truncate; this lm carries out "roll back to n" by one of the
  * disciplines below, on a small set of primitives (sd_recm) that the real
  * model context implements (lm_model.c sd_recm_from_context) and so does the
@@ -55,7 +55,7 @@ typedef struct sd_recm {
     void (*set_len)(void *self, int32_t n);
 } sd_recm;
 
-/* How a rollback is done (DESIGN.md §4 "cheaper alternatives"). */
+/* How a rollback is done (ARCHITECTURE.md §4 "cheaper alternatives"). */
 typedef enum sd_rollback {
     /* Keep the state after each position of a forward (SD_CAPTURE_STATE):
      * rolling back to n is loading one of them. */
@@ -68,7 +68,7 @@ typedef enum sd_rollback {
      * and running the forward again over the kept tokens (llama.cpp's
      * host-checkpoint path). */
     SD_ROLLBACK_REDECODE,
-    /* The source design (DESIGN.md §4, lm_window.c): the model's state only
+    /* The source design (ARCHITECTURE.md §4, lm_window.c): the model's state only
      * ever holds a committed prefix at an anchor m, with a snapshot there;
      * every forward feeds the committed tail since m plus the new tokens,
      * padded to exactly `window` tokens; a fully committed unpadded feed

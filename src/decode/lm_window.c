@@ -1,4 +1,4 @@
-/* The window discipline of lm_hybrid.h (DESIGN.md §4, the source design),
+/* The window discipline of lm_hybrid.h (ARCHITECTURE.md §4, the source design),
  * an sd_lm of its own over the books of sd_lm_hybrid (sd_lm_window_as_lm):
  *
  * - The model's state only ever holds a committed prefix, at the anchor m

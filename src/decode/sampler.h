@@ -1,5 +1,5 @@
 /* Token selection: greedy argmax, and sampling with temperature, top-k, top-p
- * and min-p from a seeded generator. Speculative sampling (DESIGN.md §6)
+ * and min-p from a seeded generator. Speculative sampling (ARCHITECTURE.md §6)
  * needs the final probability vector p after every filter, not just a token,
  * so that is what sd_sampler_probs exposes. */
 #ifndef SD_DECODE_SAMPLER_H

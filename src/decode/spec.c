@@ -1,5 +1,5 @@
 /* The decode loop: prefill, then rounds of "commit a0, draft past it, verify"
- * (DESIGN.md §1) until n_predict tokens, an end-of-generation token, or a full
+ * (ARCHITECTURE.md §1) until n_predict tokens, an end-of-generation token, or a full
  * context. Plain decoding is the same loop with K = 0 every round. */
 #include "decode/spec.h"
 

@@ -1,5 +1,5 @@
 /* The decode loop: plain decoding (no drafter) or lossless speculative
- * decoding through any sd_drafter, with the fused verify round of DESIGN.md §1
+ * decoding through any sd_drafter, with the fused verify round of ARCHITECTURE.md §1
  * (greedy) and speculative sampling of §6 (temperature > 0), plus the
  * hit-rate gate of §3. */
 #ifndef SD_DECODE_SPEC_H
@@ -23,7 +23,7 @@ typedef struct sd_sampling {
 } sd_sampling;
 
 struct sd_rng;
-/* The speculative-sampling acceptance rule for one draft token d (DESIGN.md
+/* The speculative-sampling acceptance rule for one draft token d (ARCHITECTURE.md
  * §6): p[n_vocab] the target's distribution, q[n_vocab] the drafter's (NULL =
  * one-hot at d). Returns -1 to accept d, else the replacement token. scratch
  * has n_vocab floats. The default is sd_accept_speculative (verify.c); tests
@@ -46,9 +46,9 @@ typedef struct sd_spec_params {
      * previous call's KV cache); only prompt[n_past..] is prefilled. 0 <=
      * n_past < n_prompt (the last prompt token's logits are needed). The
      * result is the same as with n_past 0, as the forward is batch invariant
-     * (DESIGN.md §5). Default 0. */
+     * (ARCHITECTURE.md §5). Default 0. */
     int32_t n_past;
-    /* Token trees (decode/tree.h, DESIGN.md §7): 0 = off (chains). Else a
+    /* Token trees (decode/tree.h, ARCHITECTURE.md §7): 0 = off (chains). Else a
      * drafter with candidates (propose_top) on an lm with forward_tree
      * drafts a chain of K as usual plus up to tree_width - 1 siblings of
      * each chain token (its next-best candidates, level 1 first), at most
@@ -68,8 +68,7 @@ typedef struct sd_spec_params {
      * that took `seconds` of wall clock (a request served in a batch: its
      * share of the batched step, docs/BATCHING.md); NULL: the wall clock. */
     double (*forward_cost)(void *user, int32_t S, double seconds);
-    /* Constrained decoding (DESIGN.md "Constrained decoding under
-     * speculation"): NULL = off. Else every generated token is one the
+    /* Constrained decoding (docs/GRAMMAR.md): NULL = off. Else every generated token is one the
      * grammar allows after the tokens generated before it (the prompt is not
      * constrained): the matcher's state starts at sd_gmatch_start and every
      * verify row is masked with its draft-path state before the sampling

@@ -1,4 +1,4 @@
-/* Token trees in the decode loop (DESIGN.md §7): build a tree from a
+/* Token trees in the decode loop (ARCHITECTURE.md §7): build a tree from a
  * drafter's top candidates, verify it in one target forward with a tree
  * attention mask (sd_lm forward_tree: every node's logits bitwise its
  * chain's), accept the longest root path the target agrees with, and keep

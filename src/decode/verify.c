@@ -1,4 +1,4 @@
-/* The verify round, as DESIGN.md §1 (greedy) and §6 (sampling) state it. */
+/* The verify round, as ARCHITECTURE.md §1 (greedy) and §6 (sampling) state it. */
 #include "decode/verify.h"
 
 #include "decode/constrain.h"

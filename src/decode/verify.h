@@ -1,4 +1,4 @@
-/* One verify round (DESIGN.md §1 greedy, §6 sampling). Plain decoding is the
+/* One verify round (ARCHITECTURE.md §1 greedy, §6 sampling). Plain decoding is the
  * same round with no draft tokens (K = 0). */
 #ifndef SD_DECODE_VERIFY_H
 #define SD_DECODE_VERIFY_H
@@ -40,7 +40,7 @@ sd_status sd_verify_round(sd_lm *lm, const int32_t *batch, int K, const float *q
                           sd_sampler *sm, sd_accept_rule rule, float *scratch, const sd_rowmask *rm,
                           sd_verdict *v, sd_err *err);
 
-/* The speculative-sampling rule of DESIGN.md §6 (Leviathan et al. 2023,
+/* The speculative-sampling rule of ARCHITECTURE.md §6 (Leviathan et al. 2023,
  * "Fast Inference from Transformers via Speculative Decoding", Alg. 1):
  * accept d with probability min(1, p(d)/q(d)); on rejection draw from
  * normalize(max(0, p - q)). With q NULL (one-hot at d) that is: accept with

@@ -10,7 +10,7 @@
  * layer_attn_gated.c, layer_gdn.c) and the FFN is layer_ffn.c's (or
  * layer_moe.c's routed experts).
  *
- * Batch invariance (DESIGN.md §5): every step computes each row (position)
+ * Batch invariance (ARCHITECTURE.md §5): every step computes each row (position)
  * with a reduction order that does not depend on S or on the thread count —
  * sd_matmul by contract, rmsnorm/rope/softmax per row, and attention per
  * (position, head) over keys 0..pos in position order (layer_attn.c). So the

@@ -1,4 +1,4 @@
-/* Token trees (model.h sd_forward_tree, DESIGN.md §7): candidate
+/* Token trees (model.h sd_forward_tree, ARCHITECTURE.md §7): candidate
  * continuations verified in one forward under a tree attention mask, and the
  * compaction that keeps the accepted root path at consecutive positions.
  *

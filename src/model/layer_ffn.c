@@ -6,7 +6,7 @@
  * once here for the dense FFN, each routed expert and the shared expert
  * (layer_moe.c). Every step is row-wise (sd_matmul computes each row alone,
  * SwiGLU is elementwise), so a row's bits do not depend on which rows run
- * together (batch invariance, DESIGN.md §5). */
+ * together (batch invariance, ARCHITECTURE.md §5). */
 #include "model/layers.h"
 #include "model/moe.h"
 #include "numerics/ops.h"

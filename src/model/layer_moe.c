@@ -6,7 +6,7 @@
  * expert (counting sort, tokens ascending), and each expert that any token
  * chose runs ONE gate/up/down product over all its rows: its weights are read
  * once per batch, not once per token, so a verify window pays for the union
- * u(S) of its experts (DESIGN.md §2). sd_matmul computes every row alone, so
+ * u(S) of its experts (ARCHITECTURE.md §2). sd_matmul computes every row alone, so
  * a token's expert output is bitwise the same whichever rows share the
  * expert; each token then sums its k weighted outputs in its own selection
  * rank order (largest probability first, as llama.cpp adds its expert views

@@ -3,7 +3,7 @@
  * normed input rows c->sc.xb[S][n_embd] of a batch at positions
  * c->kv.len..c->kv.len+S-1 and writes its output rows (before the residual add)
  * back to c->sc.xb, computing every row with operations that do not depend on S
- * or on the thread count (batch invariance, DESIGN.md §5). */
+ * or on the thread count (batch invariance, ARCHITECTURE.md §5). */
 #ifndef SD_MODEL_LAYERS_H
 #define SD_MODEL_LAYERS_H
 

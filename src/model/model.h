@@ -224,7 +224,7 @@ int32_t sd_context_len(const sd_context *c);
 sd_status sd_context_truncate(sd_context *c, int32_t n);
 
 /* Distinct experts the last forward batch ran in MoE layer il (u(S) of
- * DESIGN.md §2: 1 token runs k, a batch of S at most min(E, S * k)); 0 before
+ * ARCHITECTURE.md §2: 1 token runs k, a batch of S at most min(E, S * k)); 0 before
  * any forward, -1 when il is not an MoE layer of c's model. A forward longer
  * than n_batch is split: the count is its last piece's. For benchmarks. */
 int32_t sd_context_moe_distinct(const sd_context *c, int32_t il);
@@ -318,7 +318,7 @@ sd_status sd_context_replay(sd_context *c, int32_t p, sd_err *err);
 /* Runs tokens[S] at positions len..len+S-1, appends them to the KV cache, and
  * writes logits[S][n_vocab] (every position; row s = the distribution of the
  * token after tokens[s]). Batches larger than n_batch are split internally.
- * Batch invariance (DESIGN.md §5): row s is bitwise the same for any S, any
+ * Batch invariance (ARCHITECTURE.md §5): row s is bitwise the same for any S, any
  * split of the sequence into calls, any n_batch and any n_threads, given the
  * same tokens at positions 0..len+s (tests/model/test_batch_invariance.c).
  * S == 0 does nothing. Errors: SD_ERR_CONTEXT if len + S > n_ctx, SD_ERR_ARG
@@ -347,7 +347,7 @@ sd_status sd_forward_head(sd_context *c, const int32_t *tokens, int32_t S, int32
                           sd_err *err);
 sd_status sd_forward_more(sd_context *c, float *logits, sd_err *err);
 
-/* ---- token trees (forward_tree.c; DESIGN.md §7) ----
+/* ---- token trees (forward_tree.c; ARCHITECTURE.md §7) ----
  * Several candidate continuations verified in one forward. Node s of a tree
  * of S nodes has parent[s] in -1..s-1 (-1: a root, depth 0; else depth =
  * the parent's + 1), is stored at KV slot len + s and sits at position
@@ -528,7 +528,7 @@ typedef struct sd_ragged_seq {
 } sd_ragged_seq;
 
 /* One forward over the rows of n_seq distinct sequences (sum of S <=
- * max_rows). Batch invariance (DESIGN.md §5): every sequence's logits and
+ * max_rows). Batch invariance (ARCHITECTURE.md §5): every sequence's logits and
  * memory are bitwise what sd_forward_tail on it alone gives, whatever else
  * shares the batch. Pending state (a head resume, a token tree) of every
  * sequence is cleared. Errors (nothing changed): SD_ERR_ARG (another model,

@@ -1,7 +1,7 @@
 /* CPU feature dispatch. Kernels come in several builds: a portable scalar
  * reference, AVX2 (files *_avx2.c, compiled with -mavx2 -mfma -mf16c),
  * AVX-512 VNNI (*_avx512.c) and ARM NEON (*_neon.c). Every build computes
- * each result in the same order, so they agree bitwise (DESIGN.md §5); the
+ * each result in the same order, so they agree bitwise (ARCHITECTURE.md §5); the
  * choice of instruction set only changes speed. */
 #ifndef SD_NUMERICS_CPU_H
 #define SD_NUMERICS_CPU_H

@@ -1,7 +1,7 @@
 /* Batched matrix product against a weight matrix stored in any supported
  * ggml type: y[s][o] = sum_i W[o][i] * x[s][i] for s < S.
  *
- * Batch invariance (DESIGN.md §5): y[s][o] is bitwise the same whatever S is,
+ * Batch invariance (ARCHITECTURE.md §5): y[s][o] is bitwise the same whatever S is,
  * whatever the other rows of x hold, and whatever the thread count. Each
  * output element is reduced in one fixed order; SIMD paths reproduce the
  * scalar order exactly (parallelism runs across output rows, never across the

@@ -1,4 +1,4 @@
-/* Memory bandwidth probe for roofline statements (DESIGN.md §2): decoding one
+/* Memory bandwidth probe for roofline statements (ARCHITECTURE.md §2): decoding one
  * token of a dense model reads every weight once, so
  *     weight bytes per token / read bandwidth
  * is a floor on the time per token that no kernel can beat.

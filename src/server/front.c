@@ -62,7 +62,8 @@ static void usage(FILE *f, const specdec_options *defaults) {
             front_default_parallel());
     fprintf(f, "  -h, --help               this help\n"
                "\nTemperature defaults to 0.8 here (generate's is 0).\n"
-               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n");
+               "Without -m, the draft model " FRONT_DEFAULT_DRAFT " is paired when that file exists.\n"
+               FRONT_DEFAULT_MODELS_HELP);
 }
 
 /* A slot costs a context (n_ctx positions of KV cache), so the default stays
@@ -208,6 +209,9 @@ bool front_load(server *s) {
     }
     specdec_context *c0 = specdec_batch_slot_context(s->batch, 0);
     s->n_ctx = specdec_context_n_ctx(c0);
+    if (s->opts.n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
+        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", s->opts.n_ctx,
+                specdec_model_n_ctx_train(s->model));
     if (specdec_generate_params_check(c0, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;

@@ -7,6 +7,10 @@
 
 #define FRONT_DEFAULT_TARGET "models/fixture-target.gguf"
 #define FRONT_DEFAULT_DRAFT "models/fixture-draft.gguf"
+/* The end of --help: where the default models are looked for (as the cli's). */
+#define FRONT_DEFAULT_MODELS_HELP \
+    "The default models (models/fixture-*.gguf) are paths relative to the current directory:\n" \
+    "run from the repository root, or pass -m.\n"
 #define FRONT_SUFFIX_TOKENS 16384 /* the suffix memory: a few hundred answers, at most ~44 MiB */
 
 /* Parses argv (argv[0] = the command). Returns 0 to go on, -1 after --help

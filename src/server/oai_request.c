@@ -9,6 +9,8 @@
 
 #include "server/oai.h"
 
+#define OAI_TEMPERATURE_MAX 2.0f
+
 /* A request field that is an option of the library's table (temperature,
  * top_k, ..., speculative.n_max): a JSON number, refused outside the range
  * the command line's flag has, with the same message. Absent or null keeps
@@ -22,6 +24,10 @@ static bool get_option(json_t *body, const char *key, const specdec_option *opt,
     else snprintf(text, sizeof text, "%.17g", json_real_value(v));
     specdec_error err = {0};
     if (specdec_option_set(o, opt, key, text, &err) != SPECDEC_OK) return http_fail(e, 400, key, "%s", err.message);
+    /* OpenAI's API takes temperature in [0, 2] and clients rely on its 400
+     * beyond; the command line's --temp keeps the table's wider range. */
+    if (!strcmp(key, "temperature") && o->gen.temperature > OAI_TEMPERATURE_MAX)
+        return http_fail(e, 400, key, "temperature %s: out of range [0, 2]", text);
     return true;
 }
 

@@ -257,7 +257,7 @@ static void test_lossless_check(void **state) {
     assert_int_equal(st.lossless_first_diff, st.n_gen);
     assert_int_equal(st.plain_n_gen, st.n_gen);
     assert_true(st.plain_decode_ms > 0);
-    /* at temperature > 0 argmax drafts give plain sampling's bytes (DESIGN.md §6) */
+    /* at temperature > 0 argmax drafts give plain sampling's bytes (ARCHITECTURE.md §6) */
     gp.temperature = 0.7f;
     gp.seed = 11;
     assert_int_equal(gen(c, m, CODE, &gp, &out, &st), SPECDEC_OK);

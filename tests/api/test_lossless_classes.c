@@ -2,7 +2,7 @@
  * (MTP heads and sidecars included): speculative output == plain decoding's, token for token,
  * greedy and at temperature 0.7 with a fixed seed (byte-identical to plain
  * sampling with the same seed: every drafter here proposes deterministically,
- * DESIGN.md §6).
+ * ARCHITECTURE.md §6).
  *  - dense fixture (models/fixture-target.gguf): n-gram, draft model, auto
  *    (n-gram + draft), the EAGLE-3 head, auto (n-gram + head);
  *  - qwen35 fixture (models/fixture-q35-target.gguf): n-gram, the hybrid draft

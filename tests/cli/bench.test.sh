@@ -47,7 +47,7 @@ assert all(r["lossless_ok"] == r["lossless_n"] == 1 for r in rows)
 o = j["oracle"]
 assert [r["alpha"] for r in o["rows"]] == [0.5, 0.7, 0.9] and o["K"] == 4
 assert all(r["lossless_ok"] == r["lossless_n"] == 1 for r in o["rows"])
-# predictions follow DESIGN.md §2: E(α,K) = (1 − α^(K+1)) / (1 − α); oracle: E / c_v(K+1)
+# predictions follow ARCHITECTURE.md §2: E(α,K) = (1 − α^(K+1)) / (1 − α); oracle: E / c_v(K+1)
 E = lambda a, k: (1 - a ** (k + 1)) / (1 - a)
 cvk = {p["S"]: p["c_v"] for p in cv["curve"]}
 for r in o["rows"]:

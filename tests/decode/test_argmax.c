@@ -1,5 +1,5 @@
 /* decode/sampler: sd_argmax is the greedy rule of both plain decoding and the
- * verify (DESIGN.md §1): the FIRST index of the largest value, NaN never the
+ * verify (ARCHITECTURE.md §1): the FIRST index of the largest value, NaN never the
  * largest. Checked against the textbook loop on rows full of ties, signed
  * zeros and NaNs. */
 #include <math.h>

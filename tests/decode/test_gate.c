@@ -1,5 +1,5 @@
 /* decode/gate: the hit-rate gate on synthetic, deterministic costs — the
- * speedup model of DESIGN.md §2 on measured c_v and r, when it closes, when
+ * speedup model of ARCHITECTURE.md §2 on measured c_v and r, when it closes, when
  * it cuts K, when it refuses to reopen. (Lossless output under every gate
  * decision is test_spec_property's job.) */
 #include <setjmp.h>

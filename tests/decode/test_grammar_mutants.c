@@ -1,5 +1,4 @@
-/* Constrained decoding under speculation on the model-free oracle (DESIGN.md
- * "Constrained decoding under speculation"), where refusals are the rule:
+/* Constrained decoding under speculation on the model-free oracle (docs/GRAMMAR.md), where refusals are the rule:
  * the oracle's unmasked argmax is a hash, almost never a token the grammar
  * allows, so every verify row's mask decides its token. Random grammars
  * alternate two word classes drawn from the vocabulary (root ::= (a b)+),

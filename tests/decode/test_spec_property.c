@@ -1,4 +1,4 @@
-/* decode/spec: the fused verify round (DESIGN.md §1) is lossless. 3000 random
+/* decode/spec: the fused verify round (ARCHITECTURE.md §1) is lossless. 3000 random
  * cases through the real sd_spec_generate, with model-free oracles as the
  * target (hash and Markov models behind sd_lm) and every kind of drafter:
  * n-gram (real), draft model (real, over a second oracle), auto (real),

@@ -1,4 +1,4 @@
-/* decode/spec: speculative sampling (DESIGN.md §6) draws from the same
+/* decode/spec: speculative sampling (ARCHITECTURE.md §6) draws from the same
  * distribution as plain sampling. A Markov oracle is the target; for many
  * seeds, the 4-token continuations from the real sd_spec_generate are
  * counted and compared with their exact probabilities (products of the

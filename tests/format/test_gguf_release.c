@@ -20,6 +20,7 @@
 
 #include "format/gguf.h"
 #include "support/pagemap.h"
+#include "support/skip.h"
 
 #define NA (3 * 4096 + 1000) /* f32 elements of A: ~12 pages */
 #define NB 25                /* B: 100 bytes */
@@ -62,10 +63,7 @@ static uint64_t touch(const gguf_tensor_info *t) {
 
 static void test_release_file(void **state) {
     (void)state;
-    if (!pagemap_readable()) {
-        printf("/proc/self/pagemap unreadable: not tested\n");
-        skip();
-    }
+    if (!pagemap_readable()) SD_SKIP("/proc/self/pagemap unreadable here (a container without it)");
     char dir[] = "/tmp/sd_release_XXXXXX", path[256];
     float *a = filled(NA, 1.0f), *b = filled(NB, -7.0f), *c = filled(NC, 0.5f);
     gguf_writer *w = gguf_writer_init();
@@ -122,10 +120,7 @@ static void test_release_file(void **state) {
 
 static void test_release_header(void **state) {
     (void)state;
-    if (!pagemap_readable()) {
-        printf("/proc/self/pagemap unreadable: not tested\n");
-        skip();
-    }
+    if (!pagemap_readable()) SD_SKIP("/proc/self/pagemap unreadable here (a container without it)");
     char dir[] = "/tmp/sd_release_XXXXXX", path[256];
     enum { NS = 40000 };
     char *text = malloc(NS);
@@ -193,5 +188,5 @@ int main(void) {
         cmocka_unit_test(test_release_header),
         cmocka_unit_test(test_release_memory),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return SD_RUN_TESTS(tests);
 }

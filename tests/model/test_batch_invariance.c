@@ -2,7 +2,7 @@
  * positions are batched (S single-token steps, one S-token forward, mixed
  * splits, internal n_batch splits), whatever the thread count, and after a
  * KV-cache rollback (truncate; a state snapshot for a recurrent model) and
- * re-forward (DESIGN.md §5). For every
+ * re-forward (ARCHITECTURE.md §5). For every
  * architecture x every supported weight type, and the committed fixtures.
  * SD_TEST_EMULATED=1 (scripts/test_aarch64.sh, under qemu-user): Q8_0 and
  * Q4_K per architecture, and the fixtures (emulation is ~50x slower). */

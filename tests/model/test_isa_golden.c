@@ -1,5 +1,5 @@
 /* The logits of a fixed forward are bitwise the same on every kernel path
- * (scalar, AVX2, AVX-512, NEON: DESIGN.md §5), and equal to a golden hash
+ * (scalar, AVX2, AVX-512, NEON: ARCHITECTURE.md §5), and equal to a golden hash
  * committed in tests/data/isa_golden.txt, computed by the scalar path. For
  * the committed fixtures and the tiny model of every architecture in every
  * weight type the matmul supports: 9 single-token steps, then the same 9

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model_test_util.h"
+#include "support/skip.h"
 
 #define FIXTURE "models/fixture-q35-target.gguf"
 #define N_TOK 14
@@ -61,6 +62,10 @@ static void mtp_run(const sd_model *m, const int32_t *tokens, const float *h, in
 static bool have_torch(void) {
     if (getenv("SD_ASAN")) return false; /* the same C code is compared in the release run */
     return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+}
+static const char *no_torch_reason(void) {
+    return getenv("SD_ASAN") ? "torch reference not run under ASan (SD_ASAN set): compared in the release run"
+                             : "/usr/bin/python3 cannot import torch (missing package python3-torch)";
 }
 
 /* Engine vs torch_ref --mtp-out on the model file at path. */
@@ -106,7 +111,7 @@ static void compare_reference(const char *path, const char *label) {
 
 static void test_reference_tiny(void **state) {
     (void)state;
-    if (!have_torch()) skip();
+    if (!have_torch()) SD_SKIP("%s", no_torch_reason());
     tiny_model_spec sp = tiny_model_default("qwen35", GGML_TYPE_F32);
     sp.n_layer = 5, sp.n_nextn = 1;
     char path[256];
@@ -120,7 +125,7 @@ static void test_reference_tiny(void **state) {
 
 static void test_reference_fixture(void **state) {
     (void)state;
-    if (!have_torch()) skip();
+    if (!have_torch()) SD_SKIP("%s", no_torch_reason());
     const char *bin = getenv("SD_SPECDEC_BIN");
     assert_non_null(bin);
     char f32[256], cmd[1024];
@@ -200,5 +205,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_reference_tiny),
         cmocka_unit_test(test_reference_fixture),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return SD_RUN_TESTS(tests);
 }

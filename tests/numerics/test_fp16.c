@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "numerics/quant.h"
+#include "support/skip.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -147,10 +148,7 @@ static void test_fp16_matches_f16c(void **state) {
     (void)state;
 #ifdef HAVE_X86
     __builtin_cpu_init();
-    if (!__builtin_cpu_supports("f16c")) {
-        print_message("no F16C on this CPU: hardware comparison not run\n");
-        skip();
-    }
+    if (!__builtin_cpu_supports("f16c")) SD_SKIP("no F16C on this CPU: hardware comparison not run");
     for (uint32_t h = 0; h < 65536; h++) {
         float a = sd_fp16_to_fp32((uint16_t)h), b = hw_fp16_to_fp32((uint16_t)h);
         assert_int_equal(f32_bits(a), f32_bits(b));
@@ -187,7 +185,7 @@ static void test_fp16_matches_f16c(void **state) {
             assert_int_equal(sd_fp32_to_fp16(f), hw_fp32_to_fp16(f));
         }
 #else
-    skip();
+    SD_SKIP("not an x86 CPU: no F16C to compare with");
 #endif
 }
 
@@ -242,5 +240,5 @@ int main(void) {
         cmocka_unit_test(test_fp16_matches_f16c),
         cmocka_unit_test(test_bf16),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return SD_RUN_TESTS(tests);
 }

@@ -1,4 +1,4 @@
-/* numerics/matmul: batch invariance (DESIGN.md §5) and correctness of every
+/* numerics/matmul: batch invariance (ARCHITECTURE.md §5) and correctness of every
  * weight type. Weights are random bytes with sane fp16 scales, so every bit
  * pattern of the quants (Q8_0 -128, Q6_K scale -128, ...) is exercised. */
 #define _POSIX_C_SOURCE 200809L
@@ -16,6 +16,7 @@
 #include "numerics/cpu.h"
 #include "numerics/matmul.h"
 #include "numerics/quant.h"
+#include "support/skip.h"
 
 static const uint32_t k_types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                    GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
@@ -282,7 +283,7 @@ static void test_multi_matches_single(void **state) {
 
 static void test_avx2_present(void **state) {
     (void)state;
-    if (!sd_cpu_avx2()) skip(); /* no AVX2 here (or SD_FORCE_SCALAR): scalar-only run */
+    if (!sd_cpu_avx2()) SD_SKIP("no AVX2 on this CPU (or SD_FORCE_SCALAR): scalar-only run");
     assert_string_equal(sd_matmul_backend(), sd_isa_name(sd_cpu_isa()));
     sd_cpu_force_scalar(true);
     assert_string_equal(sd_matmul_backend(), "scalar");
@@ -324,7 +325,7 @@ static void test_neon_present(void **state) {
 #if SD_ARM64
     const char *env = getenv("SPECDEC_ISA");
     assert_true(sd_cpu_isa_available(SD_ISA_NEON));
-    if (env && strcmp(env, "neon") != 0) skip(); /* a forced other path: scalar-only run */
+    if (env && strcmp(env, "neon") != 0) SD_SKIP("SPECDEC_ISA=%s forces another path: scalar-only run", env);
     assert_string_equal(sd_matmul_backend(), "neon");
     sd_cpu_force_scalar(true);
     assert_string_equal(sd_matmul_backend(), "scalar");
@@ -366,5 +367,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_all_types),
         cmocka_unit_test(test_multi_matches_single),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return SD_RUN_TESTS(tests);
 }

@@ -87,7 +87,11 @@ for call in (lambda: specdec.Model("models/missing.gguf"),
 plain = specdec.Context(llm.model)
 for opts, words in ((dict(spec="draft"), "draft"), (dict(spec="bogus"), "spec must be"),
                     (dict(draft_max=0), "draft_max"), (dict(n_predict=2 ** 40), "n_predict"),
-                    (dict(stop=[""]), "stop")):
+                    (dict(stop=[""]), "stop"),
+                    # the command line's ranges (`specdec generate --temp -1` is refused the same way)
+                    (dict(temperature=-1), "temperature -1: out of range [0, 100]"),
+                    (dict(temperature=101.0), "out of range [0, 100]"), (dict(top_p=0.0), "top_p"),
+                    (dict(min_p=1.0), "min_p"), (dict(n_predict=-2), "n_predict")):
     try:
         plain.generate(prompt, **dict(dict(n_predict=4), **opts))
         check(False, "%r was accepted" % opts)

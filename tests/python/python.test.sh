@@ -14,7 +14,7 @@ src=${SD_SOURCE_DIR:?}
 . "$src/tests/support/checks.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
-[ -n "$PY" ] || { echo "python3 not found: skipped"; exit 77; }
+[ -n "$PY" ] || { echo "SKIPPED: python3 not found (missing package python3)"; exit 77; }
 lib=$build/libspecdec.so
 [ -e "$lib" ] || { fail "no $lib (the specdec_shared target)"; finish; }
 export SPECDEC_LIB=$lib
@@ -42,12 +42,14 @@ done
 PYTHONPATH=$src/python "$PY" tests/python/check_specdec.py "$T" "$D" "$prompt" "$n" "$tmp" ||
   fail "check_specdec.py: $? checks failed"
 
-# README.md's example, as it stands in the Python section: it runs and ends
-# with a LOSSLESS stats line.
-awk '/^## Python/ {on = 1} on && /^```python/ {code = 1; next} code && /^```/ {exit} code' README.md >"$tmp/example.py"
-[ "$(wc -l <"$tmp/example.py")" -ge 4 ] || fail "no Python example in README.md's Python section"
-PYTHONPATH=$src/python "$PY" "$tmp/example.py" >"$tmp/example.out" 2>&1 || fail "README.md's example failed: $(cat "$tmp/example.out")"
-tail -n 1 "$tmp/example.out" | grep -Eq 'LOSSLESS ([0-9]+)/\1$' || fail "README.md's example: no LOSSLESS line: $(tail -n 1 "$tmp/example.out")"
+# The first Python example of README.md and of docs/PYTHON.md, as they stand:
+# each runs and ends with a LOSSLESS stats line.
+for doc in README.md docs/PYTHON.md; do
+  awk '/^```python/ {code = 1; next} code && /^```/ {exit} code' "$doc" >"$tmp/example.py"
+  [ "$(wc -l <"$tmp/example.py")" -ge 4 ] || fail "no Python example in $doc"
+  PYTHONPATH=$src/python "$PY" "$tmp/example.py" >"$tmp/example.out" 2>&1 || fail "$doc's example failed: $(cat "$tmp/example.out")"
+  tail -n 1 "$tmp/example.out" | grep -Eq 'LOSSLESS ([0-9]+)/\1$' || fail "$doc's example: no LOSSLESS line: $(tail -n 1 "$tmp/example.out")"
+done
 
 # Offline install from a copy (setuptools builds in the source tree), then the
 # installed package, found through --target's directory, generates the same text.

@@ -57,6 +57,13 @@ expect "unknown role"          400 messages no POST $CHAT '{"messages": [{"role"
 expect "content wrong type"    400 messages no POST $CHAT '{"messages": [{"role": "user", "content": 5}]}'
 expect "temperature type"      400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}'
 expect "temperature range"     400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": 101}'
+# OpenAI's range is [0, 2] (the command line's --temp goes to 100): 99 and 2.5 are a 400, 2 is served
+expect "temperature 99"        400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": 99}'
+expect "temperature 2.5"       400 temperature no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "temperature": 2.5}'
+grep -q 'temperature 2.5: out of range \[0, 2\]' "$TMP/body" || fail "temperature 2.5: message $(cat "$TMP/body")"
+code=$(curl -s -o "$TMP/t2" -w '%{http_code}' "$BASE$CHAT" \
+  -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"temperature":2}')
+[ "$code" = 200 ] || fail "temperature 2: status $code: $(cat "$TMP/t2")"
 expect "top_p range"           400 top_p no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "top_p": 1.5}'
 expect "top_k negative"        400 top_k no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "top_k": -1}'
 expect "min_p range"           400 min_p no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "min_p": 1}'

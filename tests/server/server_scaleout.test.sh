@@ -8,7 +8,7 @@
 # Skips (77) only when nginx is not installed (scripts/deps.sh --test).
 source "$(dirname "$0")/lib.sh"
 NGINX=$(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || true)
-[ -n "$NGINX" ] || { echo "nginx not installed (scripts/deps.sh --test): skipped"; exit 77; }
+[ -n "$NGINX" ] || { echo "SKIPPED: nginx not installed (missing package nginx)"; exit 77; }
 fail() { echo "FAIL: $*"; [ -f "$LBDIR/error.log" ] && tail -20 "$LBDIR/error.log"; exit 1; }
 
 read -r LB P0 P1 < <(python3 -c '

@@ -1,4 +1,4 @@
-/* `specdec bench`: the measurement tables of DESIGN.md §8. Shared between
+/* `specdec bench`: the measurement tables of ARCHITECTURE.md §8. Shared between
  * cmd_bench.c (options, order of work), bench_prompts.c (prompt files),
  * bench_run.c (timed generations and forwards), bench_tables.c (the four
  * measurements), bench_rollback.c / bench_gate.c / bench_ab.c (one table
@@ -114,7 +114,7 @@ typedef struct bench_cv {
     double ms[BENCH_MAX_S + 1];  /* [S], S = 1..17 */
     double cv[BENCH_MAX_S + 1];
     double u[BENCH_MAX_S + 1];   /* MoE target: distinct experts the S-token forward ran, mean over its MoE
-                                    layers (u(S), DESIGN.md §2); NAN for a dense target */
+                                    layers (u(S), ARCHITECTURE.md §2); NAN for a dense target */
     double draft_ms1;            /* draft model S=1 forward (0 without -md) */
     double r;                    /* draft_ms1 / ms[1] */
     double head_ms1;             /* head step (bench_head_name): EAGLE-3: fc of one row + the decoder layer + its lm head;
@@ -277,7 +277,7 @@ sd_status bench_warm(bench_env *e, sd_context *c, sd_err *err);
 sd_status bench_forward_ms(bench_env *e, sd_context *c, int S, int reps, double *ms, sd_err *err);
 /* Geometric-model α whose E(α,K) − 1 equals acc_per_round (bisection). */
 double bench_alpha_geo(double acc_per_round, int k);
-/* DESIGN.md §2: E(α,K) = (1 − α^(K+1)) / (1 − α). */
+/* ARCHITECTURE.md §2: E(α,K) = (1 − α^(K+1)) / (1 − α). */
 double bench_expected_tokens(double alpha, int k);
 
 /* bench_tables.c: the four measurements. */
@@ -289,7 +289,7 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err);
  * the synthetic α's (oracle drafter, K = -k): speedup, forwards per round,
  * rollback ms and bytes per round. Nothing for a dense target. */
 sd_status bench_rollback(bench_env *e, bench_results *r, sd_err *err);
-/* bench_rollback.c: the window discipline's S/K sweep (DESIGN.md §4, §8): for
+/* bench_rollback.c: the window discipline's S/K sweep (ARCHITECTURE.md §4, §8): for
  * each S of o->windows and K of o->ks with K < S, the oracle at
  * o->window_alpha with fixed K, alternated rep by rep with greedy: ms per
  * token, forwards per round, LOSSLESS. Nothing for a dense target. */

@@ -1,7 +1,7 @@
-/* specdec bench, the draft A/B table (DESIGN.md §8 "draft A/B (size, quant)";
+/* specdec bench, the draft A/B table (ARCHITECTURE.md §8 "draft A/B (size, quant)";
  * e.g. the qwen35 draft at Q8_0 against the same draft at Q4_K). One
  * target, two draft models with its vocabulary: A (-md) and B (--draft-b).
- * By DESIGN.md §2 a draft model's speedup is E(α,K) / (K·r + c_v(K+1)): the
+ * By ARCHITECTURE.md §2 a draft model's speedup is E(α,K) / (K·r + c_v(K+1)): the
  * choice between two drafts comes down to their cost r = t_draft / t_target
  * (one S = 1 step each) and the acceptance α each reaches. The table takes
  * the two apart:

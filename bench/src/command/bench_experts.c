@@ -1,5 +1,5 @@
 /* `specdec bench --tables experts`: what a verify window of S tokens reads on
- * a mixture-of-experts target (docs/MOE.md, DESIGN.md §2). A window runs the
+ * a mixture-of-experts target (docs/MOE.md, ARCHITECTURE.md §2). A window runs the
  * union of the experts its S tokens route to, so per MoE layer it reads
  * u(S) experts, between k (every token agrees) and min(E, S·k).
  *

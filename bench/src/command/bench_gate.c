@@ -1,4 +1,4 @@
-/* specdec bench, the gate table (DESIGN.md §3; the target: gated
+/* specdec bench, the gate table (ARCHITECTURE.md §3; the target: gated
  * speculation at α ≈ 0 on the hybrid runs at >= 0.98x greedy): speculation with the decode
  * defaults (adaptive K, hit-rate gate on) where drafts are (almost) never
  * accepted, alternated rep by rep with plain greedy. What it measures is what

@@ -98,7 +98,7 @@ static void md_cv(const bench_env *e, const bench_results *r) {
 static void md_ksweep(const bench_env *e, const bench_results *r) {
     printf("## K sweep (drafter: %s, prompt `%s`, fixed K, gate off)\n\n", r->sweep_drafter, e->prompts[0].name);
     printf("predicted = E(α,K) / (K·r + c_v(K+1)) with α fitted to the measured accepted/round "
-           "(geometric model, DESIGN.md §2)%s; greedy %.2f tok/s.\n\n",
+           "(geometric model, ARCHITECTURE.md §2)%s; greedy %.2f tok/s.\n\n",
            e->dm ? "" : ", r = 0", r->sweep_greedy_tok_s);
     printf("| K | ms/token | accepted/round | α (fit) | c_v(K+1) | measured speedup | predicted | LOSSLESS |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---|\n");
@@ -140,7 +140,7 @@ static void md_oracle(const bench_env *e, const bench_results *r) {
 static void md_rollback(const bench_env *e, const bench_results *r) {
     const int k = bench_oracle_k(e->o);
     printf("## Hybrid rollback (oracle drafter, K = %d, prompt `%s`)\n\n", k, e->prompts[0].name);
-    printf("Each discipline rolls the recurrent state back past rejected drafts (DESIGN.md §4); greedy %.2f tok/s "
+    printf("Each discipline rolls the recurrent state back past rejected drafts (ARCHITECTURE.md §4); greedy %.2f tok/s "
            "(median; each discipline's runs follow a greedy run of their own, the order rotating rep by rep, and "
            "speedup = the median over reps of tok/s over that greedy). "
            "forwards/round counts a redecode's second forward, window's re-anchors and the plain steps its full tail forces (window: S = K + 1, K cut to fit); rollback ms and MB moved are per verify round "
@@ -162,7 +162,7 @@ static void md_window(const bench_env *e, const bench_results *r) {
     printf("## Window discipline S/K sweep (oracle drafter, α = %.2f, fixed K, prompt `%s`)\n\n", e->o->window_alpha,
            e->prompts[0].name);
     printf("Every round feeds exactly S tokens: the committed tail since the anchor, a0, up to K drafts (cut to fit "
-           "S), pad (DESIGN.md §4). forwards/round counts the re-anchors and the plain steps a full tail forces; "
+           "S), pad (ARCHITECTURE.md §4). forwards/round counts the re-anchors and the plain steps a full tail forces; "
            "rollback ms/round = snapshots, restores and re-anchors. greedy %.2f tok/s (%.2f ms/token; median; each S "
            "follows a greedy run of its own, speedup = the median over reps of tok/s over that greedy).\n\n",
            r->win_greedy_tok_s, 1e3 / r->win_greedy_tok_s);

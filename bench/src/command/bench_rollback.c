@@ -1,4 +1,4 @@
-/* specdec bench, the rollback tables (DESIGN.md §4): on a hybrid
+/* specdec bench, the rollback tables (ARCHITECTURE.md §4): on a hybrid
  * target, each rollback discipline (checkpoint, replay, redecode, window
  * with S = K + 1) runs the
  * oracle drafter at every synthetic α, alternated rep by rep with a plain

@@ -1,4 +1,4 @@
-/* The four measurements of `specdec bench` (DESIGN.md §8): per prompt class,
+/* The four measurements of `specdec bench` (ARCHITECTURE.md §8): per prompt class,
  * c_v(S) + roofline, K sweep, synthetic acceptance. See bench.h. */
 #include <math.h>
 #include <stdarg.h>
@@ -73,7 +73,7 @@ static bool drafter_available(const bench_env *e, int d) {
 /* How much of out (n tokens after prompt p) repeats itself: the share of its
  * tokens whose 8-gram ending there occurred anywhere earlier in prompt +
  * output. Random-weight and tiny trained models fall into loops; a speedup
- * from a run that loops says little about real text (DESIGN.md §10). */
+ * from a run that loops says little about real text (ARCHITECTURE.md §10). */
 #define LOOP_NGRAM 8
 static double loop_share(const bench_prompt *p, const int32_t *out, int32_t n) {
     const int32_t N = p->n_ids + n;
@@ -363,7 +363,7 @@ sd_status bench_oracle(bench_env *e, bench_results *r, sd_err *err) {
         row->acc_per_round = m.acc_per_round;
         row->tok_s = m.tok_s;
         row->speedup = m.speedup;
-        /* n-gram-like economics: proposing costs nothing (DESIGN.md §2). */
+        /* n-gram-like economics: proposing costs nothing (ARCHITECTURE.md §2). */
         row->predicted = r->cv.present ? bench_expected_tokens(o->alphas[a], k) / r->cv.cv[k + 1] : NAN;
         row->lossless_ok = m.lossless_ok, row->lossless_n = m.lossless_n;
         double *sc[2] = {&row->speedup_draft, &row->speedup_head};

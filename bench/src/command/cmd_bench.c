@@ -1,4 +1,4 @@
-/* specdec bench: the tables of DESIGN.md §8 on a target model (and optionally
+/* specdec bench: the tables of ARCHITECTURE.md §8 on a target model (and optionally
  * a draft model): per prompt class, c_v(S) with the roofline, a K sweep, and
  * synthetic acceptance. Markdown on stdout, JSON and SVG on request, a
  * progress line on stderr. The measurements live in bench_tables.c. */
@@ -19,7 +19,7 @@
 static void usage(FILE *f) {
     fprintf(f,
         "usage: specdec bench [-m TARGET.gguf] [-md DRAFT.gguf] [options]\n"
-        "  Speed tables (DESIGN.md §8): per prompt class greedy vs speculative (ngram, draft, auto),\n"
+        "  Speed tables (docs/PERFORMANCE.md): per prompt class greedy vs speculative (ngram, draft, auto),\n"
         "  c_v(S) for S = 1..17 with the roofline, a K sweep 1..16, synthetic acceptance (oracle drafter).\n"
         "options:\n"
         "  -m FILE          target model (GGUF; default " CLI_DEFAULT_TARGET ")\n"
@@ -67,7 +67,8 @@ static void usage(FILE *f) {
         "  --greedy-ids TEXT  only print the greedy token ids of TEXT (n tokens) and exit\n"
         "  --trace FILE     replay an agentic trace (bench/traces/) sharing one suffix memory: greedy,\n"
         "                   ngram, suffix and auto; takes only -m, -md, -n, -k, -t, --reps and\n"
-        "                   --suffix-tokens N (the memory's budget, default 16384)\n");
+        "                   --suffix-tokens N (the memory's budget, default 16384)\n"
+        CLI_DEFAULT_MODELS_HELP);
 }
 
 static int usage_error(const char *msg, const char *arg) {

@@ -34,7 +34,7 @@ static void oracle_reset(void *self) {
  * errors do not depend on how an engine cuts its rounds, so the llama.cpp
  * side of the race (bench/vs-llamacpp/lib.mjs oracleDraft) sees the same ones.
  * ctx[0..n) = prompt + generated tokens including a0, so the proposal starts
- * at reference index n − n_prompt (DESIGN.md §1: propose past a0). */
+ * at reference index n − n_prompt (ARCHITECTURE.md §1: propose past a0). */
 static int oracle_tokens(oracle *o, int32_t n, int k, int32_t *out) {
     int32_t g = n - o->n_prompt;
     int m = 0;

@@ -1,13 +1,13 @@
 /* Synthetic-acceptance drafter, for measuring speculative decoding at a known
  * acceptance rate α on models whose own drafts would never be accepted
- * (random weights, DESIGN.md §9.3). It proposes the target's own greedy
+ * (random weights, ARCHITECTURE.md §9.3). It proposes the target's own greedy
  * continuation, precomputed by a plain greedy run, with every proposed token
  * independently replaced by a different one with probability 1 − α, decided
  * per reference position from (seed, position) with splitmix64 (the same
  * function as bench/vs-llamacpp/lib.mjs oracleDraft, so both engines of the
  * race see the same draft errors).
  * A round of K proposals then accepts i tokens with P = α^i (1 − α), the model
- * behind E(α, K) = (1 − α^(K+1)) / (1 − α) of DESIGN.md §2, so measured and
+ * behind E(α, K) = (1 − α^(K+1)) / (1 − α) of ARCHITECTURE.md §2, so measured and
  * predicted speedups can be put side by side.
  *
  * Since the verify loop is lossless and the kernels batch-invariant, the
@@ -30,7 +30,7 @@ sd_status sd_drafter_oracle_init(sd_drafter *d, const int32_t *greedy, int32_t n
                                  int32_t n_prompt, double alpha, int32_t n_vocab, uint64_t seed,
                                  sd_err *err);
 
-/* The same proposals at the cost of a real drafter (DESIGN.md §2: speedup =
+/* The same proposals at the cost of a real drafter (ARCHITECTURE.md §2: speedup =
  * E / (draft cost + c_v)): cost->propose runs first with the same arguments
  * (its forwards, and its own state kept in step with the context), then its
  * tokens are replaced by the oracle's. A draft model and an EAGLE-3 head can

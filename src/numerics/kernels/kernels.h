@@ -1,6 +1,6 @@
 /* Internal: the kernel table (docs/KERNELS.md). One row, an sd_kernels, per
  * instruction-set build: generic (portable C, the reference every other row
- * reproduces bit for bit, DESIGN.md §5), avx2, avx512, neon, neon-dot. The
+ * reproduces bit for bit, ARCHITECTURE.md §5), avx2, avx512, neon, neon-dot. The
  * public entry points (ops.h, gdn.h, matmul.h) call the row in use,
  * sd_kernels_active(); which row that is was chosen once, from CPUID / HWCAP
  * and SPECDEC_ISA (numerics/cpu.c), and only a test or --isa changes it.

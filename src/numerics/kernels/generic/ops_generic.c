@@ -1,7 +1,7 @@
 /* The generic row of the kernel table (kernels.h): portable C, the
  * reference every other row reproduces bit for bit. Row ops and attention
  * pieces (ops.h): every reduction runs in one fixed order per row
- * (DESIGN.md §5), the order the SIMD builds use; exp-based ops (softmax,
+ * (ARCHITECTURE.md §5), the order the SIMD builds use; exp-based ops (softmax,
  * swiglu) use sd_expf, glibc's expf reproduced op for op, so that the AVX2
  * build can run it 8 lanes at a time with the same results. */
 #include <math.h>

@@ -4,7 +4,7 @@
  * of unsigned weight bytes by a broadcast dword of signed activations, minus
  * off times the activation block sum), then acc = fma(isum, d_w * d_x, acc)
  * (and the min term) in block order, 16 output rows per vector. The per-block
- * scale work is thus done once per 16 rows (DESIGN.md §2, Kernel notes).
+ * scale work is thus done once per 16 rows (ARCHITECTURE.md §2, Kernel notes).
  * Rows of a chunk run in groups whose accumulators stay in registers; with
  * more rows than one group, the tile is walked span by span so that the
  * span's weights stay in L1 while every group passes over them. Grouping and

@@ -6,7 +6,7 @@
  * An activation dword broadcast against such a vector gives, after
  * maddubs/madd, the 8 rows' partial sums in the 8 int32 lanes: the per-block
  * scale work is then one float FMA per (block, 8 rows, activation row)
- * (DESIGN.md §2, "weights repacked 16 rows x 4 bytes", here 8 rows for AVX2).
+ * (ARCHITECTURE.md §2, "weights repacked 16 rows x 4 bytes", here 8 rows for AVX2).
  * Rows past n_out are zero. Chunk layouts, per (tile, block), offsets in bytes:
  *   Q8_0 (272):  not interleaved: a tile is nb chunks of 256 bytes (8 vectors of
  *                int8 values), then nb x 16 bytes of d f16[8] (the file's bits), so

@@ -1,5 +1,5 @@
 /* Repacking quantized weights into the AVX-512 VNNI kernels' layout, once at
- * load time (DESIGN.md §2, "weights repacked 16 rows x 4 bytes per 64-byte
+ * load time (ARCHITECTURE.md §2, "weights repacked 16 rows x 4 bytes per 64-byte
  * line"). Sixteen output rows form a tile; within a vector of 64 bytes, byte
  * 4r+t holds value 4k+t of row r, so one vpdpbusd of a broadcast activation
  * dword adds 4 products to each of the 16 rows' int32 lanes. Values are
