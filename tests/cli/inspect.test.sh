@@ -61,7 +61,7 @@ for args in "" "--bogus $tmp/sample.gguf" "$tmp/sample.gguf $tmp/sample.gguf"; d
   [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q '^specdec: ' "$tmp/e" && ok \
     || fail "usage '$args': exit $rc / $(cat "$tmp/e")"
 done
-"$bin" inspect --help | grep -q 'usage: specdec inspect' && ok || fail "--help"
+"$bin" inspect --help | grep 'usage: specdec inspect' >/dev/null && ok || fail "--help"
 
 echo "inspect.test: $checks checks passed, $fails failed"
 [ $fails -eq 0 ] && [ $checks -ge 24 ]

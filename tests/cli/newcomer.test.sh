@@ -17,7 +17,7 @@ for args in "--version" "generate --version" "chat --version" "serve --version" 
   out=$("$bin" $args 2>&1) || fail "specdec $args exited $?"
   [ "$out" = "specdec $version" ] || fail "specdec $args printed '$out', want 'specdec $version'"
 done
-"$bin" --help | grep -q -- '--version' || fail "specdec --help does not mention --version"
+"$bin" --help | grep -- '--version' >/dev/null || fail "specdec --help does not mention --version"
 
 # Every command with default models says where they are looked for.
 for cmd in generate bench tokenize serve chat; do
@@ -25,7 +25,7 @@ for cmd in generate bench tokenize serve chat; do
     fail "specdec $cmd --help does not say where the default models are looked for"
 done
 # generate --help: temperature > 0 is byte-identical to plain sampling, not only "in distribution".
-"$bin" generate --help | grep -q 'in distribution' && fail "generate --help still says 'in distribution'"
+"$bin" generate --help | grep 'in distribution' >/dev/null && fail "generate --help still says 'in distribution'"
 "$bin" generate --help | tr '\n' ' ' | grep -q 'same seed at --temp > 0, *byte for byte, unless --draft-sample' ||
   fail "generate --help does not say temperature > 0 is byte-identical unless --draft-sample"
 
