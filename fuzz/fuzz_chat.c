@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (end == i) body = buf[k] + end; /* an empty message: role 0, content "" */
             char *sep = memchr(body, 0xFE, (size_t)(buf[k] + end - body));
             if (sep) { *sep = 0; reason = sep + 1; }
-            m[k][n] = (sd_chat_msg){roles[(unsigned char)data[i] % 7], body, reason};
+            m[k][n] = (sd_chat_msg){.role = roles[(unsigned char)data[i] % 7], .content = body, .reasoning_content = reason};
         }
         n++;
         i = end + 1;
