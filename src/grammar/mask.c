@@ -235,20 +235,14 @@ const uint32_t *sd_gmatch_mask(sd_gmatch *m, int32_t state, sd_err *err) {
         return NULL;
     }
     size_t words = (size_t)m->v->n_words;
-    if (state == SD_GSTATE_DEAD) { /* nothing allowed: one scratch slot past the cache */
-        if (m->n_masks >= m->max_masks) m->n_masks = 0;
-        uint32_t *mask = m->masks + words * (size_t)m->n_masks;
-        memset(mask, 0, words * sizeof *mask);
-        m->mask_owner[m->n_masks++] = -1;
-        return mask;
-    }
-    int32_t slot = m->states[state].mask;
+    int32_t slot = state == SD_GSTATE_DEAD ? -1 : m->states[state].mask;
     if (slot >= 0 && m->mask_owner[slot] == state) return m->masks + words * (size_t)slot;
     if (m->n_masks >= m->max_masks) m->n_masks = 0; /* cache full: start over */
     slot = m->n_masks++;
     uint32_t *mask = m->masks + words * (size_t)slot;
     memset(mask, 0, words * sizeof *mask);
     m->mask_owner[slot] = -1;
+    if (state == SD_GSTATE_DEAD) return mask; /* nothing allowed: an unowned slot */
     if (walk_trie(m, state, mask) < 0) {
         if (err) *err = m->err;
         return NULL;
