@@ -7,6 +7,7 @@
 #include "numerics/kernels/gdn_kernels.h"
 #include "numerics/kernels/kernels.h"
 #include "numerics/kernels/ops_kernels.h"
+#include "numerics/kernels/x86/kernels_avx2_ops.h"
 
 /* Every repackable type (sd_wtype.packed_bytes != 0) has an AVX2 tile. */
 static bool tile8_has_type(uint32_t type) {
@@ -37,27 +38,6 @@ const sd_kernels sd_kernels_avx2 = {
     .name = "avx2",
     .isa = SD_ISA_AVX2,
     .usable = sd_cpu_has_avx2,
-    .dot_f32 = sd_dot_f32_avx2,
-    .axpy_f32 = sd_axpy_f32_avx2,
-    .dot_f32_rows = sd_dot_f32_rows_avx2,
-    .axpy_f32_rows = sd_axpy_f32_rows_avx2,
-    .dot_f32_rows_mq = sd_dot_f32_rows_mq_avx2,
-    .axpy_f32_rows_mq = sd_axpy_f32_rows_mq_avx2,
-    .dot_f16_rows_mq = sd_dot_f16_rows_mq_avx2,
-    .axpy_f16_rows_mq = sd_axpy_f16_rows_mq_avx2,
-    .fp32_to_fp16_row = sd_fp32_to_fp16_row_avx2,
-    .fp16_to_fp32_row = sd_fp16_to_fp32_row_avx2,
-    .add = sd_add_avx2,
-    .scale_mul = sd_scale_mul_avx2,
-    .softmax = sd_softmax_avx2,
-    .softmax_mq = sd_softmax_mq_avx2,
-    .swiglu = sd_swiglu_avx2,
-    .silu = sd_silu_avx2,
-    .conv_step = sd_conv_step_avx2,
-    .gdn_tokens = sd_gdn_tokens_avx2,
-    .act_quantize_row = sd_act_quantize_row_avx2,
-    .matmul_float = sd_matmul_avx2_float_rows,
-    .matmul_quant = sd_matmul_ref_quant, /* a matrix not in the tile layout */
-    .pass_rows = sd_matmul_avx2_pass_rows,
+    SD_KERNELS_AVX2_OPS, /* its matmul_quant, sd_matmul_ref_quant: a matrix not in the tile layout */
     .layouts = avx2_layouts,
 };
