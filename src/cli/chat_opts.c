@@ -9,13 +9,8 @@
 /* The generation options are the library's option table (the same flags,
  * ranges and help as generate and serve); --chat-template is chat's own. */
 static void usage(FILE *f, const specdec_options *defaults) {
-    char *table = NULL;
-    size_t len = 0;
-    specdec_error err = {0};
-    if (specdec_options_help(defaults, &table, &len, &err) != SPECDEC_OK) {
-        fprintf(stderr, "specdec: %s\n", err.message);
-        return;
-    }
+    char *table = cli_options_help(defaults);
+    if (!table) return;
     fprintf(f,
             "usage: specdec chat [-m MODEL.gguf] [-md DRAFT.gguf] [options]\n\n"
             "A conversation in the terminal: type a message, the answer streams; /spec on|off,\n"

@@ -8,13 +8,8 @@
 /* The generation options come from the library's option table (the same
  * flags, ranges and help as serve and chat); these are generate's own. */
 static void usage(FILE *f, const specdec_options *defaults) {
-    char *table = NULL;
-    size_t len = 0;
-    specdec_error err = {0};
-    if (specdec_options_help(defaults, &table, &len, &err) != SPECDEC_OK) {
-        fprintf(stderr, "specdec: %s\n", err.message);
-        return;
-    }
+    char *table = cli_options_help(defaults);
+    if (!table) return;
     fprintf(f,
             "usage: specdec generate [-m MODEL.gguf] (-p TEXT | -f FILE) [options]\n"
             "\n"

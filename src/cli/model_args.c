@@ -40,3 +40,14 @@ specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error
     }
     return st;
 }
+
+char *cli_options_help(const specdec_options *defaults) {
+    char *table = NULL;
+    size_t len = 0;
+    specdec_error err = {0};
+    if (specdec_options_help(defaults, &table, &len, &err) != SPECDEC_OK) {
+        fprintf(stderr, "specdec: %s\n", err.message);
+        return NULL;
+    }
+    return table;
+}

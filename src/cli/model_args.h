@@ -1,6 +1,7 @@
-/* Model files on the command line: the bundled fixture pair that generate,
- * bench and tokenize run when -m / -md are not given, and the warning for a
- * context longer than the model was trained for. Public API only
+/* Shared by the subcommands: model files on the command line (the bundled
+ * fixture pair that generate, bench and tokenize run when -m / -md are not
+ * given), the warning for a context longer than the model was trained for,
+ * and the --help option table. Public API only
  * (include/specdec.h). */
 #ifndef SD_CLI_MODEL_ARGS_H
 #define SD_CLI_MODEL_ARGS_H
@@ -41,5 +42,9 @@ specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error
  * (positions past it are out of the training distribution, so quality may
  * drop) with one warning line on stderr. n_ctx <= 0 (the default) never warns. */
 void cli_warn_n_ctx(int32_t n_ctx_train, int32_t n_ctx);
+
+/* The library's option table as --help text (specdec_options_help with
+ * defaults), to free with specdec_free; NULL after a one-line error on stderr. */
+char *cli_options_help(const specdec_options *defaults);
 
 #endif
