@@ -758,29 +758,21 @@ static jnode *parse_not(parser *p) {
     return parse_compare(p);
 }
 
-static jnode *parse_and(parser *p) {
-    jnode *l = parse_not(p);
-    while (is_name(peek(p), "and")) {
+/* A left-associative chain of the keyword operator kw (node k) over sub. */
+static jnode *parse_keyword_chain(parser *p, const char *kw, jkind k, jnode *(*sub)(parser *)) {
+    jnode *l = sub(p);
+    while (is_name(peek(p), kw)) {
         tok *t = next(p);
-        jnode *n = mk(p, N_AND, t);
+        jnode *n = mk(p, k, t);
         n->a = l;
-        n->b = parse_not(p);
+        n->b = sub(p);
         l = n;
     }
     return l;
 }
 
-static jnode *parse_or(parser *p) {
-    jnode *l = parse_and(p);
-    while (is_name(peek(p), "or")) {
-        tok *t = next(p);
-        jnode *n = mk(p, N_OR, t);
-        n->a = l;
-        n->b = parse_and(p);
-        l = n;
-    }
-    return l;
-}
+static jnode *parse_and(parser *p) { return parse_keyword_chain(p, "and", N_AND, parse_not); }
+static jnode *parse_or(parser *p) { return parse_keyword_chain(p, "or", N_OR, parse_and); }
 
 static jnode *parse_expr(parser *p) {
     enter(p);
