@@ -80,6 +80,17 @@ FORMATS = ["date", "time", "date-time", "uuid"]
 KEYS = ["name", "a", "b", "id", "tags", "x y", "q\"uote", "é", "n2"]
 
 
+def rand_bounded(r, typ, p, lo_span, gap_min, gap_max):
+    """An integer or number schema, each bound (inclusive or exclusive) present with probability p."""
+    s = {"type": typ}
+    if r.random() < p:
+        s[r.choice(["minimum", "exclusiveMinimum"])] = r.randint(-lo_span, lo_span)
+    if r.random() < p:
+        lo = s.get("minimum", s.get("exclusiveMinimum", -lo_span))
+        s[r.choice(["maximum", "exclusiveMaximum"])] = lo + r.randint(gap_min, gap_max)
+    return s
+
+
 def rand_schema(r, depth=0, defs=None):
     kinds = ["null", "boolean", "integer", "number", "string", "fmt", "pattern", "enum", "const"]
     if depth < 3:
@@ -90,21 +101,9 @@ def rand_schema(r, depth=0, defs=None):
     if k in ("null", "boolean"):
         return {"type": k}
     if k == "integer":
-        s = {"type": "integer"}
-        if r.random() < 0.6:
-            s[r.choice(["minimum", "exclusiveMinimum"])] = r.randint(-1000, 1000)
-        if r.random() < 0.6:
-            lo = s.get("minimum", s.get("exclusiveMinimum", -1000))
-            s[r.choice(["maximum", "exclusiveMaximum"])] = lo + r.randint(2, 100000)
-        return s
+        return rand_bounded(r, k, 0.6, 1000, 2, 100000)
     if k == "number":
-        s = {"type": "number"}
-        if r.random() < 0.5:
-            s[r.choice(["minimum", "exclusiveMinimum"])] = r.randint(-50, 50)
-        if r.random() < 0.5:
-            lo = s.get("minimum", s.get("exclusiveMinimum", -50))
-            s[r.choice(["maximum", "exclusiveMaximum"])] = lo + r.randint(1, 200)
-        return s
+        return rand_bounded(r, k, 0.5, 50, 1, 200)
     if k == "string":
         s = {"type": "string"}
         if r.random() < 0.5:
