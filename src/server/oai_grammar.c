@@ -114,10 +114,6 @@ bool oai_get_grammar(server *s, json_t *body, job *j, bool reasoning, http_err *
         if (json_string_length(gr) == 0) return true; /* llama-server: an empty grammar is none */
         return compile(s, j, "grammar", json_string_value(gr), json_string_length(gr), reasoning, e);
     }
-    if (js && !json_is_null(js)) {
-        if (!json_is_object(js) && !json_is_boolean(js))
-            return http_fail(e, 400, "json_schema", "'json_schema' must be a JSON Schema (an object)");
-        return from_schema(s, j, "json_schema", js, false, reasoning, e);
-    }
+    if (js && !json_is_null(js)) return from_schema(s, j, "json_schema", js, false, reasoning, e); /* checks js's kind */
     return true;
 }
