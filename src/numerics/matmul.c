@@ -148,7 +148,8 @@ void sd_matmul_multi(const sd_matrix *const *ms, int n, const float *x, int S, f
     for (int i = 0; i < n; i++) {
         const sd_wtype *wt = wts[i] = sd_wtype_get(ms[i]->type);
         if (wt->block != 1) need[wt->act256] = true;
-        first[i + 1] = first[i] + (ms[i]->n_out + tile_rows(ms[i]) - 1) / tile_rows(ms[i]);
+        const int rows = tile_rows(ms[i]); /* looks the layout up: once */
+        first[i + 1] = first[i] + (ms[i]->n_out + rows - 1) / rows;
     }
     for (int b = 0; b < 2; b++)
         if (need[b] && !sd_act_init(&act[b], ms[0]->n_in, S, b ? SD_QK_K : SD_QK)) {
