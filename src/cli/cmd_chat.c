@@ -305,9 +305,7 @@ static bool chat_load(chat *s) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
-    if (r->n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
-        fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", r->n_ctx,
-                specdec_model_n_ctx_train(s->model));
+    cli_warn_n_ctx(specdec_model_n_ctx_train(s->model), r->n_ctx); /* as generate warns */
     if (!s->o.chat_template && specdec_chat_template_refusal(s->model)) /* say which renders, and why */
         fprintf(stderr, "specdec: the model's chat template cannot run (%s); using %s\n",
                 specdec_chat_template_refusal(s->model), s->template_family ? s->template_family : "no template");
