@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "grammar/json_schema_impl.h"
+#include "tokenizer/utf8.h"
 
 #define JS_REGEX_MAX_REPEAT 10000
 #define JS_REGEX_MAX_RANGES 4096
@@ -42,18 +43,11 @@ static bool rx_fail(rx *p, const char *what) {
 
 /* Decodes one UTF-8 code point at p->i (advancing); -1 on bad UTF-8. */
 static long rx_cp(rx *p) {
-    const unsigned char *u = (const unsigned char *)p->s + p->i;
-    size_t left = p->n - p->i;
-    if (!left) return -1;
-    int len = u[0] < 0x80 ? 1 : (u[0] >> 5) == 6 ? 2 : (u[0] >> 4) == 14 ? 3 : (u[0] >> 3) == 30 ? 4 : 0;
-    if (!len || (size_t)len > left) return -1;
-    long v = len == 1 ? u[0] : len == 2 ? (u[0] & 0x1F) : len == 3 ? (u[0] & 0x0F) : (u[0] & 0x07);
-    for (int k = 1; k < len; k++) {
-        if ((u[k] & 0xC0) != 0x80) return -1;
-        v = (v << 6) | (u[k] & 0x3F);
-    }
-    p->i += (size_t)len;
-    return v;
+    const uint8_t *u = (const uint8_t *)p->s + p->i;
+    size_t len;
+    if (p->i >= p->n || sd_utf8_scan(u, p->n - p->i, &len) != SD_UTF8_CHAR) return -1;
+    p->i += len;
+    return (long)sd_utf8_decode(u, len);
 }
 
 /* ---- character sets: sorted disjoint ranges ---- */
