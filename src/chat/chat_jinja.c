@@ -92,8 +92,7 @@ sd_status sd_chat_render_segments(const sd_chat_template *t, const sd_chat_msg *
     /* A built-in formatter does not track provenance: its whole text is one
      * segment marked as the template's, which is how its prompts were
      * tokenized before the interpreter existed. */
-    sd_chat_template builtin = *t;
-    sd_status st = sd_chat_render(&builtin, msgs, n, opts, &out->text, err);
+    sd_status st = sd_chat_render(t, msgs, n, opts, &out->text, err);
     if (st != SD_OK) {
         sd_jinja_out_free(out);
         return st;
@@ -111,7 +110,8 @@ sd_status sd_chat_render_segments(const sd_chat_template *t, const sd_chat_msg *
     return SD_OK;
 }
 
-/* sd_chat_render's branch for a template the interpreter runs. */
+/* sd_chat_render's branch for a template the interpreter runs (sd_chat_render
+ * reports an out-of-memory text or text_spans). */
 sd_status sd_chat_render_jinja_text(const sd_chat_template *t, const sd_chat_msg *msgs, size_t n,
                                     const sd_chat_opts *opts, sd_strbuf *out, sd_err *err) {
     sd_jinja_out o;
@@ -125,7 +125,6 @@ sd_status sd_chat_render_jinja_text(const sd_chat_template *t, const sd_chat_msg
             else sd_chat_put_text(out, opts, (sd_slice){o.text.s + g->off, g->len});
         }
         if (o.n_segs == 0) sd_strbuf_add(out, "", 0);
-        if (opts->text_spans && opts->text_spans->oom) st = sd_err_set(err, SD_ERR_NOMEM, "chat: out of memory");
     }
     sd_jinja_out_free(&o);
     return st;

@@ -31,12 +31,8 @@ sd_status sd_chat_render(const sd_chat_template *t, const sd_chat_msg *msgs, siz
     for (size_t i = 0; i < n; i++)
         if (!msgs[i].role) return sd_err_set(err, SD_ERR_ARG, "chat: message %zu has no role", i);
     sd_status st;
-    if (t->jinja) {
-        st = sd_chat_render_jinja_text(t, msgs, n, opts, out, err);
-        if (st == SD_OK && out->oom) return sd_err_set(err, SD_ERR_NOMEM, "chat: out of memory");
-        return st;
-    }
-    switch (t->family) {
+    if (t->jinja) st = sd_chat_render_jinja_text(t, msgs, n, opts, out, err);
+    else switch (t->family) {
     case SD_CHAT_CHATML: st = sd_chat_render_chatml(t, msgs, n, opts, out, err); break;
     case SD_CHAT_QWEN3: st = sd_chat_render_qwen3(t, msgs, n, opts, out, err); break;
     case SD_CHAT_QWEN35:
