@@ -6,17 +6,17 @@
 #include "tokenizer/encoders.h"
 #include "tokenizer/special.h"
 
-/* plain == NULL: sd_tokenize; else control tokens only outside plain's ranges. */
+/* guarded: control tokens only outside plain's ranges (sd_tokenize_guarded). */
 static sd_status tokenize(const sd_tokenizer *tok, const char *text, size_t len, bool add_special,
-                          bool parse_special, const sd_text_range *plain, size_t n_plain, int32_t **ids,
-                          size_t *n_ids, sd_err *err) {
+                          bool parse_special, bool guarded, const sd_text_range *plain, size_t n_plain,
+                          int32_t **ids, size_t *n_ids, sd_err *err) {
     *ids = NULL;
     *n_ids = 0;
     sd_ids out = {0};
     sd_fragments frags = {0};
     sd_spans words = {0};
     sd_bpe_scratch scratch = {0};
-    sd_status st = plain ? sd_special_partition_guarded(tok, text, len, plain, n_plain, &frags, err)
+    sd_status st = guarded ? sd_special_partition_guarded(tok, text, len, plain, n_plain, &frags, err)
                          : sd_special_partition(tok, text, len, parse_special, &frags, err);
     if (!st && add_special && tok->add_bos && !sd_ids_push(&out, tok->bos))
         st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
@@ -52,12 +52,11 @@ static sd_status tokenize(const sd_tokenizer *tok, const char *text, size_t len,
 
 sd_status sd_tokenize(const sd_tokenizer *tok, const char *text, size_t len, bool add_special,
                       bool parse_special, int32_t **ids, size_t *n_ids, sd_err *err) {
-    return tokenize(tok, text, len, add_special, parse_special, NULL, 0, ids, n_ids, err);
+    return tokenize(tok, text, len, add_special, parse_special, false, NULL, 0, ids, n_ids, err);
 }
 
 sd_status sd_tokenize_guarded(const sd_tokenizer *tok, const char *text, size_t len, bool add_special,
                               const sd_text_range *plain, size_t n_plain, int32_t **ids, size_t *n_ids,
                               sd_err *err) {
-    static const sd_text_range none[1];
-    return tokenize(tok, text, len, add_special, true, plain ? plain : none, plain ? n_plain : 0, ids, n_ids, err);
+    return tokenize(tok, text, len, add_special, true, true, plain, plain ? n_plain : 0, ids, n_ids, err);
 }
