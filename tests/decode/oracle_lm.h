@@ -38,6 +38,7 @@ typedef struct oracle {
     int fail_truncate_at;    /* > 0: the truncate of that number (1-based) and every later one fail */
     int truncates;           /* truncates counted while fail_truncate_at is set */
     int64_t forwards_at_fail; /* forwards when the first truncate failed (-1: none failed) */
+    int32_t force_len, force_tok; /* force_len > 0: the row after a prefix of that length has force_tok on top */
 } oracle;
 
 static inline uint64_t oracle_mix(uint64_t h) {
@@ -52,12 +53,16 @@ static inline uint64_t oracle_mix(uint64_t h) {
 static inline void oracle_row(const oracle *o, const int32_t *t, int32_t len, float *row) {
     if (o->kind == ORACLE_MARKOV) {
         memcpy(row, o->table + (size_t)t[len - 1] * (size_t)o->V, (size_t)o->V * sizeof *row);
-        return;
+    } else {
+        uint64_t h = o->salt;
+        for (int32_t i = len - o->w < 0 ? 0 : len - o->w; i < len; i++) h = oracle_mix(h ^ (uint64_t)t[i]);
+        for (int32_t v = 0; v < o->V; v++) row[v] = (float)(oracle_mix(h + (uint64_t)v) >> 40) * 0x1p-24f;
+        row[h % (uint64_t)o->V] = 2.0f;
     }
-    uint64_t h = o->salt;
-    for (int32_t i = len - o->w < 0 ? 0 : len - o->w; i < len; i++) h = oracle_mix(h ^ (uint64_t)t[i]);
-    for (int32_t v = 0; v < o->V; v++) row[v] = (float)(oracle_mix(h + (uint64_t)v) >> 40) * 0x1p-24f;
-    row[h % (uint64_t)o->V] = 2.0f;
+    /* Forced text: depends on the prefix's length only, so still a language
+     * model; 1e6 is above any other logit: the argmax, and all the mass when
+     * sampled at temperature 0.8. */
+    if (o->force_len > 0 && len == o->force_len) row[o->force_tok] = 1e6f;
 }
 
 static inline int32_t oracle_n_ctx(void *self) { return ((oracle *)self)->n_ctx; }

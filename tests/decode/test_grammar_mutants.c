@@ -13,6 +13,11 @@
  *  - The law of sampled drafts (a drafter whose q puts half its mass on
  *    refused tokens): the distribution of the second token matches
  *    constrained plain sampling's, computed exactly (Pearson chi-square).
+ *  - A reasoning section inside the grammar (anything but an end token,
+ *    the end token, then the answer's grammar), the oracle forcing the end
+ *    token at each offset of a block: LOSSLESS, and the end token is an
+ *    accepted draft token (the switch to the answer's grammar happens inside
+ *    a verified block) in some runs.
  *  - Mutants (a build of src/decode/constrain.c with SD_TEST_MUTANTS): each
  *    breaks one rule and must fail one of the checks above; the test says
  *    which caught it. */
@@ -61,10 +66,12 @@ static int word_ok(const char *s, int n, int lead_space) {
     return 1;
 }
 
-static void make_grammar(uint64_t seed, char *out, size_t cap) {
+/* root: the first rule, over the word classes a and b (and any rule the
+ * caller appends). */
+static void make_grammar_root(uint64_t seed, const char *root, char *out, size_t cap) {
     sd_rng r;
     sd_rng_seed(&r, seed);
-    size_t k = (size_t)snprintf(out, cap, "root ::= (a b){1,40}\n");
+    size_t k = (size_t)snprintf(out, cap, "%s\n", root);
     for (int cls = 0; cls < 2; cls++) {
         k += (size_t)snprintf(out + k, cap - k, "%s ::= ", cls ? "b" : "a");
         int words = 0;
@@ -79,6 +86,8 @@ static void make_grammar(uint64_t seed, char *out, size_t cap) {
         k += (size_t)snprintf(out + k, cap - k, "\n");
     }
 }
+
+static void make_grammar(uint64_t seed, char *out, size_t cap) { make_grammar_root(seed, "root ::= (a b){1,40}", out, cap); }
 
 /* ---- drafters over the oracle, constrained by their own matcher ---- */
 
@@ -167,11 +176,29 @@ typedef struct outcome {
     int lossless_fail, invalid;
 } outcome;
 
-static int32_t generate(sd_gmatch *m, sd_drafter *dr, const int32_t *prompt, float temp, uint64_t seed, int K,
-                        int tree, int32_t *out) {
+/* The reasoning runs: generate()'s oracle puts g_force_tok on top of the row
+ * after a prefix of g_force_len tokens (0: nothing forced), and the commits
+ * are recorded with whether each was an accepted draft token. */
+static int32_t g_force_len, g_force_tok;
+typedef struct commits {
+    int32_t n;
+    int32_t tok[N_PREDICT];
+    bool from_draft[N_PREDICT];
+} commits;
+
+static bool on_commit(void *user, int32_t token, bool from_draft) {
+    commits *c = user;
+    if (c->n < N_PREDICT) c->tok[c->n] = token, c->from_draft[c->n] = from_draft, c->n++;
+    return true;
+}
+
+static int32_t generate_rec(sd_gmatch *m, sd_drafter *dr, const int32_t *prompt, float temp, uint64_t seed, int K,
+                            int tree, int32_t *out, commits *rec) {
     oracle o;
     oracle_init(&o, ORACLE_HASH, g_V, 2, 256, 99, 0);
     o.tree = tree;
+    o.force_len = g_force_len;
+    o.force_tok = g_force_tok;
     sd_lm lm = oracle_lm(&o);
     sd_spec_params p = sd_spec_default_params();
     p.n_predict = N_PREDICT;
@@ -185,13 +212,19 @@ static int32_t generate(sd_gmatch *m, sd_drafter *dr, const int32_t *prompt, flo
     p.tree_nodes = tree ? 8 : 0;
     p.tree_width = 2;
     if (dr) ((gdrafter *)dr->self)->o = &o;
+    if (rec) p.commit_cb = on_commit, rec->n = 0;
     int32_t n = 0;
     sd_err err = {0};
-    sd_status st = sd_spec_generate(&lm, dr, prompt, N_PROMPT, &p, NULL, NULL, out, &n, NULL, &err);
+    sd_status st = sd_spec_generate(&lm, dr, prompt, N_PROMPT, &p, NULL, rec, out, &n, NULL, &err);
     if (st != SD_OK) n = -1; /* a grammar error: counts as a failure */
     assert_int_equal(o.misuse, 0);
     oracle_free(&o);
     return n;
+}
+
+static int32_t generate(sd_gmatch *m, sd_drafter *dr, const int32_t *prompt, float temp, uint64_t seed, int K,
+                        int tree, int32_t *out) {
+    return generate_rec(m, dr, prompt, temp, seed, K, tree, out, NULL);
 }
 
 /* All LOSSLESS runs; counts failures instead of failing (for the mutants). */
@@ -226,6 +259,75 @@ static outcome run_lossless(int *runs) {
                     if (ng < 0 || st < 0) oc.invalid++;
                 }
         }
+        sd_gmatch_free(m), sd_gmatch_free(md), sd_gmatch_free(check);
+        sd_grammar_free(g);
+    }
+    return oc;
+}
+
+/* A token that is no word of the classes: the reasoning section's end (the
+ * fixture vocabulary has no </think>; a token reference names it by id). */
+static int32_t think_end_token(void) {
+    for (int32_t id = 1; id < g_V; id++) {
+        char piece[16];
+        int n = sd_token_to_bytes(g_tok, id, false, piece, sizeof piece);
+        if (n > 0 && n < (int)sizeof piece && !word_ok(piece, n, 0) && !word_ok(piece, n, 1)) return id;
+    }
+    fail_msg("no non-word token in the vocabulary");
+    return -1;
+}
+
+/* A reasoning section expressed inside the grammar, as the server wraps an
+ * answer's grammar (docs/GRAMMAR.md): anything but the end token E, E, then
+ * the answer (a b)+. The oracle forces E after P reasoning tokens (P = 2..9,
+ * so E lands at every offset of the K = 3 and 6 blocks); the perfect drafter
+ * drafts it, so E is an accepted draft token and the next row, the first
+ * masked with the answer's grammar, is a verify row of the same round.
+ * Counts the runs where that happened in *in_block. */
+static outcome run_reasoning(int *runs, int *in_block) {
+    outcome oc = {0};
+    static const int32_t prompt[N_PROMPT] = {11, 22, 33};
+    char text[2048], root[128];
+    const int32_t E = think_end_token();
+    snprintf(root, sizeof root, "root ::= think (a b){1,40}\nthink ::= (!<[%d]>)* <[%d]>", E, E);
+    *in_block = 0;
+    for (int gi = 0; gi < (slow() ? 1 : 2); gi++) {
+        make_grammar_root(3000 + (uint64_t)gi, root, text, sizeof text);
+        sd_grammar *g = NULL;
+        sd_err err = {0};
+        if (sd_grammar_compile(text, strlen(text), NULL, g_tok, &g, &err) != SD_OK) fail_msg("%s\n%s", err.msg, text);
+        sd_gmatch *m, *md, *check;
+        assert_int_equal(sd_gmatch_init(g, g_tok, &m, &err), SD_OK);
+        assert_int_equal(sd_gmatch_init(g, g_tok, &md, &err), SD_OK);
+        assert_int_equal(sd_gmatch_init(g, g_tok, &check, &err), SD_OK);
+        for (int32_t P = 2; P <= 9; P++) {
+            g_force_tok = E;
+            g_force_len = N_PROMPT + P;
+            for (int s = 0; s < 2; s++) {
+                float temp = s ? 0.8f : 0;
+                uint64_t seed = 5 + (uint64_t)(gi * 16 + P);
+                int32_t want[N_PREDICT], got[N_PREDICT];
+                int32_t nw = generate(m, NULL, prompt, temp, seed, 1, 0, want);
+                assert_true(nw > P);
+                if (want[P] != E) fail_msg("the plain run did not end its reasoning at %d", P);
+                for (int kind = DR_PERFECT; kind <= DR_NOISY; kind++)
+                    for (int v = 0; v < 3; v++) { /* K 3, K 6, a tree */
+                        gdrafter d = {.kind = (dr_kind)kind, .m = md, .n_prompt = N_PROMPT};
+                        sd_rng_seed(&d.rng, 91 + (uint64_t)(gi * 10 + kind + P * 100));
+                        sd_drafter dr = gd_make(&d);
+                        commits rec;
+                        int32_t ng = generate_rec(m, &dr, prompt, temp, seed, v == 1 ? 6 : 3, v == 2, got, &rec);
+                        (*runs)++;
+                        if (ng != nw || memcmp(got, want, (size_t)nw * sizeof *got)) oc.lossless_fail++;
+                        int32_t st = sd_gmatch_start(check);
+                        for (int32_t i = 0; i < ng && st >= 0; i++) st = sd_gmatch_token(check, st, got[i]);
+                        if (ng < 0 || st < 0) oc.invalid++;
+                        /* E committed as an accepted draft: the rest of its round is masked by the answer */
+                        if (ng > P + 1 && rec.n > P + 1 && rec.tok[P] == E && rec.from_draft[P]) (*in_block)++;
+                    }
+            }
+        }
+        g_force_len = 0;
         sd_gmatch_free(m), sd_gmatch_free(md), sd_gmatch_free(check);
         sd_grammar_free(g);
     }
@@ -318,6 +420,17 @@ static void test_lossless(void **state) {
     assert_int_equal(oc.invalid, 0);
 }
 
+static void test_reasoning_in_block(void **state) {
+    (void)state;
+    int runs = 0, in_block = 0;
+    outcome oc = run_reasoning(&runs, &in_block);
+    printf("reasoning section: LOSSLESS %d/%d runs, %d invalid; its end an accepted draft token in %d runs\n",
+           runs - oc.lossless_fail, runs, oc.invalid, in_block);
+    assert_int_equal(oc.lossless_fail, 0);
+    assert_int_equal(oc.invalid, 0);
+    assert_true(in_block > 0);
+}
+
 static void test_sampled_law(void **state) {
     (void)state;
     double pv = run_sampled_law(LAW_RUNS);
@@ -390,13 +503,15 @@ static void test_mutants(void **state) {
     };
     for (size_t i = 0; i < sizeof muts / sizeof *muts; i++) {
         sd_grammar_mutant = muts[i].id;
-        int runs = 0;
+        int runs = 0, r_runs = 0, in_block = 0;
         outcome oc = run_lossless(&runs);
+        outcome orr = run_reasoning(&r_runs, &in_block);
         double pv = run_sampled_law(LAW_RUNS);
         sd_grammar_mutant = SD_GMUT_NONE;
-        int caught = oc.lossless_fail > 0 || oc.invalid > 0 || pv <= P_FAIL;
-        printf("mutant \"%s\": LOSSLESS failed %d/%d, invalid %d, law p = %.3g -> %s\n", muts[i].name,
-               oc.lossless_fail, runs, oc.invalid, pv, caught ? "caught" : "NOT CAUGHT");
+        int caught = oc.lossless_fail > 0 || oc.invalid > 0 || orr.lossless_fail > 0 || orr.invalid > 0 || pv <= P_FAIL;
+        printf("mutant \"%s\": LOSSLESS failed %d/%d, invalid %d; reasoning failed %d/%d, invalid %d; law p = %.3g"
+               " -> %s\n", muts[i].name, oc.lossless_fail, runs, oc.invalid, orr.lossless_fail, r_runs, orr.invalid, pv,
+               caught ? "caught" : "NOT CAUGHT");
         if (!caught) fail_msg("mutant \"%s\" was not caught", muts[i].name);
     }
 }
@@ -417,6 +532,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_masked_argmax),
         cmocka_unit_test(test_lossless),
+        cmocka_unit_test(test_reasoning_in_block),
         cmocka_unit_test(test_sampled_law),
         cmocka_unit_test(test_mutants),
     };
