@@ -124,6 +124,41 @@ static void test_qwen35_vocab(void **state) {
     run_vocab("tests/data/tokenizer/ggml-vocab-qwen35.gguf", 1, slow ? 2 : 4);
 }
 
+/* llama.cpp's own grammars/ folder (tests/data/grammars, MIT, copied
+ * unchanged): each parses and its masks equal the brute force along random
+ * walks on both fixture vocabularies (BPE dense, Qwen3.5's hybrid). */
+static const char *llamacpp_grammars[] = {"arithmetic", "c", "chess", "english", "japanese", "json", "json_arr", "list"};
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open", path);
+    char *buf = malloc(1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    assert_true(feof(f)); /* the files are a few kB */
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static void test_llamacpp_grammars(void **state) {
+    (void)state;
+    static const char *vocabs[] = {"models/fixture-target.gguf", "models/fixture-q35-target.gguf"};
+    for (size_t v = 0; v < sizeof vocabs / sizeof *vocabs; v++) {
+        sd_tokenizer *tok = load_vocab(vocabs[v]);
+        int total = 0;
+        for (size_t i = 0; i < sizeof llamacpp_grammars / sizeof *llamacpp_grammars; i++) {
+            char path[128];
+            snprintf(path, sizeof path, "tests/data/grammars/%s.gbnf", llamacpp_grammars[i]);
+            char *text = read_text(path);
+            total += check_walks(tok, text, 3, 16, 0xC0FFEEull + i * 7 + v);
+            free(text);
+        }
+        print_message("%s: llama.cpp's %zu grammars, %d masks equal to the brute force\n", vocabs[v],
+                      sizeof llamacpp_grammars / sizeof *llamacpp_grammars, total);
+        sd_tokenizer_free(tok);
+    }
+}
+
 /* ---- the finite-language oracle ---- */
 
 typedef struct lang {
@@ -306,6 +341,7 @@ static void test_mask_time(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_vocab),
+        cmocka_unit_test(test_llamacpp_grammars),
         cmocka_unit_test(test_finite_language),
         cmocka_unit_test(test_token_refs),
         cmocka_unit_test(test_qwen35_vocab),
