@@ -51,6 +51,7 @@ const cases = [
   ["json_schema strict", { response_format: { type: "json_schema", json_schema: { name: "t", schema, strict: true } } }, fits],
   ["json_object", { response_format: { type: "json_object" } }, (o) => assert.equal(typeof o, "object")],
   ["llama-server json_schema", { json_schema: schema }, fits],
+  ["llama-server json_object with a schema", { response_format: { type: "json_object", schema } }, fits],
   ["llama-server grammar", { grammar: 'root ::= "{\\"ok\\": " ("true" | "false") "}"' }, (o) => assert.equal(typeof o.ok, "boolean")],
 ];
 let finished = 0;
@@ -90,5 +91,14 @@ await bad({ grammar: "root ::= undefined-rule" }, "grammar", "undefined rule");
 await bad({ response_format: { type: "json_schema", json_schema: { name: "t", schema: { type: "strng" } } } }, "response_format", "type");
 await bad({ response_format: { type: "xml" } }, "response_format", "json_schema");
 await bad({ json_schema: 42 }, "json_schema", "JSON Schema");
+// keywords the converter refuses, named in the answer
+const strict = (sch) => ({ response_format: { type: "json_schema", json_schema: { name: "t", schema: sch, strict: true } } });
+await bad(strict({ not: { type: "string" } }), "response_format", '"not"');
+await bad(strict({ type: "string", format: "email" }), "response_format", "email");
+await bad(strict({ $ref: "#/$defs/nowhere" }), "response_format", "$ref");
+await bad(strict({ type: "object", properties: { n: { type: "integer", minimum: 5, maximum: 2 } } }), "response_format",
+  "#/properties/n");
+await bad({ json_schema: { type: "array", minItems: 3, maxItems: 1 } }, "json_schema", "minItems");
+await bad({ grammar: "root ::= [a-" }, "grammar", "unterminated character class");
 await bad({ grammar: 'root ::= "a"', json_schema: schema }, null, "at most one");
 log("grammar client: ok");
