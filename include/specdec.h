@@ -656,6 +656,14 @@ typedef struct specdec_stats {
     int64_t n_rollbacks, n_redecoded;
     double rollback_ms;
     uint64_t rollback_bytes_moved, rollback_bytes_held;
+    /* Constrained decoding (params.grammar; 0 without): the wall time spent
+     * constraining — token masks, masked argmaxes, the draft-path grammar
+     * states, sampled drafts' masked q — in all and inside verify rounds
+     * (ms; measured around each call, docs/GRAMMAR.md), and the full masks
+     * computed (a vocabulary-trie walk each; the rest came from the
+     * per-state cache or were not needed). */
+    double grammar_ms, grammar_rounds_ms;
+    int64_t n_grammar_masks;
 } specdec_stats;
 
 /* One piece of generated text for the streaming callback. */

@@ -347,7 +347,8 @@ class Stats:
     n_probes, n_probe_hits, gate_open, drafter, stop_reason (a name: "length",
     "eog", "stop", "cancelled", "context", "grammar"), stop_index, lossless_checked,
     lossless_first_diff, plain_n_gen, plain_decode_ms, rollback, n_rollbacks,
-    n_redecoded, rollback_ms, rollback_bytes_moved, rollback_bytes_held) and
+    n_redecoded, rollback_ms, rollback_bytes_moved, rollback_bytes_held,
+    grammar_ms, grammar_rounds_ms, n_grammar_masks) and
     the figures `specdec generate` derives from them, under its --json names,
     None where there is nothing to measure (its n/a): prefill_tok_s,
     decode_tok_s, acceptance (α), accepted_per_round, tokens_per_forward,

@@ -96,6 +96,9 @@ class Stats(ctypes.Structure):
         ("rollback_ms", ctypes.c_double),
         ("rollback_bytes_moved", ctypes.c_uint64),
         ("rollback_bytes_held", ctypes.c_uint64),
+        ("grammar_ms", ctypes.c_double),
+        ("grammar_rounds_ms", ctypes.c_double),
+        ("n_grammar_masks", ctypes.c_int64),
     ]
 
 

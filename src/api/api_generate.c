@@ -338,6 +338,9 @@ static void final_stats(run *r, specdec_stats *stats) {
     r->pub.n_draft_forwards = r->ist.draft_forwards;
     r->pub.gate_open = r->ist.gate_open;
     r->pub.stop_index = r->stream.stop_index;
+    r->pub.grammar_ms = r->ist.t_grammar_s * 1e3;
+    r->pub.grammar_rounds_ms = r->ist.t_grammar_rounds_s * 1e3;
+    r->pub.n_grammar_masks = r->ist.grammar_masks;
     if (r->c->tl.hybrid) {
         const sd_hybrid_stats *h = &r->c->tl.hybrid->st;
         r->pub.n_rollbacks = h->rollbacks;

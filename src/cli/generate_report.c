@@ -75,6 +75,10 @@ void gen_print_stats(const gen_result *r) {
         fprintf(stderr, " | rollback %s: %lld of %lld rounds, %.3f ms/round, %.1f MB moved/round, %.1f MB held",
                 st->rollback, (long long)st->n_rollbacks, (long long)st->n_rounds, st->rollback_ms / (double)st->n_rounds,
                 (double)st->rollback_bytes_moved / 1e6 / (double)st->n_rounds, (double)st->rollback_bytes_held / 1e6);
+    if (st->grammar_ms > 0) /* constrained: what the masks cost, per generated token and per verify round */
+        fprintf(stderr, " | grammar %.3f ms/token, %.3f ms/round, %lld full masks",
+                st->n_gen ? st->grammar_ms / (double)st->n_gen : 0.0,
+                st->n_rounds ? st->grammar_rounds_ms / (double)st->n_rounds : 0.0, (long long)st->n_grammar_masks);
     if (st->lossless_checked) {
         fprintf(stderr, " | greedy ");
         print_figure("%.2f tok/s", greedy_tok_s(r));
@@ -126,6 +130,9 @@ bool gen_print_json(const gen_result *r) {
     json_object_set_new(o, "rollback_bytes_moved", json_integer((json_int_t)st->rollback_bytes_moved));
     json_object_set_new(o, "rollback_bytes_held", json_integer((json_int_t)st->rollback_bytes_held));
     json_object_set_new(o, "redecoded", json_integer(st->n_redecoded));
+    json_object_set_new(o, "grammar_ms", json_real(st->grammar_ms));
+    json_object_set_new(o, "grammar_rounds_ms", json_real(st->grammar_rounds_ms));
+    json_object_set_new(o, "grammar_masks", json_integer(st->n_grammar_masks));
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!s) return false;

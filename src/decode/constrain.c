@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "core/clock.h"
 #include "decode/sampler.h"
 
 int sd_grammar_mutant = SD_GMUT_NONE;
@@ -43,7 +44,7 @@ static int top_n(const float *row, int32_t n_vocab, int n, int32_t *out) {
  * almost always is, while a full mask there walks most of the vocabulary. */
 #define TRY_BEST 32
 
-int32_t sd_constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32_t n_vocab, sd_err *err) {
+static int32_t constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32_t n_vocab, sd_err *err) {
     int32_t top = sd_argmax(row, n_vocab);
     if (state == -3) return top; /* a mutant's unmasked row */
     int32_t next = sd_gmatch_token(m, state, top);
@@ -70,7 +71,7 @@ int32_t sd_constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32
     return best;
 }
 
-sd_status sd_constrain_mask_row(sd_gmatch *m, int32_t state, float *row, int32_t n_vocab, sd_err *err) {
+static sd_status constrain_mask_row(sd_gmatch *m, int32_t state, float *row, int32_t n_vocab, sd_err *err) {
     if (state == -3) return SD_OK;
     const uint32_t *mask = sd_gmatch_mask(m, state, err);
     if (!mask) return err ? err->code : SD_ERR_UNSUPPORTED;
@@ -79,7 +80,7 @@ sd_status sd_constrain_mask_row(sd_gmatch *m, int32_t state, float *row, int32_t
     return SD_OK;
 }
 
-int sd_constrain_draft(sd_gmatch *m, int32_t g0, const int32_t *draft, int K, int32_t *state, sd_err *err) {
+static int constrain_draft(sd_gmatch *m, int32_t g0, const int32_t *draft, int K, int32_t *state, sd_err *err) {
     state[0] = g0;
     for (int i = 1; i <= K; i++) {
         int32_t s = sd_gmatch_token(m, state[i - 1], draft[i - 1]);
@@ -106,7 +107,7 @@ int32_t sd_constrain_committed(sd_gmatch *m, const int32_t *state, const int32_t
     return state[j];
 }
 
-void sd_constrain_mask_q(sd_gmatch *m, const int32_t *state, int K, float *q, int32_t n_vocab) {
+static void constrain_mask_q(sd_gmatch *m, const int32_t *state, int K, float *q, int32_t n_vocab) {
 #ifdef SD_TEST_MUTANTS
     if (sd_grammar_mutant == SD_GMUT_UNMASKED_Q) return;
 #endif
@@ -122,4 +123,34 @@ void sd_constrain_mask_q(sd_gmatch *m, const int32_t *state, int K, float *q, in
         if (sum > 0)
             for (int32_t t = 0; t < n_vocab; t++) row[t] = (float)(row[t] / sum);
     }
+}
+
+/* The entry points: each adds its wall time to the matcher's counter
+ * (sd_gmatch_seconds), which the decode loop reports as the grammar's cost. */
+
+int32_t sd_constrain_argmax(sd_gmatch *m, int32_t state, const float *row, int32_t n_vocab, sd_err *err) {
+    double t0 = sd_now_s();
+    int32_t t = constrain_argmax(m, state, row, n_vocab, err);
+    sd_gmatch_add_seconds(m, sd_now_s() - t0);
+    return t;
+}
+
+sd_status sd_constrain_mask_row(sd_gmatch *m, int32_t state, float *row, int32_t n_vocab, sd_err *err) {
+    double t0 = sd_now_s();
+    sd_status st = constrain_mask_row(m, state, row, n_vocab, err);
+    sd_gmatch_add_seconds(m, sd_now_s() - t0);
+    return st;
+}
+
+int sd_constrain_draft(sd_gmatch *m, int32_t g0, const int32_t *draft, int K, int32_t *state, sd_err *err) {
+    double t0 = sd_now_s();
+    int kept = constrain_draft(m, g0, draft, K, state, err);
+    sd_gmatch_add_seconds(m, sd_now_s() - t0);
+    return kept;
+}
+
+void sd_constrain_mask_q(sd_gmatch *m, const int32_t *state, int K, float *q, int32_t n_vocab) {
+    double t0 = sd_now_s();
+    constrain_mask_q(m, state, K, q, n_vocab);
+    sd_gmatch_add_seconds(m, sd_now_s() - t0);
 }

@@ -334,8 +334,11 @@ static void round_done(decoder *d, int k, int rows, int drafted, double t0, cons
  * (a draft cut to nothing is a plain step), sampled drafts' q masked with the
  * same states; afterwards the committed state is g_j, never past a rejected
  * token (the next a0 then advances it in decode()). */
+/* The matcher's constraining time so far (0 unconstrained). */
+static double grammar_s(const decoder *d) { return d->gm ? sd_gmatch_seconds(d->gm) : 0; }
+
 static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
-    double t0 = sd_now_s();
+    double t0 = sd_now_s(), g0 = grammar_s(d);
     bool stochastic = d->dr && d->dr->stochastic && !d->forced;
     if (d->gm) {
         int kept = sd_constrain_draft(d->gm, d->g, d->batch + 1, k, d->gst, err);
@@ -355,6 +358,7 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
                                    d->p->accept, d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
     if (d->gm) d->g = sd_constrain_committed(d->gm, d->gst, d->batch + 1, v->j, k);
+    d->st->t_grammar_rounds_s += grammar_s(d) - g0;
     round_done(d, k, k + 1, k, t0, v);
     return SD_OK;
 }
@@ -363,7 +367,7 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
  * accepted root path's tokens go to d->batch[1..j] (batch[0] is a0, the
  * tree's root), where round_done commits a chain's. */
 static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
-    double t0 = sd_now_s();
+    double t0 = sd_now_s(), g0 = grammar_s(d);
     if (d->gm) { /* each node's state along its own path; refused nodes DEAD */
         d->gst[0] = d->g;
         for (int32_t i = 1; i < d->tree.n; i++) {
@@ -373,11 +377,13 @@ static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
             if (s == SD_GSTATE_ERROR || any < 0) return grammar_error(d, err);
             d->gst[i] = any ? s : SD_GSTATE_DEAD;
         }
+        sd_gmatch_add_seconds(d->gm, sd_now_s() - t0); /* the walk counts as constraining */
     }
     sd_rowmask rm = {d->gm, d->gst};
     sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, &rm, v, d->path, err);
     if (st != SD_OK) return st;
     if (d->gm) d->g = d->gst[d->path[v->j]];
+    d->st->t_grammar_rounds_s += grammar_s(d) - g0;
     for (int t = 1; t <= v->j; t++) d->batch[t] = d->tree.tok[d->path[t]];
     d->st->tree_rounds++;
     round_done(d, k, d->tree.n, d->tree.n - 1, t0, v);
@@ -446,7 +452,8 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
         memcpy(d.hist, prompt, (size_t)n_prompt * sizeof *prompt);
         d.n_hist = n_prompt;
     }
-    double t0 = sd_now_s();
+    double t0 = sd_now_s(), g0 = p->grammar ? sd_gmatch_seconds(p->grammar) : 0;
+    int64_t masks0 = p->grammar ? sd_gmatch_n_masks(p->grammar) : 0;
     int32_t a0 = 0;
     if (st == SD_OK) st = prefill(&d, prompt + p->n_past, n_prompt - p->n_past, &a0, err);
     if (st == SD_OK && !d.stop && drafter && drafter->prefill &&
@@ -458,6 +465,10 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
     stats->t_prefill_s = t1 - t0;
     stats->t_decode_s = sd_now_s() - t1;
     stats->n_gen = d.n_out;
+    if (p->grammar) {
+        stats->t_grammar_s = sd_gmatch_seconds(p->grammar) - g0;
+        stats->grammar_masks = sd_gmatch_n_masks(p->grammar) - masks0;
+    }
     stats->gate_open = drafter && d.gate.open;
     stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;
     *n_out = d.n_out;

@@ -134,5 +134,11 @@ const sd_err *sd_gmatch_error(const sd_gmatch *m);
 /* Counters for tests and benches: states interned, masks computed. */
 int32_t sd_gmatch_n_states(const sd_gmatch *m);
 int64_t sd_gmatch_n_masks(const sd_gmatch *m);
+/* Seconds spent constraining with this matcher since it was made, as the
+ * decode layer counts them (decode/constrain.c adds the wall time of each
+ * mask, masked argmax, draft-path walk and q mask): a counter for the
+ * stats and benches; the grammar layer itself never reads a clock. */
+double sd_gmatch_seconds(const sd_gmatch *m);
+void sd_gmatch_add_seconds(sd_gmatch *m, double s);
 
 #endif

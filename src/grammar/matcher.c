@@ -300,6 +300,8 @@ const sd_err *sd_gmatch_error(const sd_gmatch *m) { return &m->err; }
 const sd_tokenizer *sd_gmatch_tokenizer(const sd_gmatch *m) { return m->v ? m->v->tok : NULL; }
 int32_t sd_gmatch_n_states(const sd_gmatch *m) { return m->n_states; }
 int64_t sd_gmatch_n_masks(const sd_gmatch *m) { return m->n_masks_built; }
+double sd_gmatch_seconds(const sd_gmatch *m) { return m->t_constrain_s; }
+void sd_gmatch_add_seconds(sd_gmatch *m, double s) { m->t_constrain_s += s; }
 
 bool sd_grammar_accepts(const sd_grammar *g, const char *text, size_t len, sd_err *err) {
     sd_gmatch *m;

@@ -74,6 +74,7 @@ struct sd_gmatch {
     int32_t *mask_owner;
     int32_t n_masks, max_masks;
     int64_t n_masks_built;
+    double t_constrain_s; /* added by the decode layer (sd_gmatch_add_seconds) */
 };
 
 /* The matcher's per-vocabulary scratch (mask.c): walk stack and mask cache. */

@@ -39,7 +39,7 @@
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
-enum { N_PREDICT = 40, N_GRAMMARS = 6, N_PROMPT = 3 };
+enum { N_PREDICT = 40, N_GRAMMARS = 6, N_REASONING = 1, N_PROMPT = 3 };
 
 /* Under the sanitizers: fewer grammars and law samples (every check still runs). */
 static int slow(void) { return getenv("SD_ASAN") || getenv("SD_TEST_EMULATED"); }
@@ -291,7 +291,7 @@ static outcome run_reasoning(int *runs, int *in_block) {
     const int32_t E = think_end_token();
     snprintf(root, sizeof root, "root ::= think (a b){1,40}\nthink ::= (!<[%d]>)* <[%d]>", E, E);
     *in_block = 0;
-    for (int gi = 0; gi < (slow() ? 1 : 2); gi++) {
+    for (int gi = 0; gi < N_REASONING; gi++) {
         make_grammar_root(3000 + (uint64_t)gi, root, text, sizeof text);
         sd_grammar *g = NULL;
         sd_err err = {0};
@@ -300,7 +300,7 @@ static outcome run_reasoning(int *runs, int *in_block) {
         assert_int_equal(sd_gmatch_init(g, g_tok, &m, &err), SD_OK);
         assert_int_equal(sd_gmatch_init(g, g_tok, &md, &err), SD_OK);
         assert_int_equal(sd_gmatch_init(g, g_tok, &check, &err), SD_OK);
-        for (int32_t P = 2; P <= 9; P++) {
+        for (int32_t P = 2; P <= 7; P++) {
             g_force_tok = E;
             g_force_len = N_PROMPT + P;
             for (int s = 0; s < 2; s++) {
