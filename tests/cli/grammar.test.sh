@@ -25,6 +25,19 @@ out=$("$bin" generate $M -p "x = " -n 32 --spec auto --json-schema "$tmp/s.json"
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert list(d)==["n"] and 0<=d["n"]<=99' "$out" 2>/dev/null ||
   grep -q "LOSSLESS 32/32" "$tmp/err" || fail "--json-schema: '$out' neither parses and fits nor ran to -n"
 
+# The cost counters (--json): constrained runs spent time constraining, the
+# verify rounds' share is part of it; unconstrained runs report none.
+"$bin" generate $M -p "x = " -n 24 --spec auto --json --json-schema "$tmp/s.json" >"$tmp/on.json" 2>/dev/null ||
+  fail "--json --json-schema failed"
+"$bin" generate $M -p "x = " -n 24 --spec auto --json >"$tmp/off.json" 2>/dev/null || fail "--json failed"
+python3 - "$tmp/on.json" "$tmp/off.json" <<'PY' || fail "grammar counters wrong: $(cat "$tmp/on.json" "$tmp/off.json")"
+import json, sys
+on, off = (json.load(open(p)) for p in sys.argv[1:3])
+assert on["grammar_ms"] > 0 and 0 <= on["grammar_rounds_ms"] <= on["grammar_ms"] and on["grammar_masks"] >= 0, on
+assert on["rounds"] == 0 or on["grammar_rounds_ms"] > 0, on
+assert off["grammar_ms"] == 0 and off["grammar_rounds_ms"] == 0 and off["grammar_masks"] == 0, off
+PY
+
 expect_error() { # rc, needle, args...
   local want=$1 needle=$2; shift 2
   "$bin" generate "$@" >/dev/null 2>"$tmp/err"
