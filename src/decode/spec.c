@@ -129,8 +129,10 @@ static sd_status grammar_error(decoder *d, sd_err *err) {
  * and speculative decoding, as both commit the same tokens). */
 static void grammar_commit(decoder *d, int32_t tok) {
     if (!d->gm || d->stop) return;
+    double t0 = sd_now_s();
     d->g = sd_gmatch_token(d->gm, d->g, tok);
     int any = d->g >= 0 ? sd_gmatch_any(d->gm, d->g) : d->g == SD_GSTATE_DEAD ? 0 : -1;
+    sd_gmatch_add_seconds(d->gm, sd_now_s() - t0); /* counts as constraining (stats t_grammar_s) */
     if (any < 0) d->gerr = sd_gmatch_error(d->gm)->code ? sd_gmatch_error(d->gm)->code : SD_ERR_UNSUPPORTED;
     if (any == 0) d->st->grammar_end = true;
     if (any <= 0) d->stop = true;

@@ -107,7 +107,8 @@ typedef struct sd_spec_stats {
      * target forward of a0 alone) */
     double t_draft_s, t_rounds_s, t_plain_s;
     /* With a grammar: the time spent constraining (masks, masked argmaxes,
-     * draft-path states, q masks: sd_gmatch_seconds) in all, and the part
+     * draft-path states, q masks, advancing the committed state:
+     * sd_gmatch_seconds) in all, and the part
      * inside verify rounds (part of t_rounds_s); full masks computed (a trie
      * walk each; the others came from the per-state cache or were not needed). */
     double t_grammar_s, t_grammar_rounds_s;
