@@ -586,7 +586,34 @@ typedef struct specdec_generate_params {
      * constrained plain decoding). With SPECDEC_SPEC_AUTO or _GRAMMAR, text
      * the grammar forces is drafted as its tokenization. */
     const specdec_grammar *grammar;
+    /* Repetition penalties and logit bias, applied to the logits of every
+     * generated position before the grammar mask, temperature and the
+     * filters (docs/LIBRARY.md "Penalties and logit bias"), in this order:
+     * logit_bias; repeat_penalty (llama.cpp's: a token among the last
+     * repeat_last_n tokens of prompt and output gets logit * r where
+     * logit <= 0, logit / r elsewhere); then OpenAI's frequency and
+     * presence penalties (logit -= c * frequency_penalty + (c > 0) *
+     * presence_penalty, c = the token's count in the output so far; the
+     * prompt does not count). Speculation stays lossless: each verify row is
+     * penalised with the counts along its draft path, exactly as plain
+     * decoding at that position. */
+    float presence_penalty;  /* [-2, 2]; 0 = off (default) */
+    float frequency_penalty; /* [-2, 2]; 0 = off (default) */
+    float repeat_penalty;    /* (0, 10]; 1 = off (default) */
+    int32_t repeat_last_n;   /* the repeat penalty's window: 0 = off, -1 = all. Default 64 */
+    /* n_logit_bias entries (borrowed for the call): bias added to the
+     * token's logit, in [-100, 100]; -100 bans the token (its logit becomes
+     * -inf), as OpenAI's logit_bias. A token listed twice gets both. Token
+     * ids must be < the vocabulary size. Default none. */
+    const struct specdec_logit_bias *logit_bias;
+    int32_t n_logit_bias;
 } specdec_generate_params;
+
+/* One entry of specdec_generate_params.logit_bias. */
+typedef struct specdec_logit_bias {
+    specdec_token token;
+    float bias;
+} specdec_logit_bias;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
@@ -1190,7 +1217,7 @@ typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *use
 /* Adds a request in the free slot specdec_batch_next_slot names (its id into
  * *slot, may be NULL): prompt[n_prompt] (>= 1
  * tokens, copied) with params (NULL = defaults; copied with its stop
- * strings). on_piece (may be NULL) receives its text as specdec_generate's
+ * strings and logit bias). on_piece (may be NULL) receives its text as specdec_generate's
  * callback does — returning false cancels it — and on_done (may be NULL) its
  * end, exactly once; both with user, inside specdec_batch_step. The request
  * starts at once (its prefill joins the next step). Errors (nothing added):

@@ -58,6 +58,7 @@ typedef struct sd_api_slot {
     size_t n_prompt;
     specdec_generate_params gp;
     char **stop; /* copies of gp.stop */
+    specdec_logit_bias *bias; /* a copy of gp.logit_bias */
     specdec_piece_cb on_piece;
     specdec_batch_done_cb on_done;
     void *user;
@@ -211,8 +212,10 @@ static void request_free(sd_api_slot *s) {
     for (int32_t i = 0; s->stop && i < s->gp.n_stop; i++) free(s->stop[i]);
     free(s->stop);
     free(s->prompt);
+    free(s->bias);
     s->stop = NULL;
     s->prompt = NULL;
+    s->bias = NULL;
 }
 
 /* Under the lock: until no request thread computes. */
@@ -351,7 +354,8 @@ static specdec_status request_copy(sd_api_slot *s, const specdec_token *prompt, 
     s->n_prompt = n_prompt;
     s->prompt = sd_malloc_array(n_prompt, sizeof *prompt);
     s->stop = gp->n_stop > 0 ? calloc((size_t)gp->n_stop, sizeof *s->stop) : NULL;
-    bool ok = s->prompt && (gp->n_stop == 0 || s->stop);
+    s->bias = gp->n_logit_bias > 0 ? sd_malloc_array((size_t)gp->n_logit_bias, sizeof *s->bias) : NULL;
+    bool ok = s->prompt && (gp->n_stop == 0 || s->stop) && (gp->n_logit_bias <= 0 || s->bias);
     for (int32_t i = 0; ok && i < gp->n_stop; i++) ok = (s->stop[i] = strdup(gp->stop[i])) != NULL;
     if (!ok) {
         request_free(s);
@@ -359,6 +363,8 @@ static specdec_status request_copy(sd_api_slot *s, const specdec_token *prompt, 
     }
     memcpy(s->prompt, prompt, n_prompt * sizeof *prompt);
     s->gp.stop = (const char *const *)s->stop;
+    if (s->bias) memcpy(s->bias, gp->logit_bias, (size_t)gp->n_logit_bias * sizeof *s->bias);
+    s->gp.logit_bias = s->bias;
     return SPECDEC_OK;
 }
 

@@ -26,6 +26,8 @@ specdec_generate_params specdec_generate_default_params(void) {
         .stop_at_eog = true,
         .hybrid_window = 9,
         .tree_width = 2,
+        .repeat_penalty = 1,
+        .repeat_last_n = 64,
     };
 }
 
@@ -41,13 +43,43 @@ typedef struct run {
     void *user;   /* the caller's, for gp->abort */
     bool aborted; /* gp->abort said stop */
     struct sd_gmatch *gm; /* gp->grammar's matcher for this call, from its pool */
+    sd_penalties pen;  /* the decode loop's view of the penalty fields */
 } run;
+
+/* specdec_logit_bias is passed to the decode loop as sd_logit_bias, unchanged. */
+_Static_assert(sizeof(specdec_logit_bias) == sizeof(sd_logit_bias) &&
+                   offsetof(specdec_logit_bias, token) == offsetof(sd_logit_bias, token) &&
+                   offsetof(specdec_logit_bias, bias) == offsetof(sd_logit_bias, bias),
+               "specdec_logit_bias and sd_logit_bias share one layout");
 
 /* An MTP block can draft: the sidecar's, else the target's own, unless an
  * EAGLE-3 head is the context's draft. */
 static bool mtp_drafts(const specdec_context *c) {
     return c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ||
            (c->draft_kind != SD_API_DRAFT_EAGLE3 && c->model->m->nextn.present);
+}
+
+/* The penalties' and the logit bias's ranges (specdec.h). */
+static specdec_status check_penalties(const specdec_context *c, const specdec_generate_params *g,
+                                      specdec_error *err) {
+    if (!(g->presence_penalty >= -2 && g->presence_penalty <= 2))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "presence_penalty must be in [-2, 2]");
+    if (!(g->frequency_penalty >= -2 && g->frequency_penalty <= 2))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "frequency_penalty must be in [-2, 2]");
+    if (!(g->repeat_penalty > 0 && g->repeat_penalty <= 10))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "repeat_penalty must be in (0, 10]");
+    if (g->repeat_last_n < -1) return sd_api_fail(err, SPECDEC_ERR_ARG, "repeat_last_n must be >= -1");
+    if (g->n_logit_bias < 0 || (g->n_logit_bias > 0 && !g->logit_bias))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "n_logit_bias must be >= 0, with logit_bias set");
+    for (int32_t i = 0; i < g->n_logit_bias; i++) {
+        const specdec_logit_bias *b = &g->logit_bias[i];
+        if (b->token < 0 || b->token >= c->tl.lm.n_vocab)
+            return sd_api_fail(err, SPECDEC_ERR_ARG, "logit_bias: token %d is not in the vocabulary", b->token);
+        if (!(b->bias >= -100 && b->bias <= 100))
+            return sd_api_fail(err, SPECDEC_ERR_ARG, "logit_bias: the bias of token %d must be in [-100, 100]",
+                               b->token);
+    }
+    return SPECDEC_OK;
 }
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
@@ -101,6 +133,8 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     if (g->tree_nodes > 0 && g->tree_nodes + 1 > c->n_batch)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes %d does not fit the context's batch of %d rows",
                            g->tree_nodes, c->n_batch);
+    specdec_status pst = check_penalties(c, g, err);
+    if (pst != SPECDEC_OK) return pst;
     if (g->check_lossless && g->temperature > 0 && g->draft_sample)
         return sd_api_fail(err, SPECDEC_ERR_ARG,
                            "check_lossless at temperature > 0 needs deterministic drafts: draft_sample off");
@@ -377,6 +411,13 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.forward_cost = r->c->slot ? slot_cost : NULL;
     p.grammar = r->gm;
     p.grammar_draft = r->gm && (g->spec == SPECDEC_SPEC_AUTO || g->spec == SPECDEC_SPEC_GRAMMAR);
+    r->pen = (sd_penalties){.presence = g->presence_penalty,
+                            .frequency = g->frequency_penalty,
+                            .repeat = g->repeat_penalty,
+                            .repeat_last_n = g->repeat_last_n,
+                            .bias = (const sd_logit_bias *)g->logit_bias,
+                            .n_bias = g->n_logit_bias};
+    p.penalties = &r->pen;
     return p;
 }
 

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "decode/drafter.h"
 #include "decode/lm.h"
+#include "decode/penalty.h"
 #include "grammar/grammar.h"
 
 /* Sampling settings. temp <= 0 means greedy (argmax, first index on ties). */
@@ -81,6 +82,12 @@ typedef struct sd_spec_params {
      * `"town": "` after `{`), propose the tokenizer's encoding of that text
      * instead of asking the drafter; with drafter NULL, the only drafts. */
     bool grammar_draft;
+    /* Repetition penalties and logit bias (decode/penalty.h): NULL or
+     * inactive = none. Every row is penalised with the counts of the text
+     * before it, along the draft path in a verify round, so the output is
+     * bitwise what penalised plain decoding gives, with any drafter.
+     * Borrowed for the call. */
+    const sd_penalties *penalties;
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,

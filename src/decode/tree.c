@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "decode/penalty.h"
+
 void sd_top_w(const float *x, int32_t n, int w, int32_t *out) {
     for (int r = 0; r < w; r++) { /* w is small: w passes beat a sort */
         int32_t best = -1;
@@ -41,6 +43,11 @@ void sd_tree_from_top(sd_tree *t, int32_t a0, const int32_t *cand, int k, int w,
 static int32_t target_choice(const sd_tree *t, int32_t s, float *logits, sd_sampler *sm, int32_t n,
                              const sd_rowmask *rm, sd_err *err) {
     float *row = logits + (size_t)s * (size_t)sm->n_vocab;
+    if (rm && rm->pen) { /* penalties from the text along node s's own path */
+        int32_t path[SD_TREE_MAX], d = t->depth[s];
+        for (int32_t i = s; i > 0; i = t->parent[i]) path[--d] = t->tok[i];
+        sd_penalty_row(rm->pen, path, t->depth[s], row, sm->n_vocab);
+    }
     if (rm && rm->m) {
         int32_t g = sd_rowmask_state(rm, s, -1);
         if (sm->s.temp <= 0) return sd_constrain_argmax(rm->m, g, row, sm->n_vocab, err);
