@@ -33,6 +33,7 @@ void job_release(job *j) {
     free(j->pieces);
     for (int i = 0; i < 4; i++) free(j->stop[i]);
     specdec_grammar_free(j->grammar);
+    free(j->bias);
     specdec_free(j->prompt);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);

@@ -26,6 +26,10 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e);
  * problem). */
 bool oai_get_grammar(server *s, json_t *body, job *j, bool reasoning, http_err *e);
 
+/* logit_bias (oai_sampling.c): into j->bias and j->gp.logit_bias. False
+ * with e filled (400 naming logit_bias) on a bad key, id or bias. */
+bool oai_get_logit_bias(server *s, json_t *body, job *j, http_err *e);
+
 /* The timings object (llama.cpp names plus ours) for stats. New reference. */
 json_t *oai_timings(const specdec_stats *st, bool speculative);
 /* OpenAI usage for stats. New reference. */

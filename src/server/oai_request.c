@@ -256,7 +256,7 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (!json_is_object(body)) return http_fail(e, 400, NULL, "the request body must be a JSON object");
     r->chat = specdec_chat_default_params();
     r->chat.template_name = s->opts.chat_template;
-    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) ||
+    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) || !oai_get_logit_bias(s, body, j, e) ||
         !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e))
         return false;
     json_t *so = json_object_get(body, "stream_options");

@@ -63,6 +63,7 @@ typedef struct job {
     specdec_generate_params gp;
     char *stop[4];
     specdec_grammar *grammar; /* the request's constrained output (oai_grammar.c), owned; NULL without */
+    specdec_logit_bias *bias; /* gp.logit_bias (oai_sampling.c), owned; NULL without */
     /* Output, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
