@@ -63,7 +63,17 @@ class GenerateParams(ctypes.Structure):
         ("abort", ABORT_FN),
         ("suffix_cache", ctypes.c_void_p),  # a specdec_suffix_cache *; the bindings pass none (NULL)
         ("grammar", ctypes.c_void_p),  # a specdec_grammar * (specdec.Grammar), or NULL
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("repeat_penalty", ctypes.c_float),
+        ("repeat_last_n", ctypes.c_int32),
+        ("logit_bias", ctypes.c_void_p),  # a specdec_logit_bias array (LogitBias), or NULL
+        ("n_logit_bias", ctypes.c_int32),
     ]
+
+
+class LogitBias(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("bias", ctypes.c_float)]
 
 
 class Stats(ctypes.Structure):
