@@ -100,6 +100,9 @@ static void decoder_free(decoder *d) {
     free(d->pen.count);
 }
 
+/* Where the log-probabilities of this round's row 0 go (the next output position), or NULL. */
+static sd_token_lp *round_lp(decoder *d) { return d->p->logprobs ? d->p->logprobs + d->n_out : NULL; }
+
 /* The rows' penalties for a round starting now (the committed text is hist[0..n_hist)), or NULL. */
 static const sd_rowpen *round_pen(decoder *d) {
     if (!d->pen.p) return NULL;
@@ -173,13 +176,14 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
             d->st->grammar_end = true;
             return SD_OK;
         }
-        if (d->sm.s.temp <= 0) {
+        if (d->sm.s.temp <= 0 && !d->p->logprobs) {
             *a0 = sd_constrain_argmax(d->gm, d->g, d->logits, d->lm->n_vocab, err);
             return *a0 < 0 ? grammar_error(d, err) : SD_OK;
         }
         if (sd_constrain_mask_row(d->gm, d->g, d->logits, d->lm->n_vocab, err) != SD_OK) return grammar_error(d, err);
     }
     *a0 = sd_sampler_pick_at(&d->sm, d->logits, d->lm->len(d->lm->self));
+    if (d->p->logprobs) sd_logprob_row(d->logits, d->lm->n_vocab, *a0, d->p->top_logprobs, &d->p->logprobs[0]);
     return SD_OK;
 }
 
@@ -306,7 +310,7 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
     d->batch[0] = a0;
     double t0 = sd_now_s();
     if (d->gm) d->gst[0] = d->g;
-    sd_rowmask rm = {d->gm, d->gst, round_pen(d)};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
                                    d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
@@ -364,7 +368,7 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
         if (stochastic) sd_constrain_mask_q(d->gm, d->gst, kept, d->q, d->lm->n_vocab);
         k = kept;
     }
-    sd_rowmask rm = {d->gm, d->gst, round_pen(d)};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_round(d->lm, d->batch, k, stochastic ? d->q : NULL, d->logits, &d->sm,
                                    d->p->accept, d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
@@ -388,7 +392,7 @@ static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
             d->gst[i] = any ? s : SD_GSTATE_DEAD;
         }
     }
-    sd_rowmask rm = {d->gm, d->gst, round_pen(d)};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, &rm, v, d->path, err);
     if (st != SD_OK) return st;
     if (d->gm) d->g = d->gst[d->path[v->j]];

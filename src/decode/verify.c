@@ -1,7 +1,10 @@
 /* The verify round, as ARCHITECTURE.md §1 (greedy) and §6 (sampling) state it. */
 #include "decode/verify.h"
 
+#include <math.h>
+
 #include "decode/constrain.h"
+#include "decode/logprob.h"
 #include "decode/penalty.h"
 
 static const float *row(const float *logits, int i, int32_t n_vocab) {
@@ -22,6 +25,13 @@ static int32_t greedy_at(const sd_rowmask *rm, float *logits, int j, int K, cons
     penalize_at(rm, logits, j, draft, n_vocab);
     const float *r = row(logits, j, n_vocab);
     if (!rm || !rm->m) return sd_argmax(r, n_vocab);
+    if (rm->lp) { /* log-probabilities read the whole masked row: mask it, then the plain argmax (same token) */
+        if (sd_constrain_mask_row(rm->m, sd_rowmask_state(rm, j, K), logits + (size_t)j * (size_t)n_vocab, n_vocab,
+                                  err) != SD_OK)
+            return -2;
+        int32_t t = sd_argmax(r, n_vocab);
+        return r[t] > -INFINITY ? t : -1;
+    }
     return sd_constrain_argmax(rm->m, sd_rowmask_state(rm, j, K), r, n_vocab, err);
 }
 
@@ -35,6 +45,11 @@ static sd_status mask_at(const sd_rowmask *rm, float *logits, int j, int K, cons
                                  err);
 }
 
+/* The log-probabilities of token t, picked from row j (penalised and masked). */
+static void note_lp(const sd_rowmask *rm, const float *logits, int j, int32_t t, int32_t n_vocab) {
+    if (rm && rm->lp && t >= 0) sd_logprob_row(row(logits, j, n_vocab), n_vocab, t, rm->n_top, &rm->lp[j]);
+}
+
 static sd_status pick_failed(int32_t t, sd_err *err) {
     if (t == -2) return err && err->code ? err->code : SD_ERR_UNSUPPORTED;
     return sd_err_set(err, SD_ERR_ARG, "grammar: a verify row allows no token");
@@ -46,6 +61,7 @@ static sd_status accept_greedy(const int32_t *draft, int K, float *logits, int32
     for (int j = 0;; j++) {
         int32_t top = greedy_at(rm, logits, j, K, draft, n_vocab, err);
         if (top < 0) return pick_failed(top, err);
+        note_lp(rm, logits, j, top, n_vocab);
         if (j == K || draft[j] != top) {
             *v = (sd_verdict){j, top};
             return SD_OK;
@@ -66,6 +82,7 @@ static sd_status accept_own_picks(const int32_t *draft, int K, float *logits, sd
         sd_status st = mask_at(rm, logits, t - 1, K, draft, sm->n_vocab, err);
         if (st != SD_OK) return st;
         int32_t s = sd_sampler_pick_at(sm, row(logits, t - 1, sm->n_vocab), (int64_t)n + t);
+        note_lp(rm, logits, t - 1, s, sm->n_vocab);
         if (s != draft[t - 1]) {
             *v = (sd_verdict){t - 1, s};
             return SD_OK;
@@ -74,6 +91,7 @@ static sd_status accept_own_picks(const int32_t *draft, int K, float *logits, sd
     sd_status st = mask_at(rm, logits, K, K, draft, sm->n_vocab, err);
     if (st != SD_OK) return st;
     *v = (sd_verdict){K, sd_sampler_pick_at(sm, row(logits, K, sm->n_vocab), (int64_t)n + K + 1)};
+    note_lp(rm, logits, K, v->next_a0, sm->n_vocab);
     return SD_OK;
 }
 
@@ -91,6 +109,7 @@ static sd_status accept_sampled(const int32_t *draft, int K, const float *q, flo
         sd_sampler_probs(sm, row(logits, t - 1, V), p);
         const float *q_t = q ? q + (size_t)(t - 1) * (size_t)V : NULL;
         int32_t r = rule(p, q_t, draft[t - 1], V, &sm->rng, resid);
+        note_lp(rm, logits, t - 1, r >= 0 ? r : draft[t - 1], V);
         if (r >= 0) {
             *v = (sd_verdict){t - 1, r};
             return SD_OK;
@@ -100,6 +119,7 @@ static sd_status accept_sampled(const int32_t *draft, int K, const float *q, flo
     if (st != SD_OK) return st;
     sd_sampler_probs(sm, row(logits, K, V), p);
     *v = (sd_verdict){K, sd_sample_probs(p, V, &sm->rng)};
+    note_lp(rm, logits, K, v->next_a0, V);
     return SD_OK;
 }
 
@@ -121,6 +141,7 @@ static sd_status verify_greedy_two_pass(sd_lm *lm, const int32_t *batch, int K, 
         }
         int32_t top = greedy_at(rm, logits, j, K, draft, lm->n_vocab, err);
         if (top < 0) return pick_failed(top, err);
+        note_lp(rm, logits, j, top, lm->n_vocab);
         if (j == K || draft[j] != top) {
             *v = (sd_verdict){j, top};
             return SD_OK;

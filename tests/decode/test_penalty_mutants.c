@@ -107,6 +107,8 @@ static int32_t plain_next(const void *o, const int32_t *t, int32_t n) {
 typedef enum { DK_NONE, DK_KNOWER, DK_WRONG, DK_RANDOM, DK_NGRAM, DK_N } dkind;
 static const char *const DK_NAME[DK_N] = {"plain", "knower", "wrong", "random", "ngram"};
 
+static sd_token_lp *g_lp; /* when set, generate() asks for log-probabilities (5 alternatives) into it */
+
 static int32_t generate(const sd_penalties *pen, dkind dk, float temp, int K, int variant, uint64_t seed,
                         int32_t *out) {
     static const int32_t prompt[N_PROMPT] = {4, 9, 4, 17, 9};
@@ -133,6 +135,8 @@ static int32_t generate(const sd_penalties *pen, dkind dk, float temp, int K, in
     p.tree_nodes = variant == 2 ? 8 : 0;
     p.tree_width = 2;
     p.penalties = pen;
+    p.logprobs = g_lp;
+    p.top_logprobs = 5;
     int32_t n = 0;
     sd_spec_stats st;
     assert_int_equal(sd_spec_generate(&lm, dk == DK_NONE ? NULL : &dr, prompt, N_PROMPT, &p, NULL, NULL, out, &n,
@@ -247,6 +251,56 @@ static void test_mutants(void **state) {
     }
 }
 
+/* Two runs' log-probabilities are bitwise equal over n tokens. */
+static int lp_equal(const sd_token_lp *a, const sd_token_lp *b, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        if (a[i].token != b[i].token || memcmp(&a[i].logprob, &b[i].logprob, sizeof(float)) || a[i].n_top != b[i].n_top)
+            return 0;
+        if (memcmp(a[i].top_token, b[i].top_token, (size_t)a[i].n_top * sizeof(int32_t)) ||
+            memcmp(a[i].top_logprob, b[i].top_logprob, (size_t)a[i].n_top * sizeof(float)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Log-probabilities (decode/logprob.h) with speculation are bitwise those of
+ * plain decoding, token by token, for every drafter, chains, the two-pass
+ * head and trees, penalised or not; and they describe the row the token was
+ * picked from: the token is listed among the alternatives where it is one
+ * of the best, greedy picks are the best, and the alternatives are ordered. */
+static void test_logprobs(void **state) {
+    (void)state;
+    static sd_token_lp want[N_PREDICT + 1], got[N_PREDICT + 1];
+    int runs = 0;
+    for (int si = -1; si < N_SETTINGS; si += 2) {
+        sd_penalties pen = si < 0 ? (sd_penalties){.repeat = 1} : settings(si);
+        for (int ti = 0; ti < 2; ti++) {
+            float temp = ti ? 0.9f : 0;
+            int32_t w_out[N_PREDICT], g_out[N_PREDICT];
+            g_lp = want;
+            int32_t nw = generate(&pen, DK_NONE, temp, 1, 0, 1, w_out);
+            for (int32_t i = 0; i < nw; i++) {
+                assert_int_equal(want[i].token, w_out[i]);
+                assert_true(want[i].logprob <= 0 && want[i].n_top == 5);
+                for (int j = 1; j < want[i].n_top; j++) assert_true(want[i].top_logprob[j] <= want[i].top_logprob[j - 1]);
+                if (temp == 0) assert_true(want[i].top_token[0] == w_out[i] && want[i].top_logprob[0] == want[i].logprob);
+            }
+            for (int dk = DK_KNOWER; dk < DK_N; dk++)
+                for (int v = 0; v < 3; v++) {
+                    g_lp = got;
+                    int32_t ng = generate(&pen, (dkind)dk, temp, v == 0 ? 3 : 6, v, 1, g_out);
+                    runs++;
+                    assert_int_equal(ng, nw);
+                    if (!lp_equal(want, got, nw))
+                        fail_msg("setting %d temp %.1f drafter %s variant %d: log-probabilities differ from plain", si,
+                                 (double)temp, DK_NAME[dk], v);
+                }
+        }
+    }
+    g_lp = NULL;
+    printf("log-probabilities bitwise equal to plain decoding's in %d runs\n", runs);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formulas),
@@ -254,6 +308,7 @@ int main(void) {
         cmocka_unit_test(test_knower_accepted),
         cmocka_unit_test(test_lossless),
         cmocka_unit_test(test_mutants),
+        cmocka_unit_test(test_logprobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
