@@ -607,7 +607,28 @@ typedef struct specdec_generate_params {
      * ids must be < the vocabulary size. Default none. */
     const struct specdec_logit_bias *logit_bias;
     int32_t n_logit_bias;
+    /* Log-probabilities: -1 = off (default); 0..SPECDEC_MAX_TOP_LOGPROBS =
+     * on, with that many alternatives per token. Each generated token's
+     * log-probability is log softmax of the logits it was picked from after
+     * the logit bias, the penalties and the grammar mask, before
+     * temperature and top-k / top-p / min-p (so the same at any
+     * temperature); they arrive with the pieces (specdec_piece.logprobs) and
+     * are bitwise the same with speculation on and off (taken from the
+     * verify rows, which equal single steps). docs/LIBRARY.md says why. */
+    int32_t logprobs;
 } specdec_generate_params;
+
+#define SPECDEC_MAX_TOP_LOGPROBS 20
+
+/* A generated token's log-probability and the most likely tokens of the
+ * same position (specdec_generate_params.logprobs). */
+typedef struct specdec_token_logprob {
+    specdec_token token;
+    float logprob; /* natural log, <= 0; never -inf for a generated token */
+    int32_t n_top; /* alternatives below: min(asked, tokens not refused by bias or grammar) */
+    specdec_token top_token[SPECDEC_MAX_TOP_LOGPROBS]; /* most likely first, ties lower id first */
+    float top_logprob[SPECDEC_MAX_TOP_LOGPROBS];
+} specdec_token_logprob;
 
 /* One entry of specdec_generate_params.logit_bias. */
 typedef struct specdec_logit_bias {
@@ -701,6 +722,11 @@ typedef struct specdec_piece {
      * n_rounds, drafter; times and the stop reason are final only in the
      * stats generate returns). Borrowed for the duration of the call. */
     const specdec_stats *stats;
+    /* With params.logprobs >= 0: the log-probabilities of the n_tokens
+     * tokens of this piece, in order (n_logprobs = n_tokens); else NULL, 0.
+     * Borrowed for the duration of the call. */
+    const specdec_token_logprob *logprobs;
+    int32_t n_logprobs;
 } specdec_piece;
 
 /* Receives the text as it is generated, in order. Return true to go on,

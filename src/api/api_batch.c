@@ -40,6 +40,8 @@ typedef struct piece_ev {
     size_t len;
     int32_t n_tokens, n_drafted;
     specdec_stats stats;
+    specdec_token_logprob *lp; /* a copy of the piece's log-probabilities, or NULL */
+    int32_t n_lp;
 } piece_ev;
 
 /* A forward the slot took part in: when posted, how long it slept, its share of the step. */
@@ -165,12 +167,16 @@ static bool slot_piece(const specdec_piece *p, void *user) {
         if (ev) s->ev = ev, s->cap_ev = cap;
     }
     char *text = malloc(p->len + 1);
-    if (s->n_ev < s->cap_ev && text) {
+    specdec_token_logprob *lp = p->n_logprobs > 0 ? sd_malloc_array((size_t)p->n_logprobs, sizeof *lp) : NULL;
+    if (s->n_ev < s->cap_ev && text && (p->n_logprobs <= 0 || lp)) {
         memcpy(text, p->text, p->len);
         text[p->len] = 0;
+        if (lp) memcpy(lp, p->logprobs, (size_t)p->n_logprobs * sizeof *lp);
         s->ev[s->n_ev++] = (piece_ev){.text = text, .len = p->len, .n_tokens = p->n_tokens,
-                                      .n_drafted = p->n_drafted, .stats = *p->stats};
+                                      .n_drafted = p->n_drafted, .stats = *p->stats, .lp = lp,
+                                      .n_lp = lp ? p->n_logprobs : 0};
     } else {
+        free(lp);
         free(text);
         s->ev_oom = true;
         s->cancel = true; /* a piece that cannot be delivered ends the request */
@@ -245,10 +251,12 @@ static void deliver(specdec_batch *b) {
         for (size_t k = 0; k < n; k++) {
             if (go_on && s->on_piece) {
                 specdec_piece p = {.text = ev[k].text, .len = ev[k].len, .n_tokens = ev[k].n_tokens,
-                                   .n_drafted = ev[k].n_drafted, .stats = &ev[k].stats};
+                                   .n_drafted = ev[k].n_drafted, .stats = &ev[k].stats, .logprobs = ev[k].lp,
+                                   .n_logprobs = ev[k].n_lp};
                 go_on = s->on_piece(&p, s->user);
             }
             free(ev[k].text);
+            free(ev[k].lp);
         }
         free(ev);
         if (!go_on) specdec_batch_cancel(b, s->id);

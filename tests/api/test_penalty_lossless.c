@@ -178,6 +178,100 @@ static void test_lossless_every_drafter(void **state) {
     for (int i = 0; i < N_PROMPTS; i++) free(P[i]);
 }
 
+/* The log-probabilities the pieces carry, gathered. */
+typedef struct lp_sink {
+    specdec_token_logprob lp[N_PREDICT + 1];
+    int32_t n, n_tokens;
+} lp_sink;
+
+static bool gather(const specdec_piece *p, void *user) {
+    lp_sink *s = user;
+    assert_int_equal(p->n_logprobs, p->n_tokens);
+    for (int32_t i = 0; i < p->n_logprobs && s->n < N_PREDICT + 1; i++) s->lp[s->n++] = p->logprobs[i];
+    s->n_tokens += p->n_tokens;
+    return true;
+}
+
+static void gen_lp(specdec_context *c, const specdec_model *m, const char *text, const specdec_generate_params *gp,
+                   lp_sink *out) {
+    specdec_token *t = NULL;
+    size_t n = 0;
+    specdec_error err = {0};
+    if (specdec_tokenize(m, text, strlen(text), true, false, &t, &n, &err) != SPECDEC_OK) fail_msg("%s", err.message);
+    specdec_context_reset(c);
+    *out = (lp_sink){0};
+    if (specdec_generate(c, t, n, gp, gather, out, NULL, &err) != SPECDEC_OK) fail_msg("generate: %s", err.message);
+    specdec_free(t);
+}
+
+static bool lp_same(const lp_sink *a, const lp_sink *b) {
+    if (a->n != b->n) return false;
+    for (int32_t i = 0; i < a->n; i++) {
+        const specdec_token_logprob *x = &a->lp[i], *y = &b->lp[i];
+        if (x->token != y->token || memcmp(&x->logprob, &y->logprob, sizeof(float)) || x->n_top != y->n_top ||
+            memcmp(x->top_token, y->top_token, (size_t)x->n_top * sizeof *x->top_token) ||
+            memcmp(x->top_logprob, y->top_logprob, (size_t)x->n_top * sizeof *x->top_logprob))
+            return false;
+    }
+    return true;
+}
+
+/* Log-probabilities through the pieces: one per delivered token, bitwise
+ * equal with every drafter to plain decoding's, penalised and constrained
+ * too; greedy picks are the best alternative; a banned token is never listed. */
+static void test_logprobs(void **state) {
+    (void)state;
+    char *P = api_bench_prompt(PROMPTS[1], NULL, 0);
+    specdec_model *tm = api_load("models/fixture-target.gguf"), *dm = api_load("models/fixture-draft.gguf"),
+                  *head = api_load("models/fixture-eagle3.gguf");
+    specdec_context *plain = api_context(tm, NULL, 512), *cd = api_context(tm, dm, 512),
+                    *ce = api_context(tm, head, 512);
+    specdec_grammar *g = NULL;
+    specdec_error err = {0};
+    assert_int_equal(specdec_grammar_init(tm, GRAMMAR, strlen(GRAMMAR), NULL, &g, &err), SPECDEC_OK);
+    static lp_sink want, got;
+    int runs = 0;
+    for (int pi = -1; pi < N_PEN; pi++)
+        for (int gr = 0; gr < 2; gr++)
+            for (int s = 0; s < 2; s++) {
+                specdec_generate_params gp = params(SPECDEC_SPEC_NONE, s, 0, pi, gr ? g : NULL);
+                gp.logprobs = 5;
+                gen_lp(plain, tm, P, &gp, &want);
+                assert_true(want.n > 0 && want.n == want.n_tokens);
+                for (int32_t i = 0; i < want.n; i++) {
+                    assert_true(want.lp[i].logprob <= 0 && want.lp[i].n_top == 5);
+                    if (!s) assert_true(want.lp[i].top_token[0] == want.lp[i].token);
+                    for (int j = 0; pi == 0 && j < want.lp[i].n_top; j++) assert_true(want.lp[i].top_token[j] != g_bias[0].token);
+                }
+                const struct {
+                    specdec_context *c;
+                    specdec_spec_mode m;
+                    int32_t tree;
+                } ways[] = {{plain, SPECDEC_SPEC_NGRAM, 0}, {plain, SPECDEC_SPEC_SUFFIX, 0}, {cd, SPECDEC_SPEC_DRAFT, 0},
+                            {cd, SPECDEC_SPEC_DRAFT, 8}, {cd, SPECDEC_SPEC_AUTO, 0}, {ce, SPECDEC_SPEC_EAGLE3, 8}};
+                for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
+                    specdec_generate_params sp = params(ways[w].m, s, 0, pi, gr ? g : NULL);
+                    sp.logprobs = 5;
+                    sp.tree_nodes = ways[w].tree;
+                    gen_lp(ways[w].c, tm, P, &sp, &got);
+                    if (!lp_same(&want, &got))
+                        fail_msg("penalties %d, grammar %d, %s, way %zu: log-probabilities differ from plain decoding's",
+                                 pi, gr, s ? "temp 0.8" : "greedy", w);
+                    runs++;
+                }
+            }
+    printf("log-probabilities bitwise equal to plain decoding's in %d runs\n", runs);
+    specdec_generate_params bad = specdec_generate_default_params();
+    bad.logprobs = 21;
+    specdec_token t[2] = {1, 2};
+    assert_int_equal(specdec_generate(plain, t, 2, &bad, NULL, NULL, NULL, &err), SPECDEC_ERR_ARG);
+    assert_non_null(strstr(err.message, "logprobs"));
+    specdec_grammar_free(g);
+    specdec_context_free(plain), specdec_context_free(cd), specdec_context_free(ce);
+    specdec_model_free(tm), specdec_model_free(dm), specdec_model_free(head);
+    free(P);
+}
+
 /* Out-of-range values: SPECDEC_ERR_ARG naming the field. */
 static void test_refused(void **state) {
     (void)state;
@@ -214,6 +308,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_lossless_every_drafter),
+        cmocka_unit_test(test_logprobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
