@@ -50,6 +50,8 @@ typedef struct job_piece {
     char *text;
     size_t len;
     int32_t n_tokens, n_drafted;
+    specdec_token_logprob *lp; /* the piece's tokens' log-probabilities (n_lp), or NULL */
+    int32_t n_lp;
 } job_piece;
 
 typedef enum job_kind { JOB_CHAT, JOB_COMPLETION } job_kind;
