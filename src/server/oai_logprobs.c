@@ -8,8 +8,7 @@
  * Values are the library's (specdec_generate_params.logprobs: after logit
  * bias, penalties and grammar mask, before temperature and filters). JSON has
  * no -inf; a generated token never has one and tokens at -inf are never
- * listed, so the floor OpenAI itself sends for "practically impossible",
- * -9999.0, stands in only for a value that is not finite. */
+ * listed, so -9999.0 stands in only for a value that is not finite. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
