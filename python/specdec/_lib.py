@@ -69,7 +69,16 @@ class GenerateParams(ctypes.Structure):
         ("repeat_last_n", ctypes.c_int32),
         ("logit_bias", ctypes.c_void_p),  # a specdec_logit_bias array (LogitBias), or NULL
         ("n_logit_bias", ctypes.c_int32),
+        ("logprobs", ctypes.c_int32),
     ]
+
+
+MAX_TOP_LOGPROBS = 20
+
+
+class TokenLogprob(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("logprob", ctypes.c_float), ("n_top", ctypes.c_int32),
+                ("top_token", ctypes.c_int32 * MAX_TOP_LOGPROBS), ("top_logprob", ctypes.c_float * MAX_TOP_LOGPROBS)]
 
 
 class LogitBias(ctypes.Structure):
@@ -116,6 +125,8 @@ class Piece(ctypes.Structure):
         ("n_tokens", ctypes.c_int32),
         ("n_drafted", ctypes.c_int32),
         ("stats", ctypes.POINTER(Stats)),
+        ("logprobs", ctypes.POINTER(TokenLogprob)),
+        ("n_logprobs", ctypes.c_int32),
     ]
 
 

@@ -30,7 +30,8 @@ d = specdec._c.lib().specdec_generate_default_params()
 defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4, temperature=0.0,
                 top_k=0, top_p=1.0, min_p=0.0, seed=42, draft_sample=False, n_stop=0, stop_at_eog=True,
                 check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2,
-                presence_penalty=0.0, frequency_penalty=0.0, repeat_penalty=1.0, repeat_last_n=64, n_logit_bias=0)
+                presence_penalty=0.0, frequency_penalty=0.0, repeat_penalty=1.0, repeat_last_n=64, n_logit_bias=0,
+                logprobs=-1)
 for k, v in defaults.items():
     check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
 check(not d.abort and not d.stop and not d.suffix_cache and not d.grammar and not d.logit_bias,
@@ -187,7 +188,16 @@ lb = llm.generate(prompt, n_predict=n_predict, logit_bias={banned: -100, str(ids
                   check_lossless=True)
 check(banned not in lb.tokens, "logit_bias -100: token %d still generated" % banned)
 check(lb.stats.lossless is True, "penalised generation not lossless: %s" % lb.stats)
-for bad in (dict(presence_penalty=3.0), dict(repeat_last_n=-2), dict(logit_bias={banned: 101}),
+# Log-probabilities: one per delivered token, the same with speculation on and off.
+spec_lp = llm.generate(prompt, n_predict=n_predict, logprobs=3, presence_penalty=0.5)
+plain_lp = plain.generate(prompt, n_predict=n_predict, logprobs=3, presence_penalty=0.5)
+check(spec_lp.logprobs == plain_lp.logprobs and len(spec_lp.logprobs) > 0,
+      "log-probabilities differ with speculation on and off")
+check([d["token"] for d in spec_lp.logprobs] == spec_lp.tokens[:len(spec_lp.logprobs)], "logprobs' tokens != tokens")
+check(all(d["top"][0][0] == d["token"] and len(d["top"]) == 3 and d["logprob"] <= 0 for d in spec_lp.logprobs),
+      "greedy: the chosen token is not the best alternative")
+check(llm.generate(prompt, n_predict=2).logprobs is None, "logprobs without asking")
+for bad in (dict(presence_penalty=3.0), dict(logprobs=21), dict(repeat_last_n=-2), dict(logit_bias={banned: 101}),
             dict(logit_bias={llm.model.n_vocab: 1})):
     try:
         llm.generate(prompt, n_predict=2, **bad)
