@@ -17,12 +17,13 @@ static int32_t tok_at(const sd_rowpen *rp, const int32_t *ext, int32_t i) {
     return i < rp->n_hist ? rp->hist[i] : ext[i - rp->n_hist];
 }
 
-/* Counts the tokens of text[from..to) into rp->count; each id counted is
- * listed once, in order of first appearance, through apply(), then the
- * counts go back to zero. Two passes over the range, no sort: the work is
- * the window's length, not the vocabulary's. */
+/* One penalty on one logit, given the token's count. */
 typedef void (*apply_fn)(const sd_penalties *p, float *logit, int32_t count);
 
+/* Counts the tokens of text[from..to) into rp->count; each id counted is
+ * penalised once, in order of first appearance, through apply(), and its
+ * count goes back to zero. Two passes over the range, no sort: the work is
+ * the window's length, not the vocabulary's. */
 static void over_range(const sd_rowpen *rp, const int32_t *ext, int32_t from, int32_t to, float *row,
                        int32_t n_vocab, apply_fn apply) {
     for (int32_t i = from; i < to; i++) {
