@@ -586,7 +586,55 @@ typedef struct specdec_generate_params {
      * constrained plain decoding). With SPECDEC_SPEC_AUTO or _GRAMMAR, text
      * the grammar forces is drafted as its tokenization. */
     const specdec_grammar *grammar;
+    /* Repetition penalties and logit bias, applied to the logits of every
+     * generated position before the grammar mask, temperature and the
+     * filters (docs/LIBRARY.md "Penalties and logit bias"), in this order:
+     * logit_bias; repeat_penalty (llama.cpp's: a token among the last
+     * repeat_last_n tokens of prompt and output gets logit * r where
+     * logit <= 0, logit / r elsewhere); then OpenAI's frequency and
+     * presence penalties (logit -= c * frequency_penalty + (c > 0) *
+     * presence_penalty, c = the token's count in the output so far; the
+     * prompt does not count). Speculation stays lossless: each verify row is
+     * penalised with the counts along its draft path, exactly as plain
+     * decoding at that position. */
+    float presence_penalty;  /* [-2, 2]; 0 = off (default) */
+    float frequency_penalty; /* [-2, 2]; 0 = off (default) */
+    float repeat_penalty;    /* (0, 10]; 1 = off (default) */
+    int32_t repeat_last_n;   /* the repeat penalty's window: 0 = off, -1 = all. Default 64 */
+    /* n_logit_bias entries (borrowed for the call): bias added to the
+     * token's logit, in [-100, 100]; -100 bans the token (its logit becomes
+     * -inf), as OpenAI's logit_bias. A token listed twice gets both. Token
+     * ids must be < the vocabulary size. Default none. */
+    const struct specdec_logit_bias *logit_bias;
+    int32_t n_logit_bias;
+    /* Log-probabilities: -1 = off (default); 0..SPECDEC_MAX_TOP_LOGPROBS =
+     * on, with that many alternatives per token. Each generated token's
+     * log-probability is log softmax of the logits it was picked from after
+     * the logit bias, the penalties and the grammar mask, before
+     * temperature and top-k / top-p / min-p (so the same at any
+     * temperature); they arrive with the pieces (specdec_piece.logprobs) and
+     * are bitwise the same with speculation on and off (taken from the
+     * verify rows, which equal single steps). docs/LIBRARY.md says why. */
+    int32_t logprobs;
 } specdec_generate_params;
+
+#define SPECDEC_MAX_TOP_LOGPROBS 20
+
+/* A generated token's log-probability and the most likely tokens of the
+ * same position (specdec_generate_params.logprobs). */
+typedef struct specdec_token_logprob {
+    specdec_token token;
+    float logprob; /* natural log, <= 0; never -inf for a generated token */
+    int32_t n_top; /* alternatives below: min(asked, tokens not refused by bias or grammar) */
+    specdec_token top_token[SPECDEC_MAX_TOP_LOGPROBS]; /* most likely first, ties lower id first */
+    float top_logprob[SPECDEC_MAX_TOP_LOGPROBS];
+} specdec_token_logprob;
+
+/* One entry of specdec_generate_params.logit_bias. */
+typedef struct specdec_logit_bias {
+    specdec_token token;
+    float bias;
+} specdec_logit_bias;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
@@ -682,6 +730,11 @@ typedef struct specdec_piece {
      * n_rounds, drafter; times and the stop reason are final only in the
      * stats generate returns). Borrowed for the duration of the call. */
     const specdec_stats *stats;
+    /* With params.logprobs >= 0: the log-probabilities of the n_tokens
+     * tokens of this piece, in order (n_logprobs = n_tokens); else NULL, 0.
+     * Borrowed for the duration of the call. */
+    const specdec_token_logprob *logprobs;
+    int32_t n_logprobs;
 } specdec_piece;
 
 /* Receives the text as it is generated, in order. Return true to go on,
@@ -1198,7 +1251,7 @@ typedef void (*specdec_batch_done_cb)(const specdec_batch_result *res, void *use
 /* Adds a request in the free slot specdec_batch_next_slot names (its id into
  * *slot, may be NULL): prompt[n_prompt] (>= 1
  * tokens, copied) with params (NULL = defaults; copied with its stop
- * strings). on_piece (may be NULL) receives its text as specdec_generate's
+ * strings and logit bias). on_piece (may be NULL) receives its text as specdec_generate's
  * callback does — returning false cancels it — and on_done (may be NULL) its
  * end, exactly once; both with user, inside specdec_batch_step. The request
  * starts at once (its prefill joins the next step). Errors (nothing added):

@@ -214,10 +214,16 @@ def _token_array(tokens):
 #   check_lossless=False (decode again plainly and compare: Stats.lossless),
 #   hybrid_rollback="auto" ("checkpoint", "replay", "redecode", "window"),
 #   hybrid_window=9, tree_nodes=0, tree_width=2,
-#   grammar=None (a Grammar of the context's model: the output is kept to it; docs/GRAMMAR.md).
+#   grammar=None (a Grammar of the context's model: the output is kept to it; docs/GRAMMAR.md),
+#   presence_penalty=0.0, frequency_penalty=0.0 (OpenAI's, [-2, 2]), repeat_penalty=1.0 (llama.cpp's,
+#   (0, 10]), repeat_last_n=64 (its window; 0 = off, -1 = all), logit_bias=None (a dict token id -> bias
+#   in [-100, 100]; -100 bans the token). Speculation stays lossless with each (docs/LIBRARY.md),
+#   logprobs=None (an int 0..20: Result.logprobs holds, per delivered token, a dict {token, logprob, top: [(token,
+#   logprob), ...]} with that many alternatives; the values as docs/LIBRARY.md "Log-probabilities" says).
 OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max", "gate", "temperature", "top_k",
            "top_p", "min_p", "seed", "draft_sample", "stop", "stop_at_eog", "check_lossless", "hybrid_rollback",
-           "hybrid_window", "tree_nodes", "tree_width", "grammar")
+           "hybrid_window", "tree_nodes", "tree_width", "grammar", "presence_penalty", "frequency_penalty",
+           "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs")
 _NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix, grammar or auto"),
           "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
 
@@ -236,7 +242,9 @@ def _named_enum(field, value):
 _TABLE_NAMES = {"n_predict": "--n-predict", "draft_max": "--draft-max", "ngram_min": "--ngram-min",
                 "ngram_max": "--ngram-max", "gate": "--gate", "temperature": "--temp", "top_k": "--top-k",
                 "top_p": "--top-p", "min_p": "--min-p", "hybrid_window": "--window", "tree_nodes": "--tree",
-                "tree_width": "--tree-width"}
+                "tree_width": "--tree-width", "presence_penalty": "--presence-penalty",
+                "frequency_penalty": "--frequency-penalty", "repeat_penalty": "--repeat-penalty",
+                "repeat_last_n": "--repeat-last-n"}
 
 
 def _check_range(field, value):
@@ -282,6 +290,21 @@ class _Params:
                     raise _arg_error("grammar must be a specdec.Grammar or None, not %r" % (value,))
                 self._grammar = value  # kept alive for the call
                 p.grammar = value._handle() if value is not None else None
+                continue
+            elif field == "logprobs":
+                p.logprobs = -1 if value is None else _int_field(field, value, ctypes.c_int32)
+                if not -1 <= p.logprobs <= _c.MAX_TOP_LOGPROBS:
+                    raise _arg_error("logprobs %d: out of range [0, %d]" % (p.logprobs, _c.MAX_TOP_LOGPROBS))
+                continue
+            elif field == "logit_bias":
+                items = list((value or {}).items())
+                try:
+                    entries = [(int(k), float(b)) for k, b in items]
+                except (TypeError, ValueError):
+                    raise _arg_error("logit_bias must map token ids to numbers, not %r" % (value,))
+                self._bias = (_c.LogitBias * max(len(entries), 1))(*entries)  # kept alive for the call
+                p.logit_bias, p.n_logit_bias = (ctypes.cast(self._bias, ctypes.c_void_p) if entries else None,
+                                                len(entries))
                 continue
             elif field == "stop":
                 self._stop_strings = [_bytes(s) for s in ([value] if isinstance(value, (str, bytes)) else value)]
@@ -413,10 +436,12 @@ class Stats:
 
 class Result:
     """A finished generation: text (str), tokens (the generated ids, list of
-    int; an ending end-of-generation token included) and stats (Stats)."""
+    int; an ending end-of-generation token included), stats (Stats) and
+    logprobs (with the logprobs option: one dict {token, logprob, top} per
+    delivered token; else None)."""
 
-    def __init__(self, text, tokens, stats):
-        self.text, self.tokens, self.stats = text, tokens, stats
+    def __init__(self, text, tokens, stats, logprobs=None):
+        self.text, self.tokens, self.stats, self.logprobs = text, tokens, stats, logprobs
 
     def __repr__(self):
         return "Result(text=%r, tokens=%d, stop=%s)" % (self.text, len(self.tokens), self.stats.stop_reason)
@@ -507,12 +532,17 @@ class Context(_Owned):
     def _run(self, tokens, params, on_piece, cancel):
         """One specdec_generate call on this thread; the context is held."""
         L, pieces, raised = _c.lib(), [], []
+        lps = [] if params.c.logprobs >= 0 else None
 
         def piece_cb(piece_p, _user):
             try:
                 p = piece_p.contents
                 text = ctypes.string_at(p.text, p.len).decode("utf-8", "replace")
                 pieces.append(text)
+                for i in range(p.n_logprobs if lps is not None else 0):
+                    r = p.logprobs[i]
+                    lps.append({"token": r.token, "logprob": r.logprob,
+                                "top": [(r.top_token[k], r.top_logprob[k]) for k in range(r.n_top)]})
                 go_on = on_piece(text) if on_piece is not None else True
                 return go_on is not False and not (cancel is not None and cancel.is_set())
             except BaseException as e:  # a callback must not unwind through C: stop, raise after
@@ -531,7 +561,7 @@ class Context(_Owned):
         stats = Stats(st)
         history = self.tokens
         self.stats = stats
-        return Result("".join(pieces), history[len(tokens):len(tokens) + stats.n_gen], stats)
+        return Result("".join(pieces), history[len(tokens):len(tokens) + stats.n_gen], stats, lps)
 
 
 class _Done:

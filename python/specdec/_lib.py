@@ -63,7 +63,26 @@ class GenerateParams(ctypes.Structure):
         ("abort", ABORT_FN),
         ("suffix_cache", ctypes.c_void_p),  # a specdec_suffix_cache *; the bindings pass none (NULL)
         ("grammar", ctypes.c_void_p),  # a specdec_grammar * (specdec.Grammar), or NULL
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("repeat_penalty", ctypes.c_float),
+        ("repeat_last_n", ctypes.c_int32),
+        ("logit_bias", ctypes.c_void_p),  # a specdec_logit_bias array (LogitBias), or NULL
+        ("n_logit_bias", ctypes.c_int32),
+        ("logprobs", ctypes.c_int32),
     ]
+
+
+MAX_TOP_LOGPROBS = 20
+
+
+class TokenLogprob(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("logprob", ctypes.c_float), ("n_top", ctypes.c_int32),
+                ("top_token", ctypes.c_int32 * MAX_TOP_LOGPROBS), ("top_logprob", ctypes.c_float * MAX_TOP_LOGPROBS)]
+
+
+class LogitBias(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("bias", ctypes.c_float)]
 
 
 class Stats(ctypes.Structure):
@@ -109,6 +128,8 @@ class Piece(ctypes.Structure):
         ("n_tokens", ctypes.c_int32),
         ("n_drafted", ctypes.c_int32),
         ("stats", ctypes.POINTER(Stats)),
+        ("logprobs", ctypes.POINTER(TokenLogprob)),
+        ("n_logprobs", ctypes.c_int32),
     ]
 
 

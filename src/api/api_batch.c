@@ -40,6 +40,8 @@ typedef struct piece_ev {
     size_t len;
     int32_t n_tokens, n_drafted;
     specdec_stats stats;
+    specdec_token_logprob *lp; /* a copy of the piece's log-probabilities, or NULL */
+    int32_t n_lp;
 } piece_ev;
 
 /* A forward the slot took part in: when posted, how long it slept, its share of the step. */
@@ -58,6 +60,7 @@ typedef struct sd_api_slot {
     size_t n_prompt;
     specdec_generate_params gp;
     char **stop; /* copies of gp.stop */
+    specdec_logit_bias *bias; /* a copy of gp.logit_bias */
     specdec_piece_cb on_piece;
     specdec_batch_done_cb on_done;
     void *user;
@@ -164,12 +167,16 @@ static bool slot_piece(const specdec_piece *p, void *user) {
         if (ev) s->ev = ev, s->cap_ev = cap;
     }
     char *text = malloc(p->len + 1);
-    if (s->n_ev < s->cap_ev && text) {
+    specdec_token_logprob *lp = p->n_logprobs > 0 ? sd_malloc_array((size_t)p->n_logprobs, sizeof *lp) : NULL;
+    if (s->n_ev < s->cap_ev && text && (p->n_logprobs <= 0 || lp)) {
         memcpy(text, p->text, p->len);
         text[p->len] = 0;
+        if (lp) memcpy(lp, p->logprobs, (size_t)p->n_logprobs * sizeof *lp);
         s->ev[s->n_ev++] = (piece_ev){.text = text, .len = p->len, .n_tokens = p->n_tokens,
-                                      .n_drafted = p->n_drafted, .stats = *p->stats};
+                                      .n_drafted = p->n_drafted, .stats = *p->stats, .lp = lp,
+                                      .n_lp = lp ? p->n_logprobs : 0};
     } else {
+        free(lp);
         free(text);
         s->ev_oom = true;
         s->cancel = true; /* a piece that cannot be delivered ends the request */
@@ -211,8 +218,10 @@ static void request_free(sd_api_slot *s) {
     for (int32_t i = 0; s->stop && i < s->gp.n_stop; i++) free(s->stop[i]);
     free(s->stop);
     free(s->prompt);
+    free(s->bias);
     s->stop = NULL;
     s->prompt = NULL;
+    s->bias = NULL;
 }
 
 /* Under the lock: until no request thread computes. */
@@ -242,10 +251,12 @@ static void deliver(specdec_batch *b) {
         for (size_t k = 0; k < n; k++) {
             if (go_on && s->on_piece) {
                 specdec_piece p = {.text = ev[k].text, .len = ev[k].len, .n_tokens = ev[k].n_tokens,
-                                   .n_drafted = ev[k].n_drafted, .stats = &ev[k].stats};
+                                   .n_drafted = ev[k].n_drafted, .stats = &ev[k].stats, .logprobs = ev[k].lp,
+                                   .n_logprobs = ev[k].n_lp};
                 go_on = s->on_piece(&p, s->user);
             }
             free(ev[k].text);
+            free(ev[k].lp);
         }
         free(ev);
         if (!go_on) specdec_batch_cancel(b, s->id);
@@ -351,7 +362,8 @@ static specdec_status request_copy(sd_api_slot *s, const specdec_token *prompt, 
     s->n_prompt = n_prompt;
     s->prompt = sd_malloc_array(n_prompt, sizeof *prompt);
     s->stop = gp->n_stop > 0 ? calloc((size_t)gp->n_stop, sizeof *s->stop) : NULL;
-    bool ok = s->prompt && (gp->n_stop == 0 || s->stop);
+    s->bias = gp->n_logit_bias > 0 ? sd_malloc_array((size_t)gp->n_logit_bias, sizeof *s->bias) : NULL;
+    bool ok = s->prompt && (gp->n_stop == 0 || s->stop) && (gp->n_logit_bias <= 0 || s->bias);
     for (int32_t i = 0; ok && i < gp->n_stop; i++) ok = (s->stop[i] = strdup(gp->stop[i])) != NULL;
     if (!ok) {
         request_free(s);
@@ -359,6 +371,8 @@ static specdec_status request_copy(sd_api_slot *s, const specdec_token *prompt, 
     }
     memcpy(s->prompt, prompt, n_prompt * sizeof *prompt);
     s->gp.stop = (const char *const *)s->stop;
+    if (s->bias) memcpy(s->bias, gp->logit_bias, (size_t)gp->n_logit_bias * sizeof *s->bias);
+    s->gp.logit_bias = s->bias;
     return SPECDEC_OK;
 }
 

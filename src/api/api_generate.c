@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "core/checked.h"
 #include "decode/drafter.h"
 #include "decode/spec.h"
 #include "decode/suffix_cache.h"
@@ -26,6 +27,9 @@ specdec_generate_params specdec_generate_default_params(void) {
         .stop_at_eog = true,
         .hybrid_window = 9,
         .tree_width = 2,
+        .repeat_penalty = 1,
+        .repeat_last_n = 64,
+        .logprobs = -1,
     };
 }
 
@@ -41,13 +45,52 @@ typedef struct run {
     void *user;   /* the caller's, for gp->abort */
     bool aborted; /* gp->abort said stop */
     struct sd_gmatch *gm; /* gp->grammar's matcher for this call, from its pool */
+    sd_penalties pen;  /* the decode loop's view of the penalty fields */
+    sd_token_lp *lp;   /* [n_predict + 1] log-probabilities of the output (params.logprobs >= 0), else NULL */
 } run;
+
+/* specdec_token_logprob is the decode loop's sd_token_lp, unchanged. */
+_Static_assert(sizeof(specdec_token_logprob) == sizeof(sd_token_lp) && SPECDEC_MAX_TOP_LOGPROBS == SD_TOP_LOGPROBS_MAX &&
+                   offsetof(specdec_token_logprob, top_logprob) == offsetof(sd_token_lp, top_logprob) &&
+                   offsetof(specdec_token_logprob, n_top) == offsetof(sd_token_lp, n_top),
+               "specdec_token_logprob and sd_token_lp share one layout");
+
+/* specdec_logit_bias is passed to the decode loop as sd_logit_bias, unchanged. */
+_Static_assert(sizeof(specdec_logit_bias) == sizeof(sd_logit_bias) &&
+                   offsetof(specdec_logit_bias, token) == offsetof(sd_logit_bias, token) &&
+                   offsetof(specdec_logit_bias, bias) == offsetof(sd_logit_bias, bias),
+               "specdec_logit_bias and sd_logit_bias share one layout");
 
 /* An MTP block can draft: the sidecar's, else the target's own, unless an
  * EAGLE-3 head is the context's draft. */
 static bool mtp_drafts(const specdec_context *c) {
     return c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ||
            (c->draft_kind != SD_API_DRAFT_EAGLE3 && c->model->m->nextn.present);
+}
+
+/* The penalties' and the logit bias's ranges (specdec.h). */
+static specdec_status check_penalties(const specdec_context *c, const specdec_generate_params *g,
+                                      specdec_error *err) {
+    if (!(g->presence_penalty >= -2 && g->presence_penalty <= 2))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "presence_penalty must be in [-2, 2]");
+    if (!(g->frequency_penalty >= -2 && g->frequency_penalty <= 2))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "frequency_penalty must be in [-2, 2]");
+    if (!(g->repeat_penalty > 0 && g->repeat_penalty <= 10))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "repeat_penalty must be in (0, 10]");
+    if (g->repeat_last_n < -1) return sd_api_fail(err, SPECDEC_ERR_ARG, "repeat_last_n must be >= -1");
+    if (g->logprobs < -1 || g->logprobs > SPECDEC_MAX_TOP_LOGPROBS)
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "logprobs must be -1 (off) or in [0, %d]", SPECDEC_MAX_TOP_LOGPROBS);
+    if (g->n_logit_bias < 0 || (g->n_logit_bias > 0 && !g->logit_bias))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "n_logit_bias must be >= 0, with logit_bias set");
+    for (int32_t i = 0; i < g->n_logit_bias; i++) {
+        const specdec_logit_bias *b = &g->logit_bias[i];
+        if (b->token < 0 || b->token >= c->tl.lm.n_vocab)
+            return sd_api_fail(err, SPECDEC_ERR_ARG, "logit_bias: token %d is not in the vocabulary", b->token);
+        if (!(b->bias >= -100 && b->bias <= 100))
+            return sd_api_fail(err, SPECDEC_ERR_ARG, "logit_bias: the bias of token %d must be in [-100, 100]",
+                               b->token);
+    }
+    return SPECDEC_OK;
 }
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
@@ -101,6 +144,8 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
     if (g->tree_nodes > 0 && g->tree_nodes + 1 > c->n_batch)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "tree_nodes %d does not fit the context's batch of %d rows",
                            g->tree_nodes, c->n_batch);
+    specdec_status pst = check_penalties(c, g, err);
+    if (pst != SPECDEC_OK) return pst;
     if (g->check_lossless && g->temperature > 0 && g->draft_sample)
         return sd_api_fail(err, SPECDEC_ERR_ARG,
                            "check_lossless at temperature > 0 needs deterministic drafts: draft_sample off");
@@ -297,6 +342,7 @@ static sd_status check_lossless(run *r, const int32_t *prompt, int32_t n_prompt,
     p.n_past = 0;
     p.commit_cb = NULL;
     p.abort = NULL;
+    p.logprobs = NULL; /* the speculative run's were delivered */
     p.is_eog = quiet_eog;
     p.grammar_draft = false; /* plain: no draft at all (the grammar still constrains) */
     sd_status st = sd_spec_generate(&r->c->tl.lm, NULL, prompt, n_prompt, &p, NULL, r->c->model->m->tok, plain,
@@ -380,6 +426,15 @@ static sd_spec_params spec_params(run *r, int32_t n_prompt, int32_t n_past) {
     p.forward_cost = r->c->slot ? slot_cost : NULL;
     p.grammar = r->gm;
     p.grammar_draft = r->gm && (g->spec == SPECDEC_SPEC_AUTO || g->spec == SPECDEC_SPEC_GRAMMAR);
+    r->pen = (sd_penalties){.presence = g->presence_penalty,
+                            .frequency = g->frequency_penalty,
+                            .repeat = g->repeat_penalty,
+                            .repeat_last_n = g->repeat_last_n,
+                            .bias = (const sd_logit_bias *)g->logit_bias,
+                            .n_bias = g->n_logit_bias};
+    p.penalties = &r->pen;
+    p.logprobs = r->lp;
+    p.top_logprobs = g->logprobs > 0 ? g->logprobs : 0;
     return p;
 }
 
@@ -402,7 +457,11 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     }
     sd_spec_params p = spec_params(r, n_prompt, n_past);
     int32_t *out = malloc(((size_t)p.n_predict + 1) * sizeof *out), n_out = 0;
-    if (!out) {
+    if (r->gp->logprobs >= 0) p.logprobs = r->lp = sd_malloc_array((size_t)p.n_predict + 1, sizeof *r->lp);
+    if (!out || (r->gp->logprobs >= 0 && !r->lp)) {
+        free(out);
+        free(r->lp);
+        r->lp = NULL;
         if (r->gm) sd_api_grammar_give(r->gp->grammar, r->gm);
         r->gm = NULL;
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory");
@@ -410,6 +469,7 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     st = build_drafter(r, err);
     if (st == SD_OK)
         st = sd_api_stream_init(&r->stream, c->model->m->tok, r->gp->stop, r->gp->n_stop, cb, user, &r->pub, err);
+    if (st == SD_OK) r->stream.lp = (const specdec_token_logprob *)r->lp;
     if (st == SD_OK) {
         st = sd_spec_generate(&c->tl.lm, r->has_drafter ? &r->drafter : NULL, prompt, n_prompt, &p, NULL, r, out,
                               &n_out, &r->ist, err);
@@ -433,6 +493,8 @@ static sd_status run_generate(run *r, const specdec_token *prompt, int32_t n_pro
     if (r->gm) sd_api_grammar_give(r->gp->grammar, r->gm);
     r->gm = NULL;
     free(out);
+    free(r->lp);
+    r->lp = NULL;
     return st;
 }
 

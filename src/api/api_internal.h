@@ -111,6 +111,8 @@ typedef struct sd_api_stream {
     void *user;
     const specdec_stats *stats;  /* running counters shown to the callback */
     bool cancelled;              /* the callback returned false */
+    const specdec_token_logprob *lp; /* NULL, or the log-probabilities of every token pushed, in order */
+    int32_t n_pushed;                /* tokens pushed so far */
 } sd_api_stream;
 
 sd_status sd_api_stream_init(sd_api_stream *s, const sd_tokenizer *tok, const char *const *stop, int32_t n_stop,

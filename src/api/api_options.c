@@ -72,6 +72,15 @@ static const specdec_option TABLE[] = {
      "distribution with the noise the target's sample at that position\n"
      "uses (coupled: where the two agree the draws coincide), verified\n"
      "against that sample (byte-identical to plain sampling)"},
+    {"--presence-penalty", NULL, "presence_penalty", FLT(-2, 2, false, false), "P",
+     "OpenAI's: subtract P from the logit of every token already generated; 0 = off"},
+    {"--frequency-penalty", NULL, "frequency_penalty", FLT(-2, 2, false, false), "F",
+     "OpenAI's: subtract F x (times the token was generated); 0 = off"},
+    {"--repeat-penalty", NULL, "repeat_penalty", FLT(0, 10, true, false), "R",
+     "llama.cpp's: divide a positive logit (multiply a negative one) by R\n"
+     "for tokens among the last --repeat-last-n of prompt and output; 1 = off"},
+    {"--repeat-last-n", NULL, "repeat_last_n", INT(-1, MAX_TOKENS), "N",
+     "the repeat penalty's window in tokens; 0 = off, -1 = all"},
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 
@@ -84,6 +93,8 @@ static const option_field FIELDS[] = {
     {OFF(gen.fixed_k), F_BOOL},        {OFF(gen.ngram_min), F_I32},       {OFF(gen.ngram_max), F_I32},
     {OFF(gen.gate), F_I32},            {OFF(gen.tree_nodes), F_I32},      {OFF(gen.tree_width), F_I32},
     {OFF(gen.hybrid_rollback), F_ROLLBACK}, {OFF(gen.hybrid_window), F_I32}, {OFF(gen.draft_sample), F_BOOL},
+    {OFF(gen.presence_penalty), F_F32}, {OFF(gen.frequency_penalty), F_F32}, {OFF(gen.repeat_penalty), F_F32},
+    {OFF(gen.repeat_last_n), F_I32},
 };
 
 _Static_assert(sizeof FIELDS / sizeof *FIELDS == N_TABLE, "one field per option of TABLE");

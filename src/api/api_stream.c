@@ -35,6 +35,10 @@ static void deliver(sd_api_stream *s, size_t n) {
     char *t = s->text.s, saved = t[n];
     t[n] = 0;
     specdec_piece p = {.text = t, .len = n, .n_tokens = s->n_tokens, .n_drafted = s->n_drafted, .stats = s->stats};
+    if (s->lp) { /* the piece's tokens are the last n_tokens pushed */
+        p.logprobs = s->lp + (s->n_pushed - s->n_tokens);
+        p.n_logprobs = s->n_tokens;
+    }
     bool go_on = !s->cb || s->cb(&p, s->user);
     t[n] = saved;
     sd_strbuf_consume(&s->text, n);
@@ -90,6 +94,7 @@ bool sd_api_stream_push(sd_api_stream *s, int32_t token, bool from_draft) {
     if (s->cancelled || s->text.oom || s->stop_index >= 0) return false;
     size_t n = sd_detok_push(&s->dt, s->tok, token, s->piece, s->piece_cap);
     s->n_tokens++;
+    s->n_pushed++;
     s->n_drafted += from_draft;
     sd_strbuf_add(&s->text, s->piece, n);
     if (s->text.oom) return false; /* end the stream rather than drop text */

@@ -10,11 +10,20 @@
 #include "core/status.h"
 #include "grammar/grammar.h"
 
+struct sd_rowpen;
+struct sd_token_lp;
 /* The grammar states of one round's rows: state[i] masks row i (the
- * prediction after d_i; row 0 after a0). NULL m: unconstrained. */
+ * prediction after d_i; row 0 after a0). NULL m: unconstrained. pen (NULL:
+ * none) penalises each row before anything reads it, with the counts along
+ * the row's own draft path (decode/penalty.h). lp (NULL: none) receives, at
+ * lp[i], the log-probabilities of the token picked from row i (at the depth
+ * of the node in a tree), with n_top alternatives (decode/logprob.h). */
 typedef struct sd_rowmask {
     sd_gmatch *m;
     const int32_t *state;
+    const struct sd_rowpen *pen;
+    struct sd_token_lp *lp;
+    int32_t n_top;
 } sd_rowmask;
 
 /* Test-only mutants (SD_TEST_MUTANTS builds of constrain.c): each breaks one

@@ -51,6 +51,7 @@ typedef struct decoder {
     int32_t g;             /* its committed state: after every committed token */
     int32_t *gst;          /* [max(K + 1, SD_TREE_MAX)] the round's draft-path states */
     sd_status gerr;        /* a grammar error met where no status could be returned */
+    sd_rowpen pen;         /* penalties of the rows (pen.p NULL: none); pen.hist is hist */
     int32_t *out, n_out;
     sd_token_cb cb;
     void *user;
@@ -75,8 +76,11 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     d->cand = d->tree_on ? sd_malloc_array(K, (size_t)p->tree_width * sizeof *d->cand) : NULL;
     d->gm = p->grammar;
     d->gst = d->gm ? sd_malloc_array(K + 1 > SD_TREE_MAX ? K + 1 : SD_TREE_MAX, sizeof *d->gst) : NULL;
+    bool pen_on = sd_penalties_active(p->penalties);
+    d->pen = (sd_rowpen){.p = pen_on ? p->penalties : NULL, .hist = d->hist, .n_prompt = n_prompt};
+    d->pen.count = pen_on ? calloc((size_t)V, sizeof *d->pen.count) : NULL;
     if (!d->hist || !d->batch || !d->logits || !d->scratch || (want_q && !d->q) || (d->tree_on && !d->cand) ||
-        (d->gm && !d->gst))
+        (d->gm && !d->gst) || (pen_on && !d->pen.count))
         return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
     sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
     d->has_free = d->dr && d->dr->costly && d->dr->propose_free;
@@ -93,6 +97,17 @@ static void decoder_free(decoder *d) {
     free(d->q);
     free(d->cand);
     free(d->gst);
+    free(d->pen.count);
+}
+
+/* Where the log-probabilities of this round's row 0 go (the next output position), or NULL. */
+static sd_token_lp *round_lp(decoder *d) { return d->p->logprobs ? d->p->logprobs + d->n_out : NULL; }
+
+/* The rows' penalties for a round starting now (the committed text is hist[0..n_hist)), or NULL. */
+static const sd_rowpen *round_pen(decoder *d) {
+    if (!d->pen.p) return NULL;
+    d->pen.n_hist = d->n_hist;
+    return &d->pen;
 }
 
 /* Appends one token to the output; sets d->stop at n_predict, EOG, or when
@@ -151,7 +166,9 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
         done += S;
     }
     /* the token at the absolute position after the prompt (prompt may be the
-     * part after a reused prefix); constrained: masked with the start state */
+     * part after a reused prefix), penalised after the whole prompt;
+     * constrained: masked with the start state */
+    sd_penalty_row(round_pen(d), NULL, 0, d->logits, d->lm->n_vocab);
     if (d->gm) {
         d->g = sd_gmatch_start(d->gm);
         int any = d->g >= 0 ? sd_gmatch_any(d->gm, d->g) : d->g == SD_GSTATE_DEAD ? 0 : -1;
@@ -161,13 +178,14 @@ static sd_status prefill(decoder *d, const int32_t *prompt, int32_t n_prompt, in
             d->st->grammar_end = true;
             return SD_OK;
         }
-        if (d->sm.s.temp <= 0) {
+        if (d->sm.s.temp <= 0 && !d->p->logprobs) {
             *a0 = sd_constrain_argmax(d->gm, d->g, d->logits, d->lm->n_vocab, err);
             return *a0 < 0 ? grammar_error(d, err) : SD_OK;
         }
         if (sd_constrain_mask_row(d->gm, d->g, d->logits, d->lm->n_vocab, err) != SD_OK) return grammar_error(d, err);
     }
     *a0 = sd_sampler_pick_at(&d->sm, d->logits, d->lm->len(d->lm->self));
+    if (d->p->logprobs) sd_logprob_row(d->logits, d->lm->n_vocab, *a0, d->p->top_logprobs, &d->p->logprobs[0]);
     return SD_OK;
 }
 
@@ -294,7 +312,7 @@ static sd_status plain_step(decoder *d, int32_t a0, sd_verdict *v, sd_err *err) 
     d->batch[0] = a0;
     double t0 = sd_now_s();
     if (d->gm) d->gst[0] = d->g;
-    sd_rowmask rm = {d->gm, d->gst};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_round(d->lm, d->batch, 0, NULL, d->logits, &d->sm, d->p->accept,
                                    d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
@@ -355,7 +373,7 @@ static sd_status spec_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
         if (stochastic) sd_constrain_mask_q(d->gm, d->gst, kept, d->q, d->lm->n_vocab);
         k = kept;
     }
-    sd_rowmask rm = {d->gm, d->gst};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_round(d->lm, d->batch, k, stochastic ? d->q : NULL, d->logits, &d->sm,
                                    d->p->accept, d->scratch, &rm, v, err);
     if (st != SD_OK) return st;
@@ -381,7 +399,7 @@ static sd_status tree_round(decoder *d, int k, sd_verdict *v, sd_err *err) {
         }
         sd_gmatch_add_seconds(d->gm, sd_now_s() - t0); /* the walk counts as constraining */
     }
-    sd_rowmask rm = {d->gm, d->gst};
+    sd_rowmask rm = {d->gm, d->gst, round_pen(d), round_lp(d), d->p->top_logprobs};
     sd_status st = sd_verify_tree(d->lm, &d->tree, d->logits, &d->sm, &rm, v, d->path, err);
     if (st != SD_OK) return st;
     if (d->gm) d->g = d->gst[d->path[v->j]];

@@ -11,6 +11,8 @@
 #include "core/status.h"
 #include "decode/drafter.h"
 #include "decode/lm.h"
+#include "decode/logprob.h"
+#include "decode/penalty.h"
 #include "grammar/grammar.h"
 
 /* Sampling settings. temp <= 0 means greedy (argmax, first index on ties). */
@@ -81,6 +83,19 @@ typedef struct sd_spec_params {
      * `"town": "` after `{`), propose the tokenizer's encoding of that text
      * instead of asking the drafter; with drafter NULL, the only drafts. */
     bool grammar_draft;
+    /* Repetition penalties and logit bias (decode/penalty.h): NULL or
+     * inactive = none. Every row is penalised with the counts of the text
+     * before it, along the draft path in a verify round, so the output is
+     * bitwise what penalised plain decoding gives, with any drafter.
+     * Borrowed for the call. */
+    const sd_penalties *penalties;
+    /* Log-probabilities (decode/logprob.h): NULL = off. Else logprobs[i]
+     * receives the i-th generated token's (capacity n_predict + 1), filled
+     * before that token is committed (so commit_cb can read it), with
+     * top_logprobs (0..SD_TOP_LOGPROBS_MAX) alternatives. Constrained rows
+     * are then masked in full also when greedy, which picks the same token. */
+    sd_token_lp *logprobs;
+    int32_t top_logprobs;
 } sd_spec_params;
 
 /* Defaults: n_predict 128, draft_max 8, adaptive K, gate_misses 4,

@@ -2,7 +2,11 @@
  * acceptance walk (tree.h). */
 #include "decode/tree.h"
 
+#include <math.h>
 #include <stdbool.h>
+
+#include "decode/logprob.h"
+#include "decode/penalty.h"
 
 void sd_top_w(const float *x, int32_t n, int w, int32_t *out) {
     for (int r = 0; r < w; r++) { /* w is small: w passes beat a sort */
@@ -41,13 +45,20 @@ void sd_tree_from_top(sd_tree *t, int32_t a0, const int32_t *cand, int k, int w,
 static int32_t target_choice(const sd_tree *t, int32_t s, float *logits, sd_sampler *sm, int32_t n,
                              const sd_rowmask *rm, sd_err *err) {
     float *row = logits + (size_t)s * (size_t)sm->n_vocab;
+    if (rm && rm->pen) { /* penalties from the text along node s's own path */
+        int32_t path[SD_TREE_MAX], d = t->depth[s];
+        for (int32_t i = s; i > 0; i = t->parent[i]) path[--d] = t->tok[i];
+        sd_penalty_row(rm->pen, path, t->depth[s], row, sm->n_vocab);
+    }
     if (rm && rm->m) {
         int32_t g = sd_rowmask_state(rm, s, -1);
-        if (sm->s.temp <= 0) return sd_constrain_argmax(rm->m, g, row, sm->n_vocab, err);
+        if (sm->s.temp <= 0 && !rm->lp) return sd_constrain_argmax(rm->m, g, row, sm->n_vocab, err);
         if (sd_constrain_mask_row(rm->m, g, row, sm->n_vocab, err) != SD_OK) return -2;
     }
-    if (sm->s.temp <= 0) return sd_argmax(row, sm->n_vocab);
-    return sd_sampler_pick_at(sm, row, (int64_t)n + t->depth[s] + 1);
+    int32_t pick = sm->s.temp <= 0 ? sd_argmax(row, sm->n_vocab) : sd_sampler_pick_at(sm, row, (int64_t)n + t->depth[s] + 1);
+    if (rm && rm->m && !(row[pick] > -INFINITY)) return -1; /* masked (greedy with log-probabilities): nothing allowed */
+    if (rm && rm->lp) sd_logprob_row(row, sm->n_vocab, pick, rm->n_top, &rm->lp[t->depth[s]]);
+    return pick;
 }
 
 sd_status sd_verify_tree(sd_lm *lm, const sd_tree *t, float *logits, sd_sampler *sm, const sd_rowmask *rm,

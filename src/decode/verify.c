@@ -1,27 +1,53 @@
 /* The verify round, as ARCHITECTURE.md §1 (greedy) and §6 (sampling) state it. */
 #include "decode/verify.h"
 
+#include <math.h>
+
 #include "decode/constrain.h"
+#include "decode/logprob.h"
+#include "decode/penalty.h"
 
 static const float *row(const float *logits, int i, int32_t n_vocab) {
     return logits + (size_t)i * (size_t)n_vocab;
 }
 
-/* The greedy choice at row j: argmax, over the tokens the grammar allows
- * there when constrained (row j masked with its draft-path state). -1 when
- * nothing is allowed, -2 on a grammar error. */
-static int32_t greedy_at(const sd_rowmask *rm, const float *logits, int j, int K, int32_t n_vocab, sd_err *err) {
+/* Row j's penalties and logit bias (penalty.h), in place, from the text
+ * along the draft path: the committed text plus d_1..d_j. */
+static void penalize_at(const sd_rowmask *rm, float *logits, int j, const int32_t *draft, int32_t n_vocab) {
+    if (rm && rm->pen) sd_penalty_row(rm->pen, draft, j, logits + (size_t)j * (size_t)n_vocab, n_vocab);
+}
+
+/* The greedy choice at row j: argmax (after the row's penalties), over the
+ * tokens the grammar allows there when constrained (row j masked with its
+ * draft-path state). -1 when nothing is allowed, -2 on a grammar error. */
+static int32_t greedy_at(const sd_rowmask *rm, float *logits, int j, int K, const int32_t *draft, int32_t n_vocab,
+                         sd_err *err) {
+    penalize_at(rm, logits, j, draft, n_vocab);
     const float *r = row(logits, j, n_vocab);
     if (!rm || !rm->m) return sd_argmax(r, n_vocab);
+    if (rm->lp) { /* log-probabilities read the whole masked row: mask it, then the plain argmax (same token) */
+        if (sd_constrain_mask_row(rm->m, sd_rowmask_state(rm, j, K), logits + (size_t)j * (size_t)n_vocab, n_vocab,
+                                  err) != SD_OK)
+            return -2;
+        int32_t t = sd_argmax(r, n_vocab);
+        return r[t] > -INFINITY ? t : -1;
+    }
     return sd_constrain_argmax(rm->m, sd_rowmask_state(rm, j, K), r, n_vocab, err);
 }
 
-/* Masks row j in place (sampling reads whole rows): before temperature and
- * every filter, as plain constrained sampling does. */
-static sd_status mask_at(const sd_rowmask *rm, float *logits, int j, int K, int32_t n_vocab, sd_err *err) {
+/* Penalises and masks row j in place (sampling reads whole rows): before
+ * temperature and every filter, as plain constrained sampling does. */
+static sd_status mask_at(const sd_rowmask *rm, float *logits, int j, int K, const int32_t *draft, int32_t n_vocab,
+                         sd_err *err) {
+    penalize_at(rm, logits, j, draft, n_vocab);
     if (!rm || !rm->m) return SD_OK;
     return sd_constrain_mask_row(rm->m, sd_rowmask_state(rm, j, K), logits + (size_t)j * (size_t)n_vocab, n_vocab,
                                  err);
+}
+
+/* The log-probabilities of token t, picked from row j (penalised and masked). */
+static void note_lp(const sd_rowmask *rm, const float *logits, int j, int32_t t, int32_t n_vocab) {
+    if (rm && rm->lp && t >= 0) sd_logprob_row(row(logits, j, n_vocab), n_vocab, t, rm->n_top, &rm->lp[j]);
 }
 
 static sd_status pick_failed(int32_t t, sd_err *err) {
@@ -30,11 +56,12 @@ static sd_status pick_failed(int32_t t, sd_err *err) {
 }
 
 /* §1 step 3: the longest prefix with d_t == argmax(r_{t-1}); next a0 = argmax(r_j). */
-static sd_status accept_greedy(const int32_t *draft, int K, const float *logits, int32_t n_vocab,
+static sd_status accept_greedy(const int32_t *draft, int K, float *logits, int32_t n_vocab,
                                const sd_rowmask *rm, sd_verdict *v, sd_err *err) {
     for (int j = 0;; j++) {
-        int32_t top = greedy_at(rm, logits, j, K, n_vocab, err);
+        int32_t top = greedy_at(rm, logits, j, K, draft, n_vocab, err);
         if (top < 0) return pick_failed(top, err);
+        note_lp(rm, logits, j, top, n_vocab);
         if (j == K || draft[j] != top) {
             *v = (sd_verdict){j, top};
             return SD_OK;
@@ -52,17 +79,19 @@ static sd_status accept_greedy(const int32_t *draft, int K, const float *logits,
 static sd_status accept_own_picks(const int32_t *draft, int K, float *logits, sd_sampler *sm, int32_t n,
                                   const sd_rowmask *rm, sd_verdict *v, sd_err *err) {
     for (int t = 1; t <= K; t++) {
-        sd_status st = mask_at(rm, logits, t - 1, K, sm->n_vocab, err);
+        sd_status st = mask_at(rm, logits, t - 1, K, draft, sm->n_vocab, err);
         if (st != SD_OK) return st;
         int32_t s = sd_sampler_pick_at(sm, row(logits, t - 1, sm->n_vocab), (int64_t)n + t);
+        note_lp(rm, logits, t - 1, s, sm->n_vocab);
         if (s != draft[t - 1]) {
             *v = (sd_verdict){t - 1, s};
             return SD_OK;
         }
     }
-    sd_status st = mask_at(rm, logits, K, K, sm->n_vocab, err);
+    sd_status st = mask_at(rm, logits, K, K, draft, sm->n_vocab, err);
     if (st != SD_OK) return st;
     *v = (sd_verdict){K, sd_sampler_pick_at(sm, row(logits, K, sm->n_vocab), (int64_t)n + K + 1)};
+    note_lp(rm, logits, K, v->next_a0, sm->n_vocab);
     return SD_OK;
 }
 
@@ -75,20 +104,22 @@ static sd_status accept_sampled(const int32_t *draft, int K, const float *q, flo
     int32_t V = sm->n_vocab;
     float *p = scratch, *resid = scratch + V;
     for (int t = 1; t <= K; t++) {
-        sd_status st = mask_at(rm, logits, t - 1, K, V, err);
+        sd_status st = mask_at(rm, logits, t - 1, K, draft, V, err);
         if (st != SD_OK) return st;
         sd_sampler_probs(sm, row(logits, t - 1, V), p);
         const float *q_t = q ? q + (size_t)(t - 1) * (size_t)V : NULL;
         int32_t r = rule(p, q_t, draft[t - 1], V, &sm->rng, resid);
+        note_lp(rm, logits, t - 1, r >= 0 ? r : draft[t - 1], V);
         if (r >= 0) {
             *v = (sd_verdict){t - 1, r};
             return SD_OK;
         }
     }
-    sd_status st = mask_at(rm, logits, K, K, V, err);
+    sd_status st = mask_at(rm, logits, K, K, draft, V, err);
     if (st != SD_OK) return st;
     sd_sampler_probs(sm, row(logits, K, V), p);
     *v = (sd_verdict){K, sd_sample_probs(p, V, &sm->rng)};
+    note_lp(rm, logits, K, v->next_a0, V);
     return SD_OK;
 }
 
@@ -108,8 +139,9 @@ static sd_status verify_greedy_two_pass(sd_lm *lm, const int32_t *batch, int K, 
             if (st != SD_OK) return st;
             n_first = K + 1;
         }
-        int32_t top = greedy_at(rm, logits, j, K, lm->n_vocab, err);
+        int32_t top = greedy_at(rm, logits, j, K, draft, lm->n_vocab, err);
         if (top < 0) return pick_failed(top, err);
+        note_lp(rm, logits, j, top, lm->n_vocab);
         if (j == K || draft[j] != top) {
             *v = (sd_verdict){j, top};
             return SD_OK;

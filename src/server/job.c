@@ -29,10 +29,11 @@ void job_release(job *j) {
     int left = --j->refs;
     pthread_mutex_unlock(&j->mu);
     if (left > 0) return;
-    for (size_t i = 0; i < j->n_pieces; i++) free(j->pieces[i].text);
+    for (size_t i = 0; i < j->n_pieces; i++) free(j->pieces[i].text), free(j->pieces[i].lp);
     free(j->pieces);
     for (int i = 0; i < 4; i++) free(j->stop[i]);
     specdec_grammar_free(j->grammar);
+    free(j->bias);
     specdec_free(j->prompt);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -53,10 +54,12 @@ bool job_on_piece(const specdec_piece *p, void *user) {
         j->cap_pieces = cap;
     }
     char *t = malloc(p->len + 1);
-    if (!t) { pthread_mutex_unlock(&j->mu); return false; }
+    specdec_token_logprob *lp = p->n_logprobs > 0 ? malloc((size_t)p->n_logprobs * sizeof *lp) : NULL;
+    if (!t || (p->n_logprobs > 0 && !lp)) { free(t); free(lp); pthread_mutex_unlock(&j->mu); return false; }
     memcpy(t, p->text, p->len);
     t[p->len] = 0;
-    j->pieces[j->n_pieces++] = (job_piece){t, p->len, p->n_tokens, p->n_drafted};
+    if (lp) memcpy(lp, p->logprobs, (size_t)p->n_logprobs * sizeof *lp);
+    j->pieces[j->n_pieces++] = (job_piece){t, p->len, p->n_tokens, p->n_drafted, lp, lp ? p->n_logprobs : 0};
     j->stats = *p->stats; /* running counters for timings_per_token */
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);

@@ -12,6 +12,7 @@ typedef struct oai_req {
     bool stream, include_usage, timings_per_token, speculative;
     specdec_chat_params chat; /* chat: the template switches, for the reasoning splitter */
     sd_strbuf *prompt_out;         /* when set, receives the prompt text (/apply-template) */
+    int32_t logprobs;              /* -1: off; else alternatives per token (oai_logprobs.c) */
 } oai_req;
 
 /* Validates body and fills j (prompt tokens, generation parameters, stop
@@ -25,6 +26,21 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e);
  * vocabulary has </think>. False with e filled (400 naming the field and the
  * problem). */
 bool oai_get_grammar(server *s, json_t *body, job *j, bool reasoning, http_err *e);
+
+/* logit_bias (oai_sampling.c): into j->bias and j->gp.logit_bias. False
+ * with e filled (400 naming logit_bias) on a bad key, id or bias. */
+bool oai_get_logit_bias(server *s, json_t *body, job *j, http_err *e);
+
+/* logprobs / top_logprobs (oai_logprobs.c): into r->logprobs and
+ * j->gp.logprobs. False with e filled (400 naming the field). */
+bool oai_get_logprobs(json_t *body, oai_req *r, job *j, http_err *e);
+/* Appends the chat shape's entries for lp[n] to the array content. */
+void oai_logprobs_chat_add(server *s, json_t *content, const specdec_token_logprob *lp, int32_t n, int32_t n_top);
+/* {"content": content (stolen), "refusal": null}. New reference. */
+json_t *oai_logprobs_chat(json_t *content);
+/* The legacy completions object for lp[n]; *offset: the text offset of the
+ * first token, advanced past the last. New reference. */
+json_t *oai_logprobs_completion(server *s, const specdec_token_logprob *lp, int32_t n, int32_t n_top, size_t *offset);
 
 /* The timings object (llama.cpp names plus ours) for stats. New reference. */
 json_t *oai_timings(const specdec_stats *st, bool speculative);

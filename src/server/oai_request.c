@@ -1,6 +1,6 @@
 /* Request bodies of /v1/chat/completions and /v1/completions, checked field
  * by field: a wrong type or an out-of-range number is a 400 naming the field
- * (OpenAI's `param`), a feature we do not have (tools, logprobs) a 501, n > 1 a 400
+ * (OpenAI's `param`), a feature we do not have (tools) a 501, n > 1 a 400
  * that clients must not retry. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -69,10 +69,6 @@ static bool refuse_unsupported(json_t *body, http_err *e) {
             !(json_is_string(v) && !strcmp(json_string_value(v), "none")))
             return http_fail(e, 501, fields[i], "'%s' is not supported by this server", fields[i]);
     }
-    json_t *lp = json_object_get(body, "logprobs");
-    if (lp && json_is_true(lp)) return http_fail(e, 501, "logprobs", "'logprobs' is not supported by this server");
-    if (lp && !json_is_null(lp) && !json_is_boolean(lp) && !json_is_integer(lp))
-        return http_fail(e, 400, "logprobs", "'logprobs' must be a boolean");
     long long n = 1;
     if (!get_int(body, "n", 1, 128, &n, e)) return false;
     if (n != 1) return http_fail(e, 400, "n", "'n' must be 1: this server generates one choice per request, got %lld", n);
@@ -256,7 +252,8 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (!json_is_object(body)) return http_fail(e, 400, NULL, "the request body must be a JSON object");
     r->chat = specdec_chat_default_params();
     r->chat.template_name = s->opts.chat_template;
-    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) ||
+    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) || !oai_get_logit_bias(s, body, j, e) ||
+        !oai_get_logprobs(body, r, j, e) ||
         !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e))
         return false;
     json_t *so = json_object_get(body, "stream_options");

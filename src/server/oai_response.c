@@ -73,7 +73,42 @@ typedef struct resp {
     int32_t pend_tokens, pend_drafted; /* counts of pieces whose text the splitter still holds */
     bool sent_role, finished;
     double last_send;
+    /* log-probabilities (r.logprobs >= 0): those of the pieces not yet sent */
+    specdec_token_logprob *pend_lp;
+    int32_t n_pend_lp, cap_pend_lp;
+    size_t lp_offset; /* completions: text offset of the next token */
 } resp;
+
+/* Keeps a piece's log-probabilities until the chunk (or the answer) that carries them. */
+static void hold_logprobs(resp *p, const job_piece *pc) {
+    if (p->r.logprobs < 0 || pc->n_lp <= 0) return;
+    if (p->n_pend_lp + pc->n_lp > p->cap_pend_lp) {
+        int32_t cap = p->cap_pend_lp ? p->cap_pend_lp : 64;
+        while (cap < p->n_pend_lp + pc->n_lp) cap *= 2;
+        specdec_token_logprob *n = realloc(p->pend_lp, (size_t)cap * sizeof *n);
+        if (!n) { p->out.oom = true; return; }
+        p->pend_lp = n;
+        p->cap_pend_lp = cap;
+    }
+    memcpy(p->pend_lp + p->n_pend_lp, pc->lp, (size_t)pc->n_lp * sizeof *pc->lp);
+    p->n_pend_lp += pc->n_lp;
+}
+
+/* The logprobs value of a choice: null when off or when nothing is held
+ * (want false: a chunk without text), else the held ones, now released. */
+static json_t *take_logprobs(resp *p, bool want) {
+    if (p->r.logprobs < 0 || !want || (p->n_pend_lp == 0 && p->r.stream)) return json_null();
+    json_t *v;
+    if (p->r.kind == JOB_CHAT) {
+        json_t *content = json_array();
+        oai_logprobs_chat_add(p->s, content, p->pend_lp, p->n_pend_lp, p->r.logprobs);
+        v = oai_logprobs_chat(content);
+    } else {
+        v = oai_logprobs_completion(p->s, p->pend_lp, p->n_pend_lp, p->r.logprobs, &p->lp_offset);
+    }
+    p->n_pend_lp = 0;
+    return v;
+}
 
 static json_t *chunk_base(resp *p) {
     json_t *o = json_object();
@@ -112,7 +147,7 @@ static void emit(resp *p, const char *content, size_t nc, const char *reasoning,
     } else {
         json_object_set_new(choice, "text", json_text(content, nc));
     }
-    json_object_set_new(choice, "logprobs", json_null());
+    json_object_set_new(choice, "logprobs", take_logprobs(p, nc || nr || finish));
     json_object_set_new(choice, "finish_reason", finish ? json_string(finish) : json_null());
     json_t *choices = json_array();
     json_array_append_new(choices, choice);
@@ -152,6 +187,7 @@ static void drain(resp *p, bool stream) {
         job_piece *pc = &j->pieces[p->next];
         p->pend_tokens += pc->n_tokens;
         p->pend_drafted += pc->n_drafted;
+        hold_logprobs(p, pc);
         on_text(p, pc->text, pc->len, false, stream);
     }
     if (!j->done || p->finished) return;
@@ -187,6 +223,7 @@ static void resp_free(void *cls) {
     sd_strbuf_free(&p->out);
     sd_strbuf_free(&p->content);
     sd_strbuf_free(&p->reasoning);
+    free(p->pend_lp);
     free(p);
 }
 
@@ -277,7 +314,7 @@ static enum MHD_Result send_whole(resp *p) {
     } else {
         json_object_set_new(choice, "text", json_text(sd_strbuf_str(&p->content), p->content.len));
     }
-    json_object_set_new(choice, "logprobs", json_null());
+    json_object_set_new(choice, "logprobs", take_logprobs(p, true));
     json_object_set_new(choice, "finish_reason", json_string(oai_finish_reason(j->stats.stop_reason)));
     json_t *choices = json_array();
     json_array_append_new(choices, choice);

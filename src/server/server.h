@@ -50,6 +50,8 @@ typedef struct job_piece {
     char *text;
     size_t len;
     int32_t n_tokens, n_drafted;
+    specdec_token_logprob *lp; /* the piece's tokens' log-probabilities (n_lp), or NULL */
+    int32_t n_lp;
 } job_piece;
 
 typedef enum job_kind { JOB_CHAT, JOB_COMPLETION } job_kind;
@@ -63,6 +65,7 @@ typedef struct job {
     specdec_generate_params gp;
     char *stop[4];
     specdec_grammar *grammar; /* the request's constrained output (oai_grammar.c), owned; NULL without */
+    specdec_logit_bias *bias; /* gp.logit_bias (oai_sampling.c), owned; NULL without */
     /* Output, under mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;

@@ -29,15 +29,19 @@ def read(name, mode="r"):
 d = specdec._c.lib().specdec_generate_default_params()
 defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4, temperature=0.0,
                 top_k=0, top_p=1.0, min_p=0.0, seed=42, draft_sample=False, n_stop=0, stop_at_eog=True,
-                check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2)
+                check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2,
+                presence_penalty=0.0, frequency_penalty=0.0, repeat_penalty=1.0, repeat_last_n=64, n_logit_bias=0,
+                logprobs=-1)
 for k, v in defaults.items():
     check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
-check(not d.abort and not d.stop and not d.suffix_cache and not d.grammar,
-      "default abort/stop/suffix_cache/grammar are not NULL")
+check(not d.abort and not d.stop and not d.suffix_cache and not d.grammar and not d.logit_bias,
+      "default abort/stop/suffix_cache/grammar/logit_bias are not NULL")
 check(specdec.version() == specdec.__version__, "library %s, package %s" % (specdec.version(), specdec.__version__))
 
 llm = specdec.LLM(target, draft_path=draft)
-settings = {"greedy": dict(temperature=0.0, seed=7), "sample": dict(temperature=0.8, seed=7)}
+settings = {"greedy": dict(temperature=0.0, seed=7), "sample": dict(temperature=0.8, seed=7),
+            "penal": dict(temperature=0.8, seed=7, presence_penalty=0.7, frequency_penalty=0.4, repeat_penalty=1.3,
+                          repeat_last_n=32)}
 for name, opts in settings.items():
     cli_text, cli = read(name + ".txt", "rb"), json.loads(read(name + ".json"))
     stream = llm.stream(prompt, n_predict=n_predict, **opts)
@@ -176,6 +180,30 @@ check(js.accepts('{"a": 12}') and not js.accepts('{"a": "x"}'), "schema grammar 
 check(specdec.Grammar.from_json_schema(llm.model, None).accepts('{"any": [1, true]}'), "json_object grammar")
 js.close()
 g.close()
+
+# Penalties and logit bias: the CLI's text above ("penal"); a banned token never
+# comes, speculation lossless; out-of-range values refused as the CLI refuses them.
+banned = llm.generate(prompt, n_predict=n_predict).tokens[0]
+lb = llm.generate(prompt, n_predict=n_predict, logit_bias={banned: -100, str(ids[0]): 2.5}, presence_penalty=0.5,
+                  check_lossless=True)
+check(banned not in lb.tokens, "logit_bias -100: token %d still generated" % banned)
+check(lb.stats.lossless is True, "penalised generation not lossless: %s" % lb.stats)
+# Log-probabilities: one per delivered token, the same with speculation on and off.
+spec_lp = llm.generate(prompt, n_predict=n_predict, logprobs=3, presence_penalty=0.5)
+plain_lp = plain.generate(prompt, n_predict=n_predict, logprobs=3, presence_penalty=0.5)
+check(spec_lp.logprobs == plain_lp.logprobs and len(spec_lp.logprobs) > 0,
+      "log-probabilities differ with speculation on and off")
+check([d["token"] for d in spec_lp.logprobs] == spec_lp.tokens[:len(spec_lp.logprobs)], "logprobs' tokens != tokens")
+check(all(d["top"][0][0] == d["token"] and len(d["top"]) == 3 and d["logprob"] <= 0 for d in spec_lp.logprobs),
+      "greedy: the chosen token is not the best alternative")
+check(llm.generate(prompt, n_predict=2).logprobs is None, "logprobs without asking")
+for bad in (dict(presence_penalty=3.0), dict(logprobs=21), dict(repeat_last_n=-2), dict(logit_bias={banned: 101}),
+            dict(logit_bias={llm.model.n_vocab: 1})):
+    try:
+        llm.generate(prompt, n_predict=2, **bad)
+        check(False, "%s was accepted" % bad)
+    except specdec.SpecdecError as e:
+        check(e.code == specdec.ERR_ARG and list(bad)[0] in str(e), "%s: %s" % (bad, e))
 
 plain.close()
 llm.close()

@@ -29,12 +29,14 @@ T=models/fixture-target.gguf D=models/fixture-draft.gguf
 prompt=$'def parse(path):\n    """Read the file at path and return its lines."""\n    # über'
 n=48
 gen() { "$bin" generate -m "$T" -md "$D" -p "$prompt" -n $n -t 1 --spec auto "$@"; }
-for s in greedy:0 sample:0.8; do
+for s in greedy:0 sample:0.8 penal:0.8; do
   name=${s%%:*} temp=${s#*:}
-  gen --temp "$temp" --seed 7 --no-check >"$tmp/$name.txt" 2>/dev/null || fail "generate --temp $temp failed"
-  gen --temp "$temp" --seed 7 --no-check --json >"$tmp/$name.json" 2>/dev/null || fail "generate --json failed"
+  pen=()
+  [ "$name" = penal ] && pen=(--presence-penalty 0.7 --frequency-penalty 0.4 --repeat-penalty 1.3 --repeat-last-n 32)
+  gen --temp "$temp" --seed 7 "${pen[@]}" --no-check >"$tmp/$name.txt" 2>/dev/null || fail "generate --temp $temp failed"
+  gen --temp "$temp" --seed 7 "${pen[@]}" --no-check --json >"$tmp/$name.json" 2>/dev/null || fail "generate --json failed"
   # The CLI checks a speculative run by default (deterministic drafts at any temperature).
-  gen --temp "$temp" --seed 7 >/dev/null 2>"$tmp/$name.stats" || fail "generate (checked) failed"
+  gen --temp "$temp" --seed 7 "${pen[@]}" >/dev/null 2>"$tmp/$name.stats" || fail "generate (checked) failed"
 done
 "$bin" generate -m models/missing.gguf -p x 2>"$tmp/missing.err" >/dev/null && fail "a missing model did not fail"
 "$bin" tokenize -m "$T" -p "$prompt" >"$tmp/tokenize.txt" || fail "specdec tokenize failed"

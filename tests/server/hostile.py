@@ -6,7 +6,7 @@ holds 10 MB bodies and a 10,000-message conversation. `hostile.py list` prints
 one line per request (name, class, size); `hostile.py replay BASE KEY` sends
 them all and checks:
   refuse  a JSON request that must be answered 4xx with an OpenAI error body
-          (or 501 naming a feature this server does not have: tools, logprobs,
+          (or 501 naming a feature this server does not have: tools,
           content parts other than text);
   raw     broken HTTP: a 4xx (505 for an HTTP version that does not exist), or
           the connection closed cleanly (no hang);
@@ -23,7 +23,7 @@ import sys
 import urllib.parse
 
 CHAT = "/v1/chat/completions"
-UNSUPPORTED = {"tools", "functions", "tool_choice", "function_call", "logprobs", "messages"}
+UNSUPPORTED = {"tools", "functions", "tool_choice", "function_call", "messages"}
 BASE_CHAT = {"messages": [{"role": "user", "content": "def add(a, b):"}], "max_tokens": 4, "temperature": 0}
 BASE_COMP = {"prompt": "def add(a, b):", "max_tokens": 4, "temperature": 0}
 
@@ -64,7 +64,13 @@ def corpus():
         "tools": [[{"type": "function"}], "all"],
         "tool_choice": ["auto", {"type": "function"}],
         "functions": [[{"name": "f"}]],
-        "logprobs": [True, "yes", {}],
+        "logprobs": ["yes", {}, 5],
+        "top_logprobs": [21, -1, "3", True, 2],  # 2: without logprobs
+        "logit_bias": [5, "x", {"abc": 1}, {"1": "x"}, {"1": 1000}, {"-1": 1}, [[1]], {"99999999999": 1}],
+        "presence_penalty": ["x", 9, []],
+        "frequency_penalty": [-9, {}],
+        "repeat_penalty": [0, -1, 11],
+        "repeat_last_n": [-5, "x", 1.5],
         "n": [2, "1", 0, -1, 1.5],
         "model": [5, [], {}, True],
     }
@@ -267,7 +273,7 @@ def replay(base, key):
                 path, body = payload
                 st, b = post(base, path, body, key)
                 e = json.loads(b)["error"] if b.startswith(b"{") else {}
-                # 501: a feature this server does not have (tools, logprobs), refused as such
+                # 501: a feature this server does not have (tools), refused as such
                 if not (400 <= st < 500 or (st == 501 and e.get("param") in UNSUPPORTED)):
                     raise AssertionError("status %d: %r" % (st, b[:200]))
                 unsupported += st == 501
