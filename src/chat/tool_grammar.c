@@ -173,6 +173,10 @@ static sd_status tool_call_rule(const sd_tool_gbnf_opts *o, const json_t *fn, in
     sd_strbuf rule = {0};
     sd_strbuf_printf(&rule, "call-%d ::= ", ti);
     if (o->syntax == SD_TOOL_XML) {
+        /* the whole schema converts, or the tool is refused as in the JSON syntaxes */
+        sd_strbuf scratch = {0};
+        st = schema_rules(params, strict, prefix, name, &scratch, err);
+        sd_strbuf_free(&scratch);
         sd_strbuf_printf(&rule, "%s\"\\n<function=\" ", open);
         lits(&rule, name);
         sd_strbuf_puts(&rule, "\">\\n\" ");
@@ -217,7 +221,9 @@ static json_t *function_of(json_t *tool) {
 
 /* The reasoning section before the answer, as the template starts it. */
 static void reasoning_prefix(const sd_tool_gbnf_opts *o, sd_strbuf *out) {
-    if (!o->think_tokens || o->think == SD_THINK_NONE) sd_strbuf_puts(out, "pre ::= \"\"\n");
+    if (o->think == SD_THINK_OPEN && !o->think_tokens) /* spelled out: reasoning without "</", then the tag */
+        sd_strbuf_puts(out, "pre ::= xml-text \"</think>\" [\\n]*\n");
+    else if (!o->think_tokens || o->think == SD_THINK_NONE) sd_strbuf_puts(out, "pre ::= \"\"\n");
     else if (o->think == SD_THINK_OPEN) sd_strbuf_puts(out, "pre ::= (!<</think>>)* <</think>> [\\n]*\n");
     else sd_strbuf_puts(out, "pre ::= ( <<think>> (!<</think>>)* <</think>> [\\n]* )?\n");
 }

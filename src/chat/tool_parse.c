@@ -115,7 +115,8 @@ static void json_str(sd_strbuf *b, const char *s, size_t n) {
 }
 
 static void json_dump_into(sd_strbuf *b, const json_t *v) {
-    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    /* 15 significant digits: a short decimal stays short (2.1, not 2.1000000000000001) */
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
     if (!t) { b->oom = true; return; }
     sd_strbuf_puts(b, t);
     free(t);
@@ -212,7 +213,9 @@ static void typed_value(sd_strbuf *b, const json_t *schema, const char *v, size_
             return;
         }
         bool ok = j && kind_allowed(bits, j) && !(json_is_string(j) && !(bits & 128) && (bits & 1));
-        if (ok) json_dump_into(b, j);
+        /* The value as written (JSON already): numbers keep their digits
+         * (2.1, not a double's 17 of them). */
+        if (ok) sd_strbuf_add(b, v + a, z - a);
         json_decref(j);
         if (ok) return;
     }

@@ -89,7 +89,8 @@ static void test_xml(void **state) {
 }
 
 /* Values typed by the schema: strings stay strings ("3" for a string, text
- * for an integer that is not one), other kinds parse when they fit. */
+ * for an integer that is not one), other kinds are kept as written when they
+ * parse to a kind the schema allows. */
 static void test_xml_typing(void **state) {
     (void)state;
     expect(SD_TOOL_XML,
@@ -97,8 +98,8 @@ static void test_xml_typing(void **state) {
            "<parameter=metric>\ntrue\n</parameter>\n<parameter=where>\n{\"lat\": 1.5}\n</parameter>\n"
            "<parameter=tags>\n[\"a\", 2]\n</parameter>\n<parameter=code>\nnull\n</parameter>\n"
            "<parameter=ratio>\n0.25\n</parameter>\n<parameter=extra>\n7\n</parameter>\n</function>\n</tool_call>",
-           "C[]S0[get_weather]A0[{\"city\":\"42\",\"days\":\"three\",\"metric\":true,\"where\":{\"lat\":1.5},"
-           "\"tags\":[\"a\",2],\"code\":null,\"ratio\":0.25,\"extra\":\"7\"}]");
+           "C[]S0[get_weather]A0[{\"city\":\"42\",\"days\":\"three\",\"metric\":true,\"where\":{\"lat\": 1.5},"
+           "\"tags\":[\"a\", 2],\"code\":null,\"ratio\":0.25,\"extra\":\"7\"}]");
     /* a number beyond 64 bits stays the number written */
     expect(SD_TOOL_XML, "<tool_call>\n<function=get_weather>\n<parameter=days>\n-123456789012345678901234\n</parameter>\n</function>",
            "C[]S0[get_weather]A0[{\"days\":-123456789012345678901234}]");
