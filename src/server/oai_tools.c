@@ -76,8 +76,7 @@ bool oai_get_tools(json_t *body, oai_req *r, http_err *e) {
     json_t *choice = json_object_get(body, "tool_choice");
     if (!tools || json_is_null(tools) || (json_is_array(tools) && !json_array_size(tools))) {
         /* OpenAI: tool_choice other than none needs tools */
-        if (choice && !json_is_null(choice) && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none")) &&
-            !(json_is_string(choice) && !strcmp(json_string_value(choice), "auto")))
+        if (choice && !json_is_null(choice) && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none")))
             return http_fail(e, 400, "tool_choice", "'tool_choice' is only allowed when 'tools' are given");
         return true;
     }
