@@ -475,8 +475,8 @@ void sd_tool_parser_flush(sd_tool_parser *p) {
         close_args(p);
         break;
     }
-    case ST_HERMES:
-        if (!json_call(p, s, n)) { not_a_call(p); emit(p, SD_TOOL_EV_CONTENT, s, n); }
+    case ST_HERMES: /* whole JSON, cut off before or inside its closing tag: still the call */
+        if (!json_call(p, s, n - partial_tail(s, n, CLOSE))) { not_a_call(p); emit(p, SD_TOOL_EV_CONTENT, s, n); }
         break;
     case ST_LLAMA_JSON:
         if (!json_call(p, s, n)) emit(p, SD_TOOL_EV_CONTENT, s, n);

@@ -134,6 +134,7 @@ static void test_hermes(void **state) {
     expect(SD_TOOL_HERMES, "<tool_call>{\"x\": 1}</tool_call>", "C[<tool_call>{\"x\": 1}</tool_call>]");
     /* cut off before </tool_call>: a call when the JSON is whole */
     expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}", "C[]S0[now]A0[{}]");
+    expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_ca", "C[]S0[now]A0[{}]");
     expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"argu", "C[<tool_call>\n{\"name\": \"now\", \"argu]");
     /* XML markup in a Hermes answer is text */
     expect(SD_TOOL_HERMES, "<function=now></function>", "C[<function=now></function>]");
