@@ -91,12 +91,14 @@ async function streamed(extra) {
 
 const plain = (calls) => (calls ?? []).map((c) => ({ name: c.function ? c.function.name : c.name, arguments: c.function ? c.function.arguments : c.arguments }));
 
-const cases = [
+const all_cases = [
   ["required", { tool_choice: "required", parallel_tool_calls: false }],
   ["required, parallel", { tool_choice: "required", max_tokens: 200 }],
   ["named get_weather", { tool_choice: { type: "function", function: { name: "get_weather" } }, parallel_tool_calls: false }],
   ["named add", { tool_choice: { type: "function", function: { name: "add" } }, parallel_tool_calls: false }],
 ];
+// Under the sanitizers (SD_ASAN, ~100x slower): two of them.
+const cases = process.env.SD_ASAN ? [all_cases[0], all_cases[3]] : all_cases;
 let finished = 0, firstCall = null, multiPiece = 0;
 for (const [name, extra] of cases) {
   const on = await client.chat.completions.create({ ...base_req, ...extra });
@@ -126,7 +128,7 @@ for (const [name, extra] of cases) {
   multiPiece += son.pieces > want.length;
   log(`${name}: ${JSON.stringify(want)} (${on.choices[0].finish_reason}; ${son.pieces} argument pieces; drafted ${on.timings.draft_n}, accepted ${on.timings.draft_n_accepted})`);
 }
-assert.ok(finished >= 3, "too few forced calls finished");
+assert.ok(finished >= cases.length - 1, "too few forced calls finished");
 if (syntax === "xml") assert.ok(multiPiece > 0, "XML calls stream their arguments parameter by parameter");
 
 // Round trip: the call, the tool's answer, and the model's reply to it.
