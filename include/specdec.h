@@ -905,6 +905,14 @@ typedef struct specdec_chat_message {
      * block at the start of content is then taken as the reasoning, as the
      * Qwen templates do). */
     const char *reasoning_content;
+    /* Tool calls (docs/TOOLS.md), NULL = absent; seen by the model's own
+     * template (the Jinja interpreter), not by the built-in formatters:
+     * tool_calls_json, an assistant turn's calls as a JSON array of OpenAI
+     * tool calls whose function.arguments are JSON objects (not strings);
+     * tool_call_id and name, a "tool" turn's answer to a call. */
+    const char *tool_calls_json;
+    const char *tool_call_id;
+    const char *name;
 } specdec_chat_message;
 
 typedef struct specdec_chat_params {
@@ -918,6 +926,10 @@ typedef struct specdec_chat_params {
     /* Qwen3.6's preserve_thinking: keep the reasoning of every past assistant
      * turn (the prompt of the next turn then extends this one's). Default false */
     bool preserve_thinking;
+    /* The template variable tools: a JSON array of OpenAI tool definitions
+     * ({"type": "function", "function": {"name", "description",
+     * "parameters"}}), NUL-terminated; NULL = none. Default NULL */
+    const char *tools_json;
 } specdec_chat_params;
 
 SPECDEC_API specdec_chat_params specdec_chat_default_params(void);
@@ -997,6 +1009,89 @@ SPECDEC_API void specdec_reasoning_feed(specdec_reasoning *r, const char *text, 
 SPECDEC_API void specdec_reasoning_flush(specdec_reasoning *r, const char **reasoning, size_t *n_reasoning,
                                          const char **content, size_t *n_content);
 SPECDEC_API void specdec_reasoning_free(specdec_reasoning *r);
+
+/* ------------------------------------------------------------------------ */
+/* Tool calls (docs/TOOLS.md)                                                */
+
+/* The syntax the model's chat template teaches for a call, as
+ * specdec_chat_template_resolve picks the template: "xml" (Qwen3.5/3.6,
+ * Qwen3-Coder: <tool_call><function=NAME><parameter=KEY>VALUE</parameter>
+ * </function></tool_call>), "hermes" (Qwen3, Qwen2.5: <tool_call>{"name",
+ * "arguments"}</tool_call>; also for a template that shows no syntax) or
+ * "llama3" (Llama 3.1-3.3: the answer is {"name", "parameters"}). Read from
+ * the template's text, else its family. Static storage; NULL when the
+ * template does not resolve. */
+SPECDEC_API const char *specdec_tool_syntax(const specdec_model *model, const specdec_chat_params *params);
+
+typedef enum specdec_tool_choice {
+    SPECDEC_TOOL_CHOICE_AUTO = 0, /* text or calls, as the model likes (OpenAI's default with tools) */
+    SPECDEC_TOOL_CHOICE_NONE,     /* no calls */
+    SPECDEC_TOOL_CHOICE_REQUIRED, /* one call or more, of any tool */
+    SPECDEC_TOOL_CHOICE_NAMED,    /* calls of the one named tool */
+} specdec_tool_choice;
+
+/* The GBNF grammar (start rule "root") that keeps an answer to a prompt
+ * rendered with (model, params) to tool calls in the template's syntax, each
+ * call's arguments valid against its tool's parameters schema (the converter
+ * of specdec_json_schema_to_gbnf; the tool's "strict" flag picks the
+ * additionalProperties default). tools_json (len bytes) is the tools array.
+ * REQUIRED and NAMED (name: the function) allow only calls after the
+ * reasoning section (where the template starts one and <think> / </think>
+ * are tokens); AUTO lets any text through and constrains from the call's
+ * opening token on (only where <tool_call> is one token; Llama 3: answers
+ * that start with "{"); parallel allows more calls after the first. Compile
+ * it with specdec_grammar_init. *gbnf is NULL (and *gbnf_len 0) when there is
+ * nothing to constrain (NONE, or AUTO without an opening token); otherwise
+ * malloc'd and NUL-terminated, free with specdec_free. Errors:
+ * SPECDEC_ERR_ARG (tools not an array of named functions, an unknown name),
+ * SPECDEC_ERR_FORMAT / SPECDEC_ERR_UNSUPPORTED (a parameters schema the
+ * converter refuses; the message names the tool and keyword), those of
+ * specdec_chat_template_resolve, SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_tool_grammar(const specdec_model *model, const specdec_chat_params *params,
+                                                const char *tools_json, size_t len, specdec_tool_choice choice,
+                                                const char *name, bool parallel, char **gbnf, size_t *gbnf_len,
+                                                specdec_error *err);
+
+/* Turns the content of an answer (after specdec_reasoning split off the
+ * reasoning) into OpenAI tool calls, piece by piece as it streams. */
+typedef struct specdec_tool_parser specdec_tool_parser;
+
+typedef enum specdec_tool_event_kind {
+    SPECDEC_TOOL_EVENT_CONTENT, /* text that is not part of a call */
+    SPECDEC_TOOL_EVENT_START,   /* a call begins: text is its function's name */
+    SPECDEC_TOOL_EVENT_ARGS,    /* a piece of its arguments; a call's pieces joined are a JSON object */
+} specdec_tool_event_kind;
+
+typedef struct specdec_tool_event {
+    specdec_tool_event_kind kind;
+    int32_t index;    /* the call's number in the answer, from 0 (START and ARGS) */
+    const char *text; /* len bytes, not NUL-terminated; borrowed until the next feed / flush */
+    size_t len;
+} specdec_tool_event;
+
+/* A parser for answers to prompts rendered with (model, params), in the
+ * syntax specdec_tool_syntax names. tools_json (len bytes, may be NULL) is
+ * the tools array: XML parameter values are typed by it (a property of type
+ * string, or one the schema does not list, stays a JSON string; other values
+ * are parsed as JSON when they parse to a kind the schema allows). Blanks
+ * around calls are dropped; a call that never becomes one (JSON that does not
+ * parse) is content. Errors: SPECDEC_ERR_ARG (tools_json not an array),
+ * those of specdec_chat_template_resolve, SPECDEC_ERR_NOMEM; *out NULL then. */
+SPECDEC_API specdec_status specdec_tool_parser_init(const specdec_model *model, const specdec_chat_params *params,
+                                                    const char *tools_json, size_t len, specdec_tool_parser **out,
+                                                    specdec_error *err);
+/* Feeds len bytes of content; *events (*n_events) receive what they decided,
+ * borrowed until the next call on p. Bytes that may begin a call tag are held
+ * back until a later feed decides them. SPECDEC_ERR_NOMEM (the parser is then
+ * unusable). */
+SPECDEC_API specdec_status specdec_tool_parser_feed(specdec_tool_parser *p, const char *text, size_t len,
+                                                    const specdec_tool_event **events, size_t *n_events);
+/* The answer ended: the events of what was held back (a call cut off inside
+ * its XML parameters is closed with what arrived). */
+SPECDEC_API specdec_status specdec_tool_parser_flush(specdec_tool_parser *p, const specdec_tool_event **events,
+                                                     size_t *n_events);
+/* NULL-safe. */
+SPECDEC_API void specdec_tool_parser_free(specdec_tool_parser *p);
 
 /* ------------------------------------------------------------------------ */
 /* CPU facts                                                                 */

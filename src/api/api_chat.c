@@ -6,6 +6,7 @@
 
 #include "api/api_internal.h"
 #include "chat/chat.h"
+#include "api/api_chat.h"
 #include "chat/think.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,7 +67,15 @@ static sd_chat_opts chat_opts(const specdec_model *model, const specdec_chat_par
                           .preserve_thinking = p->preserve_thinking,
                           .bos_token = "",
                           .eos_token = eos ? eos : "",
+                          .tools_json = p->tools_json,
                           .now = -1};
+}
+
+specdec_status sd_api_chat_setup(const specdec_model *model, const specdec_chat_params *params, sd_chat_template *t,
+                                 sd_chat_opts *opts, specdec_error *err) {
+    specdec_status st = resolve(model, params ? params->template_name : NULL, t, err);
+    if (st == SPECDEC_OK) *opts = chat_opts(model, params);
+    return st;
 }
 
 /* Renders into *out (and the message-text ranges into *spans when non-NULL). */
@@ -84,7 +93,10 @@ static specdec_status render(const specdec_model *model, const specdec_chat_mess
     }
     for (size_t i = 0; i < n; i++)
         m[i] = (sd_chat_msg){.role = messages[i].role, .content = messages[i].content,
-                             .reasoning_content = messages[i].reasoning_content};
+                             .reasoning_content = messages[i].reasoning_content,
+                             .tool_calls_json = messages[i].tool_calls_json,
+                             .tool_call_id = messages[i].tool_call_id,
+                             .name = messages[i].name};
     sd_chat_opts o = chat_opts(model, params);
     o.text_spans = spans;
     sd_status rs = sd_chat_render(&t, m, n, &o, out, &e);

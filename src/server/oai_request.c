@@ -1,6 +1,6 @@
 /* Request bodies of /v1/chat/completions and /v1/completions, checked field
  * by field: a wrong type or an out-of-range number is a 400 naming the field
- * (OpenAI's `param`), a feature we do not have (tools) a 501, n > 1 a 400
+ * (OpenAI's `param`), a feature we do not have (functions) a 501, n > 1 a 400
  * that clients must not retry. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -62,7 +62,7 @@ static bool get_bool(json_t *body, const char *key, bool *out, http_err *e) {
 
 /* Fields we refuse rather than silently ignore. */
 static bool refuse_unsupported(json_t *body, http_err *e) {
-    static const char *const fields[] = {"tools", "functions", "tool_choice", "function_call"};
+    static const char *const fields[] = {"functions", "function_call"}; /* the deprecated forms of tools */
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         json_t *v = json_object_get(body, fields[i]);
         if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0) &&
@@ -181,7 +181,8 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, 
     size_t n = json_array_size(msgs);
     specdec_chat_message *m = calloc(n, sizeof *m);
     sd_strbuf *texts = calloc(n, sizeof *texts);
-    bool ok = m && texts;
+    char **calls = calloc(n, sizeof *calls); /* tool_calls as the template gets them */
+    bool ok = m && texts && calls;
     if (!ok) http_fail(e, 500, NULL, "out of memory");
     for (size_t i = 0; ok && i < n; i++) {
         json_t *msg = json_array_get(msgs, i), *role = json_object_get(msg, "role");
@@ -195,13 +196,17 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, 
         }
         bool is_null;
         if (!content_text(json_object_get(msg, "content"), i, &texts[i], &is_null, e)) { ok = false; break; }
-        if (is_null && strcmp(rs, "assistant")) { ok = http_fail(e, 400, "messages", "messages[%zu].content is required", i); break; }
+        if (is_null && strcmp(rs, "assistant") && strcmp(rs, "tool")) { ok = http_fail(e, 400, "messages", "messages[%zu].content is required", i); break; }
         json_t *rc = json_object_get(msg, "reasoning_content");
         if (rc && !json_is_null(rc) && !json_is_string(rc)) { ok = http_fail(e, 400, "messages", "messages[%zu].reasoning_content must be a string", i); break; }
         m[i] = (specdec_chat_message){.role = strcmp(rs, "developer") ? rs : "system", .content = sd_strbuf_str(&texts[i]),
                                       .reasoning_content = json_is_string(rc) ? json_string_value(rc) : NULL};
+        if (!oai_message_tools(msg, i, &m[i], &calls[i], e)) { ok = false; break; }
     }
     if (ok) ok = get_chat_switches(body, &r->chat, e);
+    char *tools = NULL; /* the template's `tools` */
+    if (ok && r->tools && !(tools = json_dumps(r->tools, JSON_COMPACT))) ok = http_fail(e, 500, NULL, "out of memory");
+    r->chat.tools_json = tools;
     if (ok) {
         char *text = NULL;
         size_t len = 0;
@@ -211,6 +216,10 @@ static bool chat_prompt(server *s, json_t *body, oai_req *r, sd_strbuf *prompt, 
         else sd_strbuf_add(prompt, text, len);
         specdec_free(text);
     }
+    r->chat.tools_json = NULL;
+    free(tools);
+    for (size_t i = 0; calls && i < n; i++) free(calls[i]);
+    free(calls);
     for (size_t i = 0; texts && i < n; i++) sd_strbuf_free(&texts[i]);
     free(texts);
     free(m);
@@ -252,8 +261,8 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (!json_is_object(body)) return http_fail(e, 400, NULL, "the request body must be a JSON object");
     r->chat = specdec_chat_default_params();
     r->chat.template_name = s->opts.chat_template;
-    if (!refuse_unsupported(body, e) || !get_sampling(s, body, r, j, e) || !oai_get_logit_bias(s, body, j, e) ||
-        !oai_get_logprobs(body, r, j, e) ||
+    if (!refuse_unsupported(body, e) || !oai_get_tools(body, r, e) || !get_sampling(s, body, r, j, e) ||
+        !oai_get_logit_bias(s, body, j, e) || !oai_get_logprobs(body, r, j, e) ||
         !get_bool(body, "stream", &r->stream, e) || !get_bool(body, "timings_per_token", &r->timings_per_token, e))
         return false;
     json_t *so = json_object_get(body, "stream_options");
@@ -274,6 +283,7 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     }
     if (ok && r->prompt_out) sd_strbuf_add(r->prompt_out, sd_strbuf_str(&prompt), prompt.len);
     if (ok) ok = oai_get_grammar(s, body, j, r->kind == JOB_CHAT && opens_reasoning(&prompt), e);
+    if (ok && r->kind == JOB_CHAT) ok = oai_tool_grammar(s, body, r, j, e);
     sd_strbuf_free(&prompt);
     if (!ok) return false;
     int n_ctx = s->n_ctx;

@@ -77,6 +77,8 @@ typedef struct resp {
     specdec_token_logprob *pend_lp;
     int32_t n_pend_lp, cap_pend_lp;
     size_t lp_offset; /* completions: text offset of the next token */
+    oai_calls calls; /* chat with tools: the answer's tool calls (oai_tools.c) */
+    bool stream;
 } resp;
 
 /* Keeps a piece's log-probabilities until the chunk (or the answer) that carries them. */
@@ -163,6 +165,47 @@ static void emit(resp *p, const char *content, size_t nc, const char *reasoning,
     sse(p, o);
 }
 
+/* A chunk whose delta carries tool_calls (stolen): OpenAI's call deltas. */
+static void emit_tools(resp *p, json_t *tool_calls) {
+    json_t *o = chunk_base(p), *choice = json_object(), *delta = json_object();
+    json_object_set_new(choice, "index", json_integer(0));
+    if (!p->sent_role) {
+        json_object_set_new(delta, "role", json_string("assistant"));
+        json_object_set_new(delta, "content", json_null());
+        p->sent_role = true;
+    }
+    json_object_set_new(delta, "tool_calls", tool_calls);
+    json_object_set_new(choice, "delta", delta);
+    json_object_set_new(choice, "logprobs", json_null());
+    json_object_set_new(choice, "finish_reason", json_null());
+    json_t *choices = json_array();
+    json_array_append_new(choices, choice);
+    json_object_set_new(o, "choices", choices);
+    json_t *x = json_object();
+    json_object_set_new(x, "tokens", json_integer(p->pend_tokens));
+    json_object_set_new(x, "drafted", json_integer(p->pend_drafted));
+    json_object_set_new(o, "x_spec", x);
+    p->pend_tokens = p->pend_drafted = 0;
+    if (p->r.timings_per_token) json_object_set_new(o, "timings", oai_timings(&p->j->stats, p->r.speculative));
+    sse(p, o);
+}
+
+/* Where the tool-call parser sends content and call deltas. */
+static void calls_sink(void *user, const char *text, size_t n, json_t *tool_calls) {
+    resp *p = user;
+    if (tool_calls) {
+        if (p->stream) emit_tools(p, tool_calls);
+        else json_decref(tool_calls); /* the whole message is built from oai_calls_message */
+    } else if (!p->stream) sd_strbuf_add(&p->content, text, n);
+    else if (n) emit(p, text, n, NULL, 0, NULL);
+}
+
+/* finish_reason: "tool_calls" when the answer called tools and was not cut short. */
+static const char *finish_reason(resp *p) {
+    const char *f = oai_finish_reason(p->j->stats.stop_reason);
+    return p->calls.n_calls && strcmp(f, "length") ? "tool_calls" : f;
+}
+
 /* A piece of answer text: through the reasoning splitter for chat. */
 static void on_text(resp *p, const char *text, size_t len, bool flush, bool stream) {
     const char *c = text, *r = NULL;
@@ -170,6 +213,13 @@ static void on_text(resp *p, const char *text, size_t len, bool flush, bool stre
     if (p->think) {
         if (flush) specdec_reasoning_flush(p->think, &r, &nr, &c, &nc);
         else specdec_reasoning_feed(p->think, text, len, &r, &nr, &c, &nc);
+    }
+    if (p->calls.parser) { /* reasoning as it is; content through the tool-call parser */
+        if (!stream) sd_strbuf_add(&p->reasoning, r, nr);
+        else if (nr) emit(p, NULL, 0, r, nr, NULL);
+        oai_calls_feed(&p->calls, c, nc, false, calls_sink, p);
+        if (flush) oai_calls_feed(&p->calls, NULL, 0, true, calls_sink, p);
+        return;
     }
     if (!stream) {
         sd_strbuf_add(&p->content, c, nc);
@@ -201,7 +251,7 @@ static void drain(resp *p, bool stream) {
         json_t *o = http_err_json(&e);
         sse(p, o);
     } else {
-        emit(p, NULL, 0, NULL, 0, oai_finish_reason(j->stats.stop_reason));
+        emit(p, NULL, 0, NULL, 0, finish_reason(p));
         if (p->r.include_usage) {
             json_t *o = chunk_base(p);
             json_object_set_new(o, "choices", json_array());
@@ -220,6 +270,7 @@ static void resp_free(void *cls) {
     atomic_store(&p->j->cancel, true);
     job_release(p->j);
     specdec_reasoning_free(p->think);
+    oai_calls_free(&p->calls);
     sd_strbuf_free(&p->out);
     sd_strbuf_free(&p->content);
     sd_strbuf_free(&p->reasoning);
@@ -307,7 +358,11 @@ static enum MHD_Result send_whole(resp *p) {
     if (p->r.kind == JOB_CHAT) {
         json_t *msg = json_object();
         json_object_set_new(msg, "role", json_string("assistant"));
-        json_object_set_new(msg, "content", json_text(sd_strbuf_str(&p->content), p->content.len));
+        json_t *calls = oai_calls_message(&p->calls);
+        /* OpenAI: content null when the turn only calls tools */
+        json_object_set_new(msg, "content", calls && !p->content.len ? json_null()
+                                                                      : json_text(sd_strbuf_str(&p->content), p->content.len));
+        if (calls) json_object_set_new(msg, "tool_calls", calls);
         if (p->reasoning.len)
             json_object_set_new(msg, "reasoning_content", json_text(sd_strbuf_str(&p->reasoning), p->reasoning.len));
         json_object_set_new(choice, "message", msg);
@@ -315,7 +370,7 @@ static enum MHD_Result send_whole(resp *p) {
         json_object_set_new(choice, "text", json_text(sd_strbuf_str(&p->content), p->content.len));
     }
     json_object_set_new(choice, "logprobs", take_logprobs(p, true));
-    json_object_set_new(choice, "finish_reason", json_string(oai_finish_reason(j->stats.stop_reason)));
+    json_object_set_new(choice, "finish_reason", json_string(finish_reason(p)));
     json_t *choices = json_array();
     json_array_append_new(choices, choice);
     json_object_set_new(o, "choices", choices);
@@ -334,7 +389,11 @@ enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *
     if (r->kind == JOB_CHAT) {
         specdec_error err = {0};
         if (specdec_reasoning_init(s->model, &r->chat, &p->think, &err) != SPECDEC_OK) p->think = NULL;
+        oai_calls_init(&p->calls, s, r); /* r->tools is still valid here (oai.h) */
     }
+    p->stream = r->stream;
+    p->r.tools = NULL; /* borrowed from the body, which does not outlive this call */
+    p->r.tool_name = NULL;
     if (!r->stream) {
         enum MHD_Result rc = wait_done(p) ? send_whole(p) : MHD_NO;
         resp_free(p);

@@ -6,7 +6,7 @@ holds 10 MB bodies and a 10,000-message conversation. `hostile.py list` prints
 one line per request (name, class, size); `hostile.py replay BASE KEY` sends
 them all and checks:
   refuse  a JSON request that must be answered 4xx with an OpenAI error body
-          (or 501 naming a feature this server does not have: tools,
+          (or 501 naming a feature this server does not have: functions,
           content parts other than text);
   raw     broken HTTP: a 4xx (505 for an HTTP version that does not exist), or
           the connection closed cleanly (no hang);
@@ -23,7 +23,7 @@ import sys
 import urllib.parse
 
 CHAT = "/v1/chat/completions"
-UNSUPPORTED = {"tools", "functions", "tool_choice", "function_call", "messages"}
+UNSUPPORTED = {"functions", "function_call", "messages"}
 BASE_CHAT = {"messages": [{"role": "user", "content": "def add(a, b):"}], "max_tokens": 4, "temperature": 0}
 BASE_COMP = {"prompt": "def add(a, b):", "max_tokens": 4, "temperature": 0}
 
@@ -273,7 +273,7 @@ def replay(base, key):
                 path, body = payload
                 st, b = post(base, path, body, key)
                 e = json.loads(b)["error"] if b.startswith(b"{") else {}
-                # 501: a feature this server does not have (tools), refused as such
+                # 501: a feature this server does not have (functions), refused as such
                 if not (400 <= st < 500 or (st == 501 and e.get("param") in UNSUPPORTED)):
                     raise AssertionError("status %d: %r" % (st, b[:200]))
                 unsupported += st == 501

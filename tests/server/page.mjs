@@ -1,6 +1,7 @@
 // The chat page in Debian's headless chromium (driven by playwright-core, no
 // downloaded browser): type a prompt, the answer streams, the status line shows
-// acceptance, accepted draft tokens are coloured; saves a screenshot.
+// acceptance, accepted draft tokens are coloured; a tool call shows apart from
+// the answer; saves a screenshot.
 // usage: node page.mjs BASE_URL SCREENSHOT.png
 import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
@@ -65,6 +66,26 @@ try {
   fs.mkdirSync(path.dirname(shot), { recursive: true });
   await page.screenshot({ path: shot });
   console.log("screenshot:", shot);
+  // Tool calls stream apart from the answer: the page's request gets a tool forced on it
+  // (the page has no tool editor; an agent's request looks like this one).
+  await page.route("**/v1/chat/completions", (route) => {
+    const body = JSON.parse(route.request().postData());
+    body.tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object",
+      properties: { city: { type: "string", maxLength: 12 } }, required: ["city"], additionalProperties: false } } }];
+    body.tool_choice = { type: "function", function: { name: "get_weather" } };
+    body.parallel_tool_calls = false;
+    route.continue({ postData: JSON.stringify(body) });
+  });
+  await page.click("#reset");
+  await page.fill("#prompt", "Weather in Paris?");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".msg.assistant .foot", { timeout: 60000 });
+  const call = await page.textContent(".msg.assistant .calls .call");
+  console.log("tool call:", call);
+  assert.match(call, /^→ get_weather\(\{.*\}\)$/s);
+  JSON.parse(call.slice("→ get_weather(".length, -1));
+  assert.equal(await page.textContent(".msg.assistant .content"), "", "a calls-only answer has no content");
+  await page.unroute("**/v1/chat/completions");
 } catch (e) {
   const page = context.pages()[0];
   if (page) {

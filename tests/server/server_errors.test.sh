@@ -75,7 +75,8 @@ expect "five stop strings"     400 stop no POST $CHAT '{"messages": [{"role": "u
 expect "stop wrong type"       400 stop no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "stop": 3}'
 expect "n = 2"                 400 n no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "n": 2}'
 grep -q "'n' must be 1" "$TMP/body" || fail "n = 2: the message does not say n must be 1: $(cat "$TMP/body")"
-expect "tools"                 501 tools no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}]}'
+expect "tool without a name"   400 tools no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]}'
+expect "functions"             501 functions no POST $CHAT '{"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]}'
 expect "image part"            501 messages no POST $CHAT '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
 LONG=$(/usr/bin/python3 -c "print(\"word \" * 3000)")
 expect "prompt over context"   400 messages no POST $CHAT "{\"messages\": [{\"role\": \"user\", \"content\": \"$LONG\"}]}"
