@@ -109,6 +109,24 @@ static void test_lossless_moe(void **state) {
     lossless_on("models/fixture-q35moe-target.gguf"); /* a hybrid MoE: every discipline again */
 }
 
+/* The committed trained draft (tools/fixtures/train_dflash.py) on its target: LOSSLESS, and some of
+ * its drafts are accepted (free text, where it learnt the most). */
+static void test_trained_fixture(void **state) {
+    (void)state;
+    sd_model *target = load("models/fixture-target.gguf"), *head = load("models/fixture-dflash.gguf");
+    assert_int_equal(head->hp.dflash_block, 8);
+    size_t n = 0;
+    int32_t *ids = bench_prompt(target, "bench/prompts/free-essay.txt", &n);
+    int64_t drafted = 0, accepted = 0;
+    check_prompt(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0, &drafted, &accepted);
+    check_prompt(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0.8f, &drafted, &accepted);
+    printf("fixture-dflash: accepted %lld of %lld drafted\n", (long long)accepted, (long long)drafted);
+    assert_true(accepted > 0);
+    free(ids);
+    sd_model_free(head);
+    sd_model_free(target);
+}
+
 /* Injecting positions in one batch or one by one, any thread count and
  * n_batch: the block's logits are bitwise the same; the length stays. */
 static void test_block_invariance(void **state) {
@@ -232,7 +250,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_invariance), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_lossless_dense),   cmocka_unit_test(test_lossless_hybrid),
-        cmocka_unit_test(test_lossless_moe),
+        cmocka_unit_test(test_lossless_moe),     cmocka_unit_test(test_trained_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
