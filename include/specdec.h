@@ -317,7 +317,13 @@ typedef struct specdec_context_params {
      * Or an MTP sidecar (a qwen35 file holding only the nextn block,
      * llama.cpp's "mtp_only" mtp-*.gguf) for SPECDEC_SPEC_MTP / _AUTO: its
      * block drafts as a target's own would (the same n_embd and vocabulary
-     * as the target, else SPECDEC_ERR_ARG / SPECDEC_ERR_VOCAB). */
+     * as the target, else SPECDEC_ERR_ARG / SPECDEC_ERR_VOCAB).
+     * Or a DFlash block drafter (architecture "dflash", llama.cpp's
+     * draft-dflash layout) for SPECDEC_SPEC_DFLASH: it must fit the target
+     * (n_embd, target_layers within its layers, the same vocabulary, else
+     * SPECDEC_ERR_ARG naming what differs); the context then keeps the
+     * target's hidden states at its target layers for every position
+     * (n_ctx * n_ids * n_embd floats) and the draft's own KV cache. */
     const specdec_model *draft;
     /* A target with an MTP block (a qwen35 file's nextn layer) and no EAGLE-3
      * head: the context keeps the target's hidden after output_norm for every
@@ -369,9 +375,11 @@ typedef enum specdec_spec_mode {
                               and in params.suffix_cache, the outputs of earlier requests (free) */
     SPECDEC_SPEC_GRAMMAR,  /* only the text params.grammar forces (its tokenization), no other drafter (free;
                               SPECDEC_ERR_ARG without a grammar). AUTO drafts forced text too, first. */
+    SPECDEC_SPEC_DFLASH,   /* the context's DFlash block drafter (SPECDEC_ERR_ARG without one): one draft forward
+                              proposes a whole block. AUTO does not use it (n-gram, or the target's MTP block) */
 } specdec_spec_mode;
 
-/* "none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"; NULL for a value outside the enum. */
+/* "none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar", "dflash"; NULL for a value outside the enum. */
 SPECDEC_API const char *specdec_spec_mode_name(specdec_spec_mode mode);
 /* The mode named name (as above) into *mode; false if no mode has that name. */
 SPECDEC_API bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode);

@@ -207,7 +207,7 @@ def _token_array(tokens):
 # The options of generate() and stream(), the fields of specdec_generate_params
 # (include/specdec.h documents each; the defaults are the library's):
 #   n_predict=128 (< 0: until an end-of-generation token or a full context),
-#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"),
+#   spec="auto" ("none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar", "dflash"),
 #   draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4,
 #   temperature=0.0 (greedy), top_k=0, top_p=1.0, min_p=0.0, seed=42,
 #   draft_sample=False, stop=() (up to 8 strings), stop_at_eog=True,
@@ -224,7 +224,7 @@ OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max"
            "top_p", "min_p", "seed", "draft_sample", "stop", "stop_at_eog", "check_lossless", "hybrid_rollback",
            "hybrid_window", "tree_nodes", "tree_width", "grammar", "presence_penalty", "frequency_penalty",
            "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs")
-_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix, grammar or auto"),
+_NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix, grammar, dflash or auto"),
           "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
 
 
@@ -450,7 +450,7 @@ class Result:
 class Context(_Owned):
     """A KV cache for generating with model (specdec_context_init), with an
     optional draft model (a Model: a draft model, an EAGLE-3 head or an MTP
-    sidecar) for spec "draft" / "eagle3" / "mtp" / "auto". n_ctx, n_batch,
+    sidecar, a DFlash draft) for spec "draft" / "eagle3" / "mtp" / "dflash" / "auto". n_ctx, n_batch,
     n_threads <= 0 take the library's defaults. The models must stay open
     while the context lives (the context keeps them referenced). One
     generation at a time: the history of the last one is kept and its longest

@@ -26,6 +26,11 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     specdec_context_params p = params ? *params : specdec_context_default_params();
     sd_err e = {0};
     const bool head = p.draft && p.draft->m->hp.arch == SD_ARCH_EAGLE3;
+    const bool dflash = p.draft && p.draft->m->hp.arch == SD_ARCH_DFLASH;
+    if (dflash && sd_dflash_check(p.draft->m, model->m, &e) != SD_OK) {
+        sd_err_prefix(&e, "%s", p.draft->path);
+        return sd_api_error(err, &e);
+    }
     if (head && sd_eagle3_check(p.draft->m, model->m, &e) != SD_OK) {
         sd_err_prefix(&e, "%s", p.draft->path);
         return sd_api_error(err, &e);
@@ -46,6 +51,7 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
     c->draft = p.draft;
     c->draft_kind = !p.draft ? SD_API_DRAFT_NONE
                     : head   ? SD_API_DRAFT_EAGLE3
+                    : dflash ? SD_API_DRAFT_DFLASH
                     : sidecar ? SD_API_DRAFT_MTP_SIDECAR
                               : SD_API_DRAFT_MODEL;
     c->n_batch = resolve_n_batch(p.n_batch);
@@ -97,12 +103,12 @@ void specdec_context_reset(specdec_context *c) {
 }
 
 const char *specdec_spec_mode_name(specdec_spec_mode mode) {
-    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar"};
+    static const char *names[] = {"none", "ngram", "draft", "auto", "eagle3", "mtp", "suffix", "grammar", "dflash"};
     return (unsigned)mode < sizeof names / sizeof *names ? names[mode] : NULL;
 }
 
 bool specdec_spec_mode_parse(const char *name, specdec_spec_mode *mode) {
-    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_GRAMMAR; m++)
+    for (specdec_spec_mode m = SPECDEC_SPEC_NONE; name && m <= SPECDEC_SPEC_DFLASH; m++)
         if (!strcmp(name, specdec_spec_mode_name(m))) {
             *mode = m;
             return true;

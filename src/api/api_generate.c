@@ -94,7 +94,7 @@ static specdec_status check_penalties(const specdec_context *c, const specdec_ge
 }
 
 static specdec_status check_params(const specdec_context *c, const specdec_generate_params *g, specdec_error *err) {
-    if ((unsigned)g->spec > SPECDEC_SPEC_GRAMMAR)
+    if ((unsigned)g->spec > SPECDEC_SPEC_DFLASH)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "unknown spec mode %d", g->spec);
     if (g->spec == SPECDEC_SPEC_GRAMMAR && !g->grammar)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode grammar needs a grammar (params.grammar)");
@@ -114,6 +114,12 @@ static specdec_status check_params(const specdec_context *c, const specdec_gener
                                       "architecture '%s', not eagle3",
                                       c->draft->path, c->draft->m->hp.arch_name)
                         : sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode eagle3 needs a context with an EAGLE-3 head");
+    if (g->spec == SPECDEC_SPEC_DFLASH && dk != SD_API_DRAFT_DFLASH)
+        return c->draft ? sd_api_fail(err, SPECDEC_ERR_ARG,
+                                      "spec mode dflash needs a DFlash draft; the context's draft %s has "
+                                      "architecture '%s', not dflash",
+                                      c->draft->path, c->draft->m->hp.arch_name)
+                        : sd_api_fail(err, SPECDEC_ERR_ARG, "spec mode dflash needs a context with a DFlash draft");
     if (g->draft_max < 1 || g->draft_max > 64)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "draft_max must be in [1, 64], not %d", g->draft_max);
     if (g->ngram_min < 1 || g->ngram_max > 8 || g->ngram_min > g->ngram_max)
@@ -176,6 +182,10 @@ static int head_layers(const specdec_context *c, const specdec_generate_params *
         *ids = c->draft->m->hp.target_layers;
         return 3;
     }
+    if (c->draft_kind == SD_API_DRAFT_DFLASH && g->spec == SPECDEC_SPEC_DFLASH) {
+        *ids = c->draft->m->hp.target_layers;
+        return c->draft->m->hp.n_target_layers;
+    }
     *ids = NULL;
     return 0;
 }
@@ -201,6 +211,7 @@ static sd_drafter_kind drafter_kind(const specdec_context *c, specdec_spec_mode 
     case SPECDEC_SPEC_EAGLE3: return SD_DRAFTER_EAGLE3;
     case SPECDEC_SPEC_MTP: return c->draft_kind == SD_API_DRAFT_MTP_SIDECAR ? SD_DRAFTER_MTP_SIDECAR : SD_DRAFTER_MTP;
     case SPECDEC_SPEC_SUFFIX: return SD_DRAFTER_SUFFIX;
+    case SPECDEC_SPEC_DFLASH: return SD_DRAFTER_DFLASH;
     default: return SD_DRAFTER_AUTO;
     }
 }
@@ -244,7 +255,8 @@ static sd_status build_drafter(run *r, sd_err *err) {
                                   .n_batch = c->n_batch,
                                   .ngram_min = g->ngram_min,
                                   .ngram_max = g->ngram_max,
-                                  .suffix_cache = g->suffix_cache ? &g->suffix_cache->mem : NULL};
+                                  .suffix_cache = g->suffix_cache ? &g->suffix_cache->mem : NULL,
+                                  .dflash = c->draft_kind == SD_API_DRAFT_DFLASH ? c->draft->m : NULL};
     const sd_drafter_kind kind = drafter_kind(c, g->spec);
     sd_status st = sd_compose_drafter(&r->drafter, kind, &in, err);
     if (st != SD_OK) return st;

@@ -39,6 +39,7 @@ typedef enum sd_api_draft {
     SD_API_DRAFT_MODEL,       /* a draft model, run in a context of its own (dctx) */
     SD_API_DRAFT_EAGLE3,      /* an EAGLE-3 head over the target's hidden rows; no dctx */
     SD_API_DRAFT_MTP_SIDECAR, /* an MTP sidecar (an mtp_only qwen35 file): its block drafts; no dctx */
+    SD_API_DRAFT_DFLASH,      /* a DFlash block drafter over the target's hidden rows; no dctx (its drafter owns one) */
 } sd_api_draft;
 
 /* A context: the target's KV cache (and the draft model's), and the tokens

@@ -18,7 +18,7 @@ typedef struct option_field {
     field_kind kind;
 } option_field;
 
-#define SPEC_NAMES "none | ngram | draft | eagle3 | mtp | suffix | grammar | auto"
+#define SPEC_NAMES "none | ngram | draft | eagle3 | mtp | suffix | grammar | dflash | auto"
 #define ROLLBACK_NAMES "auto | checkpoint | replay | redecode | window"
 #define MAX_TOKENS (1 << 24) /* the largest context: no run can generate more */
 #define OFF(f) offsetof(specdec_options, f)
@@ -29,8 +29,9 @@ static const specdec_option TABLE[] = {
     {"--model", "-m", NULL, SPECDEC_OPTION_PATH, 0, 0, false, false, NULL, "FILE", "target model"},
     {"--model-draft", "-md", NULL, SPECDEC_OPTION_PATH, 0, 0, false, false, NULL, "FILE",
      "draft model (same vocabulary as the target), an EAGLE-3 head (--spec\n"
-     "eagle3), or an MTP sidecar: a qwen35 mtp-*.gguf holding only the\n"
-     "nextn block (--spec mtp, for a target without its own). Without -m,\n"
+     "eagle3), a DFlash block drafter (--spec dflash), or an MTP sidecar: a\n"
+     "qwen35 mtp-*.gguf holding only the nextn block (--spec mtp, for a\n"
+     "target without its own). Without -m,\n"
      "auto and draft pair the fixture draft even where this says none\n"
      "(see the end of this help)"},
     {"--n-predict", "-n", "n_predict", INT(-1, MAX_TOKENS), "N",

@@ -91,7 +91,7 @@ static specdec_status tokenize_prompt(const gen_opts *o, const specdec_model *m,
  * fits). --spec mtp takes only a given one: no default sidecar. */
 static const char *draft_path(const gen_opts *o) {
     const specdec_spec_mode m = o->run.gen.spec;
-    if (m == SPECDEC_SPEC_MTP) return o->run.draft_path;
+    if (m == SPECDEC_SPEC_MTP || m == SPECDEC_SPEC_DFLASH) return o->run.draft_path; /* no default file */
     if (m == SPECDEC_SPEC_NONE || m == SPECDEC_SPEC_NGRAM || m == SPECDEC_SPEC_SUFFIX || m == SPECDEC_SPEC_GRAMMAR)
         return NULL;
     if (m == SPECDEC_SPEC_EAGLE3) return cli_default_eagle3(o->run.draft_path, o->model_is_default);
@@ -107,12 +107,20 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+    if (o->run.gen.spec == SPECDEC_SPEC_DFLASH && !dp)
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec dflash needs a DFlash draft (-md FILE)");
     st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not an EAGLE-3 head (architecture '%s'; --spec eagle3 needs eagle3)",
                                  dp, specdec_model_arch(e->draft));
+    const bool dflash = !strcmp(specdec_model_arch(e->draft), "dflash");
+    if (o->run.gen.spec == SPECDEC_SPEC_DFLASH && !dflash)
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not a DFlash draft (architecture '%s'; --spec dflash needs dflash)",
+                                 dp, specdec_model_arch(e->draft));
+    if (o->run.gen.spec != SPECDEC_SPEC_DFLASH && dflash)
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: a DFlash draft: use --spec dflash", dp);
     if (o->run.gen.spec == SPECDEC_SPEC_DRAFT && head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
     return SPECDEC_OK;

@@ -59,6 +59,8 @@ static int check_combination(const gen_opts *o) {
         return bad("%s", "--spec draft needs a draft model (-md FILE)");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !o->run.draft_path && !o->model_is_default)
         return bad("%s", "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
+    if (o->run.gen.spec == SPECDEC_SPEC_DFLASH && !o->run.draft_path)
+        return bad("%s", "--spec dflash needs a DFlash draft (-md FILE)");
     if (o->grammar_file && o->json_schema_file)
         return bad("%s", "give at most one of --grammar-file and --json-schema");
     if (o->run.gen.spec == SPECDEC_SPEC_GRAMMAR && !o->grammar_file && !o->json_schema_file)

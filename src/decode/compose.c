@@ -47,7 +47,7 @@ void sd_model_lm_free(sd_model_lm *l) {
 }
 
 static const char *const KIND_NAMES[SD_DRAFTER_KIND_N] = {"ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto",
-                                                                   "suffix"};
+                                                                   "suffix", "dflash"};
 
 const char *sd_drafter_kind_name(sd_drafter_kind k) {
     return (unsigned)k < SD_DRAFTER_KIND_N ? KIND_NAMES[k] : NULL;
@@ -64,10 +64,12 @@ sd_drafter_kind sd_drafter_auto_costly(const sd_drafter_inputs *in) {
 /* What kind k needs from in, missing: a one-line error. */
 static sd_status check_inputs(sd_drafter_kind k, const sd_drafter_inputs *in, sd_err *err) {
     const char *name = sd_drafter_kind_name(k);
-    const bool head = k == SD_DRAFTER_EAGLE3 || k == SD_DRAFTER_MTP || k == SD_DRAFTER_MTP_SIDECAR;
+    const bool head =
+        k == SD_DRAFTER_EAGLE3 || k == SD_DRAFTER_MTP || k == SD_DRAFTER_MTP_SIDECAR || k == SD_DRAFTER_DFLASH;
     if ((head || k == SD_DRAFTER_AUTO) && !in->target) return sd_err_set(err, SD_ERR_ARG, "drafter %s: no target context", name);
     if (k == SD_DRAFTER_MODEL && !in->draft_lm) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a draft model", name);
     if (k == SD_DRAFTER_EAGLE3 && !in->eagle3) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an EAGLE-3 head", name);
+    if (k == SD_DRAFTER_DFLASH && !in->dflash) return sd_err_set(err, SD_ERR_ARG, "drafter %s needs a DFlash draft", name);
     if (k == SD_DRAFTER_MTP_SIDECAR && !in->mtp_sidecar)
         return sd_err_set(err, SD_ERR_ARG, "drafter %s needs an MTP sidecar file", name);
     if (k == SD_DRAFTER_MTP && !sd_context_model(in->target)->nextn.present)
@@ -94,6 +96,8 @@ static sd_status make_one(sd_drafter *out, sd_drafter_kind k, const sd_drafter_i
         return sd_drafter_mtp_init(out, in->target, in->n_threads, in->n_batch, err);
     case SD_DRAFTER_MTP_SIDECAR:
         return sd_drafter_mtp_sidecar_init(out, in->mtp_sidecar, in->target, in->n_threads, in->n_batch, err);
+    case SD_DRAFTER_DFLASH:
+        return sd_drafter_dflash_init(out, in->dflash, in->target, in->n_threads, in->n_batch, err);
     default:
         return sd_err_set(err, SD_ERR_ARG, "drafter kind %d unknown", (int)k);
     }

@@ -59,6 +59,7 @@ typedef enum sd_drafter_kind {
     SD_DRAFTER_AUTO,        /* n-gram first, then the costly drafter sd_drafter_auto_costly picks;
                                with inputs.suffix_cache, suffix drafting before the n-gram */
     SD_DRAFTER_SUFFIX,      /* suffix drafting over the context and inputs.suffix_cache (may be NULL) */
+    SD_DRAFTER_DFLASH,      /* a DFlash block drafter over the target's hidden rows (inputs.dflash) */
     SD_DRAFTER_KIND_N
 } sd_drafter_kind;
 
@@ -74,9 +75,10 @@ typedef struct sd_drafter_inputs {
     int32_t n_batch;             /* rows per catch-up forward (draft model, heads) */
     int ngram_min, ngram_max;    /* n-gram lengths (NGRAM and AUTO) */
     sd_suffix_cache *suffix_cache; /* earlier outputs (SUFFIX, AUTO), or NULL */
+    const sd_model *dflash;      /* a DFlash draft (checked against the target: sd_dflash_check), or NULL */
 } sd_drafter_inputs;
 
-/* "ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto", "suffix"; NULL outside the enum. */
+/* "ngram", "draft", "eagle3", "mtp", "mtp-sidecar", "auto", "suffix", "dflash"; NULL outside the enum. */
 const char *sd_drafter_kind_name(sd_drafter_kind k);
 
 /* The costly drafter AUTO puts behind n-gram with these inputs: an MTP

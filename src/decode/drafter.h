@@ -5,7 +5,8 @@
  * Implementations: n-gram prompt lookup (drafter_ngram.c), a draft model
  * behind an sd_lm (drafter_model.c), an EAGLE-3 head over the target's hidden
  * states (drafter_eagle3.c), a qwen35 target's own MTP block (drafter_mtp.c)
- * — both on one chain-drafting core (drafter_head.c) — suffix drafting
+ * — both on one chain-drafting core (drafter_head.c) — a DFlash block
+ * drafter (drafter_dflash.c), suffix drafting
  * over the context and a cross-request memory (drafter_suffix.c), and
  * "auto", n-gram where it hits and the costly drafter (head or draft model)
  * otherwise (drafter_auto.c). */
@@ -156,6 +157,22 @@ sd_status sd_drafter_mtp_init(sd_drafter *d, sd_context *target, int n_threads, 
  * above, plus SD_ERR_ARG (n_embd differs: sd_mtp_check). */
 sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd_context *target, int n_threads,
                                       int32_t n_batch, sd_err *err);
+
+/* ---- DFlash block drafter (drafter_dflash.c) ----
+ * A dflash draft (model/model.h sd_dflash_*, llama.cpp's draft-dflash) over
+ * the target's hidden rows at its target_layers: asks target (borrowed; must
+ * outlive the drafter) for them, injects the rows of the committed context
+ * into its own context (n_ctx as the target's, n_batch rows per inject
+ * forward, n_threads), and proposes up to min(k, block - 1, n_batch - 1)
+ * tokens from ONE block forward: each row's argmax mapped through d2t, or
+ * coupled draws at temperature > 0 (couple above; deterministic either
+ * way); tree candidates are each row's w best. Rolls back with the target as
+ * the head drafters do. head must outlive the drafter; freeing turns a hook
+ * it set off. Errors: SD_ERR_ARG (the draft does not fit the target: its
+ * message from sd_dflash_check; n_batch < 2), SD_ERR_VOCAB (different token
+ * lists), SD_ERR_NOMEM. */
+sd_status sd_drafter_dflash_init(sd_drafter *d, const sd_model *head, sd_context *target, int n_threads,
+                                 int32_t n_batch, sd_err *err);
 
 /* ---- suffix drafting (drafter_suffix.c) ----
  * SuffixDecoding's frequency-weighted chain from a suffix trie over the

@@ -40,7 +40,7 @@ typedef struct sd_arch_def {
 } sd_arch_def;
 
 extern const sd_arch_def sd_arch_llama, sd_arch_qwen2, sd_arch_qwen3, sd_arch_qwen35, sd_arch_eagle3;
-extern const sd_arch_def sd_arch_qwen3moe, sd_arch_qwen35moe;
+extern const sd_arch_def sd_arch_qwen3moe, sd_arch_qwen35moe, sd_arch_dflash;
 
 /* The architecture named name, or NULL. */
 const sd_arch_def *sd_arch_find(const char *name);
@@ -69,6 +69,13 @@ sd_status sd_bind_embeddings_and_output(sd_loader *L, sd_model *m);
 sd_status sd_bind_dense_layer(sd_loader *L, sd_layer *layer, int il);
 /* The attention half of sd_bind_dense_layer plus ffn_norm (a MoE layer binds its own FFN). */
 sd_status sd_bind_attn_block(sd_loader *L, sd_layer *layer, int il);
+
+/* The optional reduced draft vocabulary of a draft head (eagle3, dflash;
+ * arch_eagle3.c): tensor d2t, I64 absolute target ids, each in range and none
+ * twice (the checks of llama.cpp's conversion/llama.py), kept as int32 in
+ * m->d2t; hp.n_draft_vocab = its length, n_vocab without one. Errors:
+ * SD_ERR_FORMAT, SD_ERR_NOMEM. */
+sd_status sd_bind_d2t(sd_loader *L, sd_model *m);
 
 /* qwen35 and qwen35moe share everything but the FFN (arch_qwen35.c): keys
  * under hp->arch_name, each trunk (and MTP) block's FFN dense, or the

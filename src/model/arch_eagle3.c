@@ -72,9 +72,7 @@ static sd_status eagle3_hparams(sd_loader *L, sd_hparams *hp) {
     return SD_OK;
 }
 
-/* d2t: I64 absolute target ids, each in range and none twice (the checks of
- * conversion/llama.py), kept as int32. */
-static sd_status bind_d2t(sd_loader *L, sd_model *m) {
+sd_status sd_bind_d2t(sd_loader *L, sd_model *m) {
     const gguf_tensor_info *t = gguf_find_tensor(L->gguf, "d2t");
     m->hp.n_draft_vocab = m->hp.n_vocab;
     if (!t) return SD_OK;
@@ -104,7 +102,7 @@ static sd_status eagle3_tensors(sd_loader *L, sd_model *m) {
     const int64_t E = hp->n_embd, n_in = 3 * (int64_t)hp->n_embd_tgt, n_ff = hp->n_ff;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     sd_layer *l = &m->layers[0];
-    sd_status st = bind_d2t(L, m);
+    sd_status st = sd_bind_d2t(L, m);
     if (st == SD_OK) st = sd_bind_matrix(L, &m->fc, n_in, E, "fc.weight", 0);
     if (st == SD_OK && hp->norm_before_fc)
         st = sd_bind_vector(L, &m->enc_norm, n_in, true, "enc.output_norm.weight", 0);

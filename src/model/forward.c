@@ -119,6 +119,8 @@ sd_status sd_fwd_check_batch(const sd_context *c, const int32_t *tokens, int32_t
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "an EAGLE-3 head is not a language model (sd_eagle3_forward runs it)");
     if (c->m->hp.arch == SD_ARCH_QWEN35_MTP)
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "an MTP head is not a language model (sd_mtp_forward runs it)");
+    if (c->m->hp.arch == SD_ARCH_DFLASH)
+        return sd_err_set(err, SD_ERR_UNSUPPORTED, "a DFlash draft is not a language model (sd_dflash_block runs it)");
     if (S < 0 || n_rows < 0 || n_rows > S || (S > 0 && !tokens) || (n_rows > 0 && !logits))
         return sd_err_set(err, SD_ERR_ARG, "forward: bad batch (S = %d, %d logits rows)", S, n_rows);
     if (S > c->n_ctx - c->kv.len)

@@ -30,7 +30,7 @@ sd_status sd_ctx_group_init(const sd_model *m, int32_t n_ctx, int32_t max_rows, 
                             sd_err *err) {
     *out = NULL;
     const sd_hparams *hp = &m->hp;
-    if (hp->arch == SD_ARCH_EAGLE3 || hp->arch == SD_ARCH_QWEN35_MTP || hp->mtp_only)
+    if (hp->arch == SD_ARCH_EAGLE3 || hp->arch == SD_ARCH_QWEN35_MTP || hp->arch == SD_ARCH_DFLASH || hp->mtp_only)
         return sd_err_set(err, SD_ERR_ARG, "a draft head is no model to batch");
     if (max_rows < 1 || n_ctx < 1) return sd_err_set(err, SD_ERR_ARG, "group: %d rows, n_ctx %d", max_rows, n_ctx);
     if (n_threads <= 0) n_threads = sd_default_threads();

@@ -28,6 +28,7 @@ typedef enum sd_arch {
     SD_ARCH_QWEN35_MTP,
     SD_ARCH_QWEN3MOE,  /* qwen3 layers with a routed-expert FFN (arch_qwen3moe.c) */
     SD_ARCH_QWEN35MOE, /* qwen35 layers with routed experts + a gated shared expert (arch_qwen35moe.c) */
+    SD_ARCH_DFLASH,    /* a DFlash block drafter (arch_dflash.c, forward_dflash.c) */
 } sd_arch;
 
 /* What a layer's mixer is (the FFN half is the same SwiGLU for all). */
@@ -76,7 +77,11 @@ typedef struct sd_hparams {
     int32_t n_ff_exp;        /* {arch}.expert_feed_forward_length (default n_ff / k) */
     int32_t n_ff_shexp;      /* {arch}.expert_shared_feed_forward_length (qwen35moe; default n_ff), 0: none */
     /* eagle3 draft heads only (llama.cpp src/models/eagle3.cpp, keys eagle3.*) */
-    int32_t target_layers[3];  /* target_layers: target layer INPUT ids (== target n_layer: final normed hidden) */
+    int32_t target_layers[8];  /* target_layers: target layer INPUT ids (== target n_layer: final normed hidden);
+                                  eagle3: 3 of them, dflash: n_target_layers */
+    int32_t n_target_layers;   /* dflash: ids in target_layers (1..SD_HIDDEN_MAX_IDS) */
+    int32_t dflash_block;      /* dflash.block_size: tokens of one block, the anchor + block - 1 drafts */
+    int32_t mask_token;        /* dflash: tokenizer.ggml.mask_token_id, the token of a block's undrafted slots */
     int32_t n_embd_tgt;        /* target_hidden_size */
     int32_t n_draft_vocab;     /* rows of the head's logits: d2t entries, else n_vocab */
     bool norm_before_residual; /* the attention residual is the normed g, not g */
@@ -132,9 +137,10 @@ typedef struct sd_model {
     const float *rope_freqs; /* llama: [n_rot/2] frequency divisors (rope_freqs.weight, Llama 3.1+) or NULL */
     sd_matrix output;        /* lm head: output.weight, or token_embd if tied (eagle3: optional,
                                 data NULL = the target's; rows = n_draft_vocab) */
-    sd_matrix fc;            /* eagle3: fc.weight {3 * n_embd_tgt, n_embd} */
-    const float *enc_norm;   /* eagle3: enc.output_norm.weight [3 * n_embd_tgt] (norm_before_fc) */
-    int32_t *d2t;            /* eagle3: [n_draft_vocab] absolute target ids (I64 d2t, checked), owned; or NULL */
+    sd_matrix fc;            /* eagle3: fc.weight {3 * n_embd_tgt, n_embd}; dflash {n_ids * n_embd, n_embd} */
+    const float *enc_norm;   /* eagle3: enc.output_norm.weight [3 * n_embd_tgt] (norm_before_fc);
+                                dflash: [n_embd], after fc */
+    int32_t *d2t;            /* eagle3, dflash: [n_draft_vocab] absolute target ids (I64 d2t, checked), owned; or NULL */
     sd_layer *layers;        /* [n_layer] (the trunk; a qwen35 file's MTP blocks blk.n_layer.. are
                                 left in the file, unbound: a drafter finds them in gguf by name) */
     sd_nextn nextn;          /* qwen35: the MTP block when the file has one (else present = false) */
@@ -399,7 +405,7 @@ sd_status sd_context_keep_path(sd_context *c, const int32_t *path, int32_t m, sd
  * the same ids in the same order changes nothing (the rows stay). n_ids == 0
  * turns the hook off. Errors: SD_ERR_ARG (bad ids, naming the id and n_layer),
  * SD_ERR_NOMEM. */
-#define SD_HIDDEN_MAX_IDS 4
+#define SD_HIDDEN_MAX_IDS 8
 sd_status sd_context_request_hidden(sd_context *c, const int32_t *layer_ids, int n_ids, sd_err *err);
 /* The hidden row of position pos (n_ids * n_embd floats, borrowed until the
  * next request or free), or NULL when no hook is set or pos is not in
@@ -499,6 +505,39 @@ void sd_mtp_view_free(sd_model *view);
  * S / n_tail, token id out of range). */
 sd_status sd_mtp_forward(sd_context *c, const int32_t *tokens, const float *h, int32_t S, float *y, int32_t n_tail,
                          float *logits, sd_err *err);
+
+/* ---- DFlash block drafters (general.architecture "dflash"; forward_dflash.c,
+ * llama.cpp src/models/dflash.cpp, common/speculative.cpp) ----
+ * A stack of Qwen3 layers whose KV cache holds, at each committed position P,
+ * keys and values made from the target's hidden rows of P (hp.target_layers,
+ * fused by fc and enc.output_norm): "injected" positions. A block is B =
+ * hp.dflash_block tokens [anchor, mask, ..., mask] at the next B positions;
+ * every block row attends to all injected positions and to every row of the
+ * block (non-causal), and rows 1..B-1 give B-1 drafts in one forward. The
+ * block's own K/V rows are scratch: the length does not move. */
+
+/* SD_OK if head can draft for target: a dflash file with n_embd == the
+ * target's (fc reads rows of that width), every target layer id in
+ * 0..target n_layer, the same vocabulary size (the token lists are compared
+ * by the caller: sd_lm_check_same_vocab). SD_ERR_ARG otherwise, one line
+ * naming the mismatch and both sizes. */
+sd_status sd_dflash_check(const sd_model *head, const sd_model *target, sd_err *err);
+
+/* Appends S injected positions (len..len+S-1) to c, a context of a dflash
+ * head, from features[S][n_ids * n_embd] (sd_context_hidden rows of the
+ * target, in target_layers order). Row-wise: each position's K/V do not
+ * depend on S. Errors, state unchanged: SD_ERR_ARG (not a dflash context,
+ * S < 0 or S > n_batch), SD_ERR_CONTEXT (len + S > n_ctx). */
+sd_status sd_dflash_inject(sd_context *c, const float *features, int32_t S, sd_err *err);
+
+/* Runs one block tokens[B] (2 <= B <= min(hp.dflash_block, n_batch)) at
+ * positions len..len+B-1 and writes the logits of rows 1..B-1 to
+ * logits[B - 1][n_draft_vocab] (draft vocabulary: sd_eagle3_token maps it
+ * through d2t). The length stays len. target lends token_embd / output when
+ * the head has none. Errors, state unchanged: SD_ERR_ARG (B, a token id),
+ * SD_ERR_CONTEXT (len + B > n_ctx). */
+sd_status sd_dflash_block(sd_context *c, const sd_model *target, const int32_t *tokens, int32_t B, float *logits,
+                          sd_err *err);
 
 /* ---- several sequences in one batch (forward_ragged.c, docs/BATCHING.md) ----
  * A sequence is an sd_context of its own (its KV rows, its recurrent state,
