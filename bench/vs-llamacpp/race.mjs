@@ -233,17 +233,17 @@ async function tokenize(engine, base, text) {
   const j = await r.json();
   return (j.tokens ?? []).map((x) => (typeof x === "object" ? x.id : x));
 }
-async function complete(cell, s, text, temp, seed) {
+async function complete(cell, s, text, temp, seed, n = N) {
   let body, url, rounds0 = 0;
   if (cell.engine === "llama.cpp") {
     rounds0 = await llamaDrafts(s.base);
     url = "/completion";
-    body = { prompt: text, n_predict: N, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0, typical_p: 1,
+    body = { prompt: text, n_predict: n, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0, typical_p: 1,
       repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, xtc_probability: 0,
       samplers: ["top_k", "top_p", "min_p", "temperature"], return_tokens: true };
   } else {
     url = "/v1/completions";
-    body = { prompt: text, max_tokens: N, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0 };
+    body = { prompt: text, max_tokens: n, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0 };
   }
   const r = await fetch(s.base + url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   if (!r.ok) throw new Error(`${cell.engine} HTTP ${r.status}: ${(await r.text()).slice(0, 300)}`);
@@ -272,7 +272,7 @@ async function runCell(cell, its) {
   const s = await startServer(cell);
   const res = [];
   try {
-    await complete(cell, s, "Hello", 0, 0); // first touch (page cache, thread pool), off the clock
+    await complete(cell, s, "Hello", 0, 0, 2); // first touch (page cache, thread pool), off the clock
     for (const it of its) {
       if (it.trace) {
         const outs = [];
