@@ -328,16 +328,18 @@ async function main() {
         samples.push({ ci, round: r, res });
         const n = res.reduce((a, x) => a + x.n, 0), ms = res.reduce((a, x) => a + x.ms, 0);
         log(`round ${r + 1}/${ROUNDS} ${cell.engine} ${cellName(cell)}: ${(n * 1e3 / ms).toFixed(2)} tok/s over ${its.length} items`);
+        // the tables so far: a run stopped early still leaves its medians
+        if (!(r === ROUNDS - 1 && i === order.length - 1)) summarize(its, order, samples, load0, t0, r);
       } catch (e) {
         log(`round ${r + 1}/${ROUNDS} ${cell.engine} ${cellName(cell)}: FAILED ${e.message.split("\n")[0]}`);
         cell.error = e.message.slice(0, 2000);
       }
     }
   }
-  return summarize(its, order, samples, load0, t0);
+  return summarize(its, order, samples, load0, t0, ROUNDS);
 }
 
-function summarize(its, order, samples, load0, t0) {
+function summarize(its, order, samples, load0, t0, done) {
   const classes = [...new Set(its.map((x) => x.cls))];
   const plainOf = (engine) => order.findIndex((c) => c.engine === engine && c.mode === "none");
   const rows = [];
@@ -384,7 +386,7 @@ function summarize(its, order, samples, load0, t0) {
   const f = (x, d = 2) => (x == null || !Number.isFinite(x) ? "–" : x.toFixed(d));
   const pct = (x) => (x == null ? "–" : `${(100 * x).toFixed(0)}%`);
   const lines = [];
-  lines.push(`### ${path.basename(opt.m)}${opt.md ? ` + ${path.basename(opt.md)}` : ""}${opt.eagle3 ? ` + ${path.basename(opt.eagle3)}` : ""}: -n ${N}, ${T} threads, ${ROUNDS} rounds (medians), free class T ${FREE_T} seeds ${SEEDS.join(",")}`);
+  lines.push(`### ${path.basename(opt.m)}${opt.md ? ` + ${path.basename(opt.md)}` : ""}${opt.eagle3 ? ` + ${path.basename(opt.eagle3)}` : ""}: -n ${N}, ${T} threads, ${done === ROUNDS ? `${ROUNDS} rounds` : `PARTIAL: in round ${done + 1} of ${ROUNDS}`} (medians), free class T ${FREE_T} seeds ${SEEDS.join(",")}`);
   lines.push("");
   lines.push(`command: node bench/vs-llamacpp/race.mjs ${process.argv.slice(2).join(" ")}`);
   lines.push(`load average ${load0.map((x) => x.toFixed(1)).join(" ")} at the start, ${os.loadavg().map((x) => x.toFixed(1)).join(" ")} at the end; ${((Date.now() - t0) / 1000).toFixed(0)} s`);
@@ -404,10 +406,10 @@ function summarize(its, order, samples, load0, t0) {
   const failed = order.filter((c) => c.error);
   if (failed.length) { lines.push(""); for (const c of failed) lines.push(`failed: ${c.engine} ${cellName(c)}: ${c.error.split("\n").slice(-3).join(" ").slice(0, 300)}`); }
   const md = lines.join("\n") + "\n";
-  console.log(md);
+  if (done === ROUNDS) console.log(md);
   if (opt["out-md"]) fs.writeFileSync(opt["out-md"], md);
   if (opt.json) fs.writeFileSync(opt.json, JSON.stringify({ model: opt.m, draft: opt.md ?? null, eagle3: opt.eagle3 ?? null, has_mtp: HAS_MTP,
-    n: N, threads: T, rounds: ROUNDS, ctx: CTX, free_temp: FREE_T, seeds: SEEDS, load_start: load0, load_end: os.loadavg(),
+    n: N, threads: T, rounds: ROUNDS, rounds_done: done, ctx: CTX, free_temp: FREE_T, seeds: SEEDS, load_start: load0, load_end: os.loadavg(),
     items: its.map((x) => ({ cls: x.cls, name: x.name, temp: x.temp, seed: x.seed })), rows, best,
     cells: order.map((c) => ({ engine: c.engine, cell: cellName(c), cmd: c.cmd, error: c.error })),
     samples: samples.map((s) => ({ cell: cellName(order[s.ci]), engine: order[s.ci].engine, round: s.round,
