@@ -27,6 +27,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import http from "node:http";
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 import { loadPrompts, median } from "./lib.mjs";
@@ -222,15 +223,29 @@ async function stopServer(s) {
   const t = setTimeout(() => s.proc.kill("SIGKILL"), 10000);
   await done; clearTimeout(t);
 }
+// POST JSON without a deadline: fetch() gives up after 300 s without response headers, and a
+// non-streamed answer on a loaded 2-core machine can take longer than that.
+function postJson(url, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", headers: { "Content-Type": "application/json" } }, (res) => {
+      let data = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => { data += d; });
+      res.on("end", () => resolve({ ok: res.statusCode === 200, status: res.statusCode, text: data }));
+      res.on("error", reject);
+    });
+    req.setTimeout(0);
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
 async function llamaDrafts(base) { // verify steps so far (llama.cpp reports them only in /metrics)
   const t = await (await fetch(base + "/metrics")).text();
   const m = t.match(/spec_decode_num_drafts_total\s+([0-9.e+]+)/);
   return m ? +m[1] : 0;
 }
 async function tokenize(engine, base, text) {
-  const r = await fetch(base + "/tokenize", { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ content: text, add_special: false }) });
-  const j = await r.json();
+  const j = JSON.parse((await postJson(base + "/tokenize", { content: text, add_special: false })).text);
   return (j.tokens ?? []).map((x) => (typeof x === "object" ? x.id : x));
 }
 async function complete(cell, s, text, temp, seed, n = N) {
@@ -245,9 +260,9 @@ async function complete(cell, s, text, temp, seed, n = N) {
     url = "/v1/completions";
     body = { prompt: text, max_tokens: n, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0 };
   }
-  const r = await fetch(s.base + url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-  if (!r.ok) throw new Error(`${cell.engine} HTTP ${r.status}: ${(await r.text()).slice(0, 300)}`);
-  const j = await r.json();
+  const r = await postJson(s.base + url, body);
+  if (!r.ok) throw new Error(`${cell.engine} HTTP ${r.status}: ${r.text.slice(0, 300)}`);
+  const j = JSON.parse(r.text);
   const t = j.timings ?? {};
   const out = cell.engine === "llama.cpp" ? j.content : j.choices[0].text;
   const tokens = cell.engine === "llama.cpp" && j.tokens ? j.tokens : await tokenize(cell.engine, s.base, out);
