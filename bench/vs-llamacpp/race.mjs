@@ -61,6 +61,8 @@ const USAGE = `usage: node bench/vs-llamacpp/race.mjs -m TARGET.gguf [-md DRAFT.
   --specdec-modes LIST  none,ngram,draft,mtp,eagle3,suffix,auto (those that apply); default all that apply
   --specdec-k LIST      --draft-max values for specdec's speculative modes; default 8 (adaptive K below it)
   --engines LIST        specdec,llama.cpp; default both
+  --llama-args "ARGS"   more llama-server options for every llama.cpp cell, e.g. "--poll 0" (no busy-wait
+                        between forwards: on a loaded machine its default polling starves it)
   --llama-server PATH   default cache/llama.cpp/<commit>/build/bin/llama-server (build_llamacpp.sh)
   --specdec PATH        default build/specdec
   --prompts DIR, --traces DIR   default bench/prompts, bench/traces
@@ -79,7 +81,7 @@ const { values: opt } = parseArgs({
     "free-temp": { type: "string", default: "0.7" }, seeds: { type: "string", default: "1,2,3" },
     "llama-modes": { type: "string" }, "n-max": { type: "string", default: "3" }, "p-min": { type: "string", default: "0" },
     "specdec-modes": { type: "string" }, "specdec-k": { type: "string", default: "8" },
-    engines: { type: "string", default: "specdec,llama.cpp" },
+    engines: { type: "string", default: "specdec,llama.cpp" }, "llama-args": { type: "string", default: "" },
     "llama-server": { type: "string", default: LLAMA_BIN_DEFAULT }, specdec: { type: "string", default: path.join(ROOT, "build/specdec") },
     prompts: { type: "string", default: path.join(ROOT, "bench/prompts") }, traces: { type: "string", default: path.join(ROOT, "bench/traces") },
     json: { type: "string" }, "out-md": { type: "string" }, help: { type: "boolean", short: "h" },
@@ -199,7 +201,7 @@ async function startServer(cell) {
   if (cell.engine === "llama.cpp") {
     cmd = opt["llama-server"];
     args = ["-m", opt.m, "-t", String(T), "-c", String(CTX), "-np", "1", "--host", "127.0.0.1", "--port", String(port),
-      "--metrics", "--no-webui", ...cell.args];
+      "--metrics", "--no-webui", ...cell.args, ...opt["llama-args"].split(/\s+/).filter(Boolean)];
   } else {
     cmd = opt.specdec;
     args = ["serve", "-m", opt.m, "-t", String(T), "-c", String(CTX), "--parallel", "1", "--host", "127.0.0.1", "--port", String(port), ...cell.args];
