@@ -61,7 +61,7 @@ const USAGE = `usage: node bench/vs-llamacpp/race.mjs -m TARGET.gguf [-md DRAFT.
   --specdec-modes LIST  none,ngram,draft,mtp,eagle3,suffix,auto (those that apply); default all that apply
   --specdec-k LIST      --draft-max values for specdec's speculative modes; default 8 (adaptive K below it)
   --engines LIST        specdec,llama.cpp; default both
-  --llama-args "ARGS"   more llama-server options for every llama.cpp cell, e.g. "--poll 0" (no busy-wait
+  --llama-args="ARGS"   more llama-server options for every llama.cpp cell, e.g. --llama-args="--poll 0" (no busy-wait
                         between forwards: on a loaded machine its default polling starves it)
   --llama-server PATH   default cache/llama.cpp/<commit>/build/bin/llama-server (build_llamacpp.sh)
   --specdec PATH        default build/specdec
