@@ -257,7 +257,9 @@ async function complete(cell, s, text, temp, seed, n = N) {
     url = "/completion";
     body = { prompt: text, n_predict: n, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0, typical_p: 1,
       repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0, dry_multiplier: 0, xtc_probability: 0,
-      samplers: ["top_k", "top_p", "min_p", "temperature"], return_tokens: true };
+      samplers: ["top_k", "top_p", "min_p", "temperature"], return_tokens: true,
+      // the same token count as ours: a sampled end-of-generation token must not end its run after 3 tokens
+      ignore_eos: true };
   } else {
     url = "/v1/completions";
     body = { prompt: text, max_tokens: n, temperature: temp, seed, top_k: 0, top_p: 1, min_p: 0 };
