@@ -298,7 +298,11 @@ static enum MHD_Result send_whole(resp *p) {
 enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j) {
     static atomic_ulong counter;
     resp *p = calloc(1, sizeof *p);
-    if (!p) { job_release(j); return MHD_NO; }
+    if (!p) { /* the job is queued already: cancel it, or it would run for nobody */
+        atomic_store(&j->cancel, true);
+        job_release(j);
+        return MHD_NO;
+    }
     *p = (resp){.s = s, .c = c, .r = *r, .j = j, .created = now_unix(), .last_send = now_mono()};
     snprintf(p->id, sizeof p->id, "%s-%lx%lx", r->kind == JOB_CHAT ? "chatcmpl" : "cmpl",
              (unsigned long)p->created, (unsigned long)atomic_fetch_add(&counter, 1));
