@@ -9,7 +9,7 @@ usage: limits_client.py MODE BASE
            the 7th of all are refused at accept, and counted
   queue    --parallel 1 --queue 1: of requests sent together, those beyond the running one and
            the one waiting get 503 (OpenAI body, Retry-After), counted as rejected in /metrics
-  late     a 1500-token stream with timings_per_token (about 1 KB of events a token) read only
+  late     a 400-token stream with timings_per_token (about 1 KB of events a token) read only
            after its generation has ended, in small reads: the same text as the whole answer
            (the server formats events only 32 KB ahead of the client, the rest as it reads)
   crowd    64 one-byte-a-second senders and a client that never reads its stream: a normal
@@ -310,7 +310,7 @@ def queue(base):
 
 
 def late(base):
-    body = {"prompt": "def add(a, b):", "max_tokens": 1500, "temperature": 0, "timings_per_token": True}
+    body = {"prompt": "def add(a, b):", "max_tokens": 400, "temperature": 0, "timings_per_token": True}
     st, b = request(base, "POST", "/v1/completions", body)
     if st != 200:
         fail("the whole answer: %d" % st)
