@@ -4,7 +4,7 @@
 #   bash fuzz/run.sh --smoke [SECONDS]    every target for SECONDS each (default 60): the CI smoke
 # TARGET is any fuzz/fuzz_*.c; it is compiled with clang -fsanitize=fuzzer,address,undefined
 # together with every library source (src/ except src/cli; *_avx2.c and *_avx512.c get their ISA flags, as in CMakeLists.txt,
-# and no sanitizers: the targets run with SPECDEC_ISA=generic),
+# and no sanitizers: the targets run with SPECDEC_ISA=scalar),
 # built once into fuzz/out/obj/ (FUZZ_JOBS files at a time, default nproc) and shared by the targets:
 # a target's own build is then only its own source and the link.
 # Seeds: if fuzz/seeds_<P>.c exists (P = TARGET without "fuzz_", up to its first "_";
@@ -58,7 +58,7 @@ libs=(-lpcre2-8 -ljansson -lmicrohttpd -lm -lpthread)
 # warning (no object): a target that needs it then fails to link, by name.
 # The ISA kernels (*_avx2.c, *_avx512.c) are compiled without sanitizers or coverage: under
 # them their intrinsics take minutes each to compile (most of the build), and the targets run
-# with SPECDEC_ISA=generic, so the kernels that do run are the portable, instrumented ones
+# with SPECDEC_ISA=scalar, so the kernels that do run are the portable, instrumented ones
 # (the ISA kernels are checked under ASan by scripts/test.sh --asan, on every path).
 compile_one() {
   local f=$1 o=$2 extra=() sanf=("${san[@]}")
@@ -136,7 +136,7 @@ before=$(ls "$out" | grep -c '^crash-\|^leak-\|^timeout-\|^oom-' || true)
 log=$out/fuzz.log
 dict=; [ -f "fuzz/$target.dict" ] && dict=fuzz/$target.dict  # tokens the mutator may insert
 set +e
-SPECDEC_ISA=generic ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+SPECDEC_ISA=scalar ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$out/$target" "$corpus" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=20 \
   -print_final_stats=1 -artifact_prefix="$out/" ${dict:+-dict="$dict"} ${FUZZ_FLAGS:-} >"$log" 2>&1
 rc=$?
