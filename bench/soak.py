@@ -18,8 +18,13 @@ clean close, injections their control-token check), 5% wrong or missing keys
 (401), 15% disconnects, 5% slow readers (a stream read 64 bytes at a time every
 0.3 s, then dropped), 5% clients that never read their stream (the server must
 cut them: --write-timeout).
-The server's RSS (VmRSS) is sampled every 2 s; after the warm-up (the first
-20% of the run) it must stay within 5% of its post-warm-up mean. Prints a
+The server's RSS (VmRSS) is sampled every 2 s with the bytes of its two
+bounded memories (/metrics): the prefix cache's states and the suffix memory;
+after the warm-up (the first 20% of the run) the RSS less those bytes must
+stay within 5% of its post-warm-up mean, and the cache within its
+--cache-ram (both are live data, bounded and accounted for: how full they
+are depends on which conversations came and how many answers have been
+remembered; the raw RSS figures are printed too). Prints a
 summary and writes it as JSON (--out). Exits 1 when a check fails.
 Default serve options: the fixture pair, 1 thread, --queue 64, --max-body 65536."""
 import argparse
@@ -43,6 +48,9 @@ ap.add_argument("--bin", default="build/specdec")
 ap.add_argument("--cache-ram", default="64")
 ap.add_argument("--out", default="")
 ap.add_argument("--hostile", action="store_true")
+ap.add_argument("--mem-detail", action="store_true",
+                help="also sample where the RSS is (heap, thread stacks, other anonymous maps), the thread count "
+                     "and the prefix cache's bytes (the JSON's \"mem\")")
 ap.add_argument("serve", nargs="*")
 a = ap.parse_args()
 SERVE = a.serve or ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf", "-t", "1", "-c", "2048"]
@@ -200,6 +208,21 @@ def hostile_one(port, rnd, ctl, corpus):
     return st == 200 and st2 == 200 and got == sum(1 for t in json.loads(b2)["tokens"] if t in ctl)
 
 
+def server_end_open(port, client_port):
+    """Whether the server's end of the connection from client_port is still ESTABLISHED
+    (/proc/net/tcp: local address the server's port, remote the client's; state 01)."""
+    want = ":%04X" % port, ":%04X" % client_port
+    try:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                x = line.split()
+                if x[1].endswith(want[0]) and x[2].endswith(want[1]):
+                    return x[3] == "01"
+    except OSError:
+        return True
+    return False
+
+
 def slow_reader(port, never):
     """A long completion stream (1500 tokens, about 2 MB of SSE) read 64 bytes every 0.3 s
     for 3 s, then dropped; or (never) not read at all: True when the server cut a
@@ -217,10 +240,14 @@ def slow_reader(port, never):
             if not s.recv(64): break
         s.close()
         return True
-    # Read nothing until the server has closed its side (TCP state CLOSE_WAIT: its FIN
-    # arrived; the job may wait in the queue first), then look at what was sent.
+    # Read nothing until the server has closed its side (the job may wait in the queue
+    # first), then look at what was sent. Its FIN waits behind the unsent answer, so this
+    # end never sees it (CLOSE_WAIT) without reading: the server's end of the connection
+    # is looked up in /proc/net/tcp instead (the same host), leaving ESTABLISHED when cut.
     t_end = time.time() + 300
-    while time.time() < t_end and s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] != 8:
+    me = s.getsockname()[1]
+    while time.time() < t_end and s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] != 8 \
+            and server_end_open(port, me):
         time.sleep(0.5)
     s.settimeout(60)
     tail = b""
@@ -304,12 +331,17 @@ def main():
                     cnt["failed"] += 1
                     problems.append("%s: %r" % (key, e))
 
+    mem = []
+
     def sampler():
         t0 = time.time()
         while time.time() < t_end:
             with open("/proc/%d/status" % sp.pid) as f:
-                kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-            rss.append((round(time.time() - t0, 1), kb))
+                st = f.read()
+            kb = int(re.search(r"VmRSS:\s+(\d+)", st).group(1))
+            rss.append((round(time.time() - t0, 1), kb, *cache_kb(port)))
+            if a.mem_detail:
+                mem.append(mem_sample(sp.pid, st, port, round(time.time() - t0, 1)))
             time.sleep(2)
 
     ths = [threading.Thread(target=client, args=(i,)) for i in range(a.clients)] + [threading.Thread(target=sampler)]
@@ -323,25 +355,83 @@ def main():
         rc = sp.wait(120)
     else:
         rc = sp.returncode
-    warm = [kb for t, kb in rss if t >= a.minutes * 60 * 0.2]
+    # The rule is on the RSS without the prefix cache's states and the suffix memory: both are
+    # live data the server accounts for exactly (/metrics, sampled with each RSS sample) and
+    # bounds (--cache-ram, checked below on the sum; --suffix-tokens); how full they are
+    # depends on which conversations came and how many answers were remembered, not on a leak.
+    # What is left (code, the model, slots, connections, the allocator's keep) must settle.
+    warm_all = [(kb, ckb) for t, kb, ckb, _ in rss if t >= a.minutes * 60 * 0.2 and ckb >= 0]
+    warm = [kb - ckb for kb, ckb in warm_all]
     mean = statistics.mean(warm) if warm else 0
     spread = max(abs(k - mean) / mean for k in warm) if warm else 1
+    raw = [kb for kb, _ in warm_all]
+    raw_mean = statistics.mean(raw) if raw else 0
+    cap_kb = int(float(re.search(r"^specdec_prefix_cache_capacity_bytes (\S+)", metrics, re.M).group(1))) // 1024 \
+        if "specdec_prefix_cache_capacity_bytes" in metrics else 0
+    cache_max = max((pkb for t, _, _, pkb in rss if t >= a.minutes * 60 * 0.2), default=0)
     summary = dict(minutes=a.minutes, clients=a.clients, counts=cnt, rss_kb_first=rss[0][1] if rss else 0,
-                   rss_kb_after_warmup_mean=round(mean), rss_kb_after_warmup_min=min(warm) if warm else 0,
-                   rss_kb_after_warmup_max=max(warm) if warm else 0, rss_max_dev_from_mean=round(spread, 4),
+                   rss_kb_after_warmup_mean=round(raw_mean), rss_kb_after_warmup_min=min(raw, default=0),
+                   rss_kb_after_warmup_max=max(raw, default=0),
+                   rss_raw_max_dev_from_mean=round(max(abs(k - raw_mean) / raw_mean for k in raw), 4) if raw else 1,
+                   caches_kb_after_warmup_min=min((c for _, c in warm_all), default=0),
+                   caches_kb_after_warmup_max=max((c for _, c in warm_all), default=0),
+                   prefix_cache_kb_after_warmup_max=cache_max,
+                   cache_capacity_kb=cap_kb,
+                   rss_minus_caches_kb_mean=round(mean), rss_minus_caches_kb_min=min(warm, default=0),
+                   rss_minus_caches_kb_max=max(warm, default=0), rss_max_dev_from_mean=round(spread, 4),
                    rss_samples=len(rss), server_exit=rc, problems=problems[:20],
-                   cache=dict(re.findall(r"^specdec_prefix_cache_(\w+) (\S+)$", metrics, re.M)))
+                   cache=dict(re.findall(r"^specdec_prefix_cache_(\w+) (\S+)$", metrics, re.M)),
+                   suffix=dict(re.findall(r"^specdec_suffix_cache_(\w+) (\S+)$", metrics, re.M)))
     if a.hostile:
         summary["refused"] = dict(re.findall(r'^specdec_refused_total\{reason="(\w+)"\} (\d+)$', metrics, re.M))
     print(json.dumps(summary, indent=1))
-    if a.out: json.dump(dict(summary, rss=rss), open(a.out, "w"), indent=1)
+    if a.out: json.dump(dict(summary, rss=rss, mem=mem), open(a.out, "w"), indent=1)
     ok = (alive and rc == 0 and cnt["valid"] == cnt["valid_ok"] and cnt["bad"] == cnt["bad_ok"] and spread <= 0.05
-          and cnt["valid"] > 0)
+          and cnt["valid"] > 0 and cache_max <= cap_kb)
     if a.hostile:
         ok = ok and cnt["hostile"] == cnt["hostile_ok"] and cnt["badkey"] == cnt["badkey_ok"] and \
             cnt["never"] == cnt["never_cut"]
     print("soak: %s" % ("ok" if ok else "FAILED"))
     return 0 if ok else 1
+
+
+def cache_kb(port):
+    """The bytes of the server's two bounded memories in kB (/metrics): the prefix cache's
+    states and the suffix memory (its gauge reads as a float), and the prefix cache's alone;
+    -1 when /metrics did not answer."""
+    try:
+        m = urllib_get(port, "/metrics")
+        pc = int(re.search(r"^specdec_prefix_cache_bytes (\d+)", m, re.M).group(1))
+        sx = re.search(r"^specdec_suffix_cache_bytes (\S+)", m, re.M)
+        return (pc + (int(float(sx.group(1))) if sx else 0)) // 1024, pc // 1024
+    except Exception:
+        return -1, -1
+
+
+def mem_sample(pid, status, port, t):
+    """Where the server's resident memory is: [heap], thread stacks (anonymous maps with a guard
+    page just below them, as glibc makes them), other anonymous maps, file maps; kB."""
+    out = dict(t=t, threads=int(re.search(r"Threads:\s+(\d+)", status).group(1)), heap=0, stacks=0, anon=0, file=0)
+    prev_end, prev_guard = None, False
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            cur = None
+            for line in f:
+                m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)", line)
+                if m:
+                    lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                    perms, inode, name = m.group(3), m.group(4), m.group(5)
+                    guard = perms.startswith("---")
+                    if name == "[heap]": cur = "heap"
+                    elif inode != "0" or name.startswith("/"): cur = "file"
+                    elif prev_guard and prev_end == lo and not guard: cur = "stacks"
+                    else: cur = "anon"
+                    prev_end, prev_guard = hi, guard
+                elif line.startswith("Rss:") and cur:
+                    out[cur] += int(line.split()[1])
+    except OSError:
+        pass
+    return out
 
 
 def urllib_get(port, path):

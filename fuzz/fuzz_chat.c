@@ -89,8 +89,18 @@ static long render(const sd_chat_template *t, const sd_chat_opts *base, const sd
     return c;
 }
 
+/* The vocabularies load once, before the first input: under the sanitizers a
+ * loaded host can take longer than libFuzzer's per-input -timeout for them. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    g_tok[0] = load("qwen2");
+    g_tok[1] = load("llama-bpe");
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (!g_tok[0]) { g_tok[0] = load("qwen2"); g_tok[1] = load("llama-bpe"); }
     if (size < 1) return 0;
     static const char *const families[] = {"chatml", "qwen3", "qwen35", "qwen36", "llama3", "llama31"};
     static const char *const roles[] = {"system", "user", "assistant", "tool", "ipython", "developer", "wizard"};

@@ -84,6 +84,15 @@ static job *parse(json_t *body, int mode, bool llama31, sd_strbuf *prompt) {
     return j;
 }
 
+/* The model loads once, before the first input (not under libFuzzer's per-input -timeout). */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    init();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     init();
     if (size < 1) return 0;

@@ -68,9 +68,12 @@ void conn_guard_notify(void *cls, struct MHD_Connection *mc, void **socket_conte
                        enum MHD_ConnectionNotificationCode code) {
     (void)cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        conn *c = calloc(1, sizeof *c);
-        if (!c) return; /* not guarded: MHD's own limits and timeout still apply */
         const union MHD_ConnectionInfo *fi = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn *c = calloc(1, sizeof *c);
+        if (!c) { /* out of memory: unguarded it would escape the limits and deadlines, so it is closed */
+            if (fi) shutdown(fi->connect_fd, SHUT_RDWR);
+            return;
+        }
         const union MHD_ConnectionInfo *ai = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         c->fd = fi ? fi->connect_fd : -1;
         /* A fixed send buffer: Linux would grow it up to tcp_wmem's maximum

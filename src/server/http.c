@@ -263,6 +263,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     conn_guard_request_received(c);
     if (r->unauthorized) return unauthorized(s, c);
     if (r->too_large) return too_large(s, c);
+    if (r->body.oom) { /* the body did not fit in memory: what was kept is not the request */
+        http_err e = {0};
+        http_fail(&e, 503, NULL, "out of memory while receiving the request body");
+        return http_send_error(c, &e);
+    }
     const char *allow = route_allow(url);
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(method, "OPTIONS")) return options(s, c, r);

@@ -76,4 +76,10 @@ void metrics_text(server *s, sd_strbuf *o) {
     gauge(o, "requests_processing", "Requests generating now (one per busy slot).", running);
     gauge(o, "requests_deferred", "Requests waiting in the queue.", waiting);
     prefix_cache_metrics(&s->pc, o);
+    /* The suffix memory (--suffix-tokens) fills up to its budget as answers come: a
+     * growth an operator (or the soak) must be able to tell from a leak. */
+    specdec_suffix_cache_info si;
+    specdec_suffix_cache_get_info(s->suffix, &si);
+    gauge(o, "suffix_cache_tokens", "Tokens the suffix memory holds (--suffix-tokens).", (double)si.n_tokens);
+    gauge(o, "suffix_cache_bytes", "Bytes the suffix memory holds now.", (double)si.bytes);
 }

@@ -229,11 +229,19 @@ static void on_text(resp *p, const char *text, size_t len, bool flush, bool stre
     }
 }
 
+/* A stream formats pieces into events only while fewer than this many bytes
+ * of events wait for the client: the pieces wait in the job, compact, and a
+ * client that reads slowly or not at all does not make its connection hold
+ * the whole answer's events (~1 KB a token with timings_per_token), nor
+ * each send move all of them up (sd_strbuf_consume). */
+#define SSE_AHEAD (32 * 1024)
+
 /* Formats new pieces of the job (caller holds j->mu); at the end, the closing events. */
 static void drain(resp *p, bool stream) {
     job *j = p->j;
     if (stream && !p->sent_role && p->r.kind == JOB_CHAT) emit(p, NULL, 0, NULL, 0, NULL);
     for (; p->next < j->n_pieces; p->next++) {
+        if (stream && p->out.len >= SSE_AHEAD) return; /* the rest at the next call, as the client reads */
         job_piece *pc = &j->pieces[p->next];
         p->pend_tokens += pc->n_tokens;
         p->pend_drafted += pc->n_drafted;
@@ -382,7 +390,11 @@ static enum MHD_Result send_whole(resp *p) {
 enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j) {
     static atomic_ulong counter;
     resp *p = calloc(1, sizeof *p);
-    if (!p) { job_release(j); return MHD_NO; }
+    if (!p) { /* the job is queued already: cancel it, or it would run for nobody */
+        atomic_store(&j->cancel, true);
+        job_release(j);
+        return MHD_NO;
+    }
     *p = (resp){.s = s, .c = c, .r = *r, .j = j, .created = now_unix(), .last_send = now_mono()};
     snprintf(p->id, sizeof p->id, "%s-%lx%lx", r->kind == JOB_CHAT ? "chatcmpl" : "cmpl",
              (unsigned long)p->created, (unsigned long)atomic_fetch_add(&counter, 1));

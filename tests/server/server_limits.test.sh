@@ -3,7 +3,8 @@
 # counted in /metrics: --max-prompt, --max-tokens, --max-body, the deadline
 # for receiving a request (a one-byte-a-second sender and unfinished headers
 # are closed, not kept alive by their trickle), the connection limits per
-# address and overall, and the write timeout (a client that never reads its
+# address and overall, the queue (--queue: 503, counted as rejected), a long stream read only after its
+# generation ended (events formatted as the client reads), and the write timeout (a client that never reads its
 # stream is cut and its generation cancelled); 64 slow senders and a
 # non-reader do not change or hold up a normal client's answer.
 source "$(dirname "$0")/lib.sh"
@@ -26,6 +27,11 @@ stop_server "$SERVER_PID"
 
 start_server "${M[@]}" --max-conns-per-ip 4 --max-conns 6
 $PY tests/server/limits_client.py conns "$BASE" || fail "conns"
+stop_server "$SERVER_PID"
+
+start_server "${M[@]}" --queue 1 --cache-ram 0
+$PY tests/server/limits_client.py late "$BASE" || fail "late"
+$PY tests/server/limits_client.py queue "$BASE" || fail "queue"
 stop_server "$SERVER_PID"
 
 # Two slots: the non-reader's generation holds one until it is cut, the normal client gets the other.
