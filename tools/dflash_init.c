@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "support/tiny_dflash.h"
+#include "common/dflash_writer.h"
 
 static int usage(void) {
     fprintf(stderr, "usage: sd-dflash_init TARGET.gguf OUT.gguf [--block N] [--layers N] [--draft-vocab N] "

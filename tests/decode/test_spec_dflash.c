@@ -1,6 +1,6 @@
 /* The DFlash block drafter (model/arch_dflash.c, forward_dflash.c,
  * decode/drafter_dflash.c) with random drafts written for the committed
- * fixtures (support/tiny_dflash.h):
+ * fixtures (tools/common/dflash_writer.h):
  *  - LOSSLESS: speculative output == plain decoding on the dense, hybrid
  *    (qwen35) and MoE (qwen3moe, qwen35moe) fixture targets, every hybrid
  *    rollback discipline, greedy and seeded temperature 0.8, with a full
@@ -23,7 +23,7 @@
 #include "decode/spec.h"
 #include "model/model.h"
 #include "support/fixture_load.h"
-#include "support/tiny_dflash.h"
+#include "common/dflash_writer.h"
 #include "support/tiny_model.h"
 
 static sd_model *write_load(const char *target_path, const tiny_dflash_spec *sp, const char *tag) {

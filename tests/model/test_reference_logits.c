@@ -133,12 +133,13 @@ static void test_tiny(void **state) {
     }
 }
 
-/* A draft head (architecture eagle3) is not a language model of its own. */
+/* A draft head (architecture eagle3) or a DFlash block drafter is not a
+ * language model of its own. */
 static bool is_head(const char *path) {
     sd_model *m = NULL;
     sd_err err = {0};
     if (sd_model_load(path, &m, &err) != SD_OK) return false; /* the conversion below reports it */
-    bool head = m->hp.arch == SD_ARCH_EAGLE3;
+    bool head = m->hp.arch == SD_ARCH_EAGLE3 || m->hp.arch == SD_ARCH_DFLASH;
     sd_model_free(m);
     return head;
 }
@@ -151,7 +152,7 @@ static void test_fixtures(void **state) {
     const char *bin = getenv("SD_SPECDEC_BIN");
     assert_non_null(bin);
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (is_head(g.gl_pathv[i])) continue; /* an EAGLE-3 head: tests/decode/test_spec_eagle3.c */
+        if (is_head(g.gl_pathv[i])) continue; /* drafts: test_spec_eagle3.c, test_spec_dflash.c */
         char f32[256], cmd[1024];
         tiny_model_temp_path(f32, sizeof f32, "fixture-f32");
         snprintf(cmd, sizeof cmd, "'%s' quantize '%s' '%s' f32 >/dev/null", bin, g.gl_pathv[i], f32);

@@ -1,5 +1,5 @@
 /* A random DFlash draft for a target file (tiny_dflash.h). */
-#include "support/tiny_dflash.h"
+#include "common/dflash_writer.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-/* Test support: writes a DFlash block drafter (general.architecture
+/* Used by sd-dflash_init and the DFlash tests: writes a DFlash block drafter (general.architecture
  * "dflash", llama.cpp's layout: model/arch_dflash.c) with random f32 weights
  * for a given target file, whose tokenizer it copies, so the dflash drafter
  * path is tested without a trained draft. Same spec -> byte-identical file. */
-#ifndef SD_TESTS_TINY_DFLASH_H
-#define SD_TESTS_TINY_DFLASH_H
+#ifndef SD_TOOLS_DFLASH_WRITER_H
+#define SD_TOOLS_DFLASH_WRITER_H
 
 #include <stdbool.h>
 #include <stdint.h>
