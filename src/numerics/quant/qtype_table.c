@@ -22,7 +22,15 @@
     X(GGML_TYPE_Q6_K, q6_K)                                                                                \
     X(GGML_TYPE_Q8_K, q8_K)                                                                                \
     X(GGML_TYPE_IQ4_NL, iq4_nl)                                                                            \
-    X(GGML_TYPE_IQ4_XS, iq4_xs)
+    X(GGML_TYPE_IQ4_XS, iq4_xs)                                                                            \
+    X(GGML_TYPE_IQ1_S, iq1_s)                                                                              \
+    X(GGML_TYPE_IQ1_M, iq1_m)                                                                              \
+    X(GGML_TYPE_IQ2_XXS, iq2_xxs)                                                                          \
+    X(GGML_TYPE_IQ2_XS, iq2_xs)                                                                            \
+    X(GGML_TYPE_IQ2_S, iq2_s)                                                                              \
+    X(GGML_TYPE_IQ3_XXS, iq3_xxs)                                                                          \
+    X(GGML_TYPE_IQ3_S, iq3_s)                                                                              \
+    X(GGML_TYPE_MXFP4, mxfp4)
 
 #define DECLARE(id, name) extern const sd_qtype sd_qtype_##name;
 SD_QTYPES(DECLARE)
