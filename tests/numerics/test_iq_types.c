@@ -224,12 +224,55 @@ static void test_row_length(void **state) {
     }
 }
 
+/* Every block type read in place (no repacked copy, as --no-repack and the
+ * types without a tile run): each path gives the scalar path's bits, random
+ * bytes and all (Q8_0's -128, NaN scales; a NaN may differ in sign only). */
+static void test_unpacked_every_type(void **state) {
+    (void)state;
+    static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,  GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0,
+                                     GGML_TYPE_Q5_1, GGML_TYPE_Q2_K,  GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,
+                                     GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,  GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
+                                     GGML_TYPE_IQ1_S, GGML_TYPE_IQ2_S, GGML_TYPE_MXFP4};
+    const int64_t n_in = 512, n_out = 11;
+    const sd_matrix_opts opts = {.no_pack = true};
+    float x[S_ROWS * 512], y0[S_ROWS * 11], y1[S_ROWS * 11];
+    for (int i = 0; i < S_ROWS * 512; i++) x[i] = frand();
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const ggml_type_info *ti = ggml_type_get(types[k]);
+        size_t bytes = (size_t)(n_in / ti->block_size) * ti->type_size * (size_t)n_out;
+        uint8_t *w = malloc(bytes);
+        assert_non_null(w);
+        for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)(frand() * 1000.0f + 5000.0f);
+        sd_err err = {0};
+        sd_matrix m;
+        assert_int_equal(sd_cpu_force_isa(SD_ISA_SCALAR, &err), SD_OK);
+        assert_int_equal(sd_matrix_init_opts(&m, types[k], n_in, n_out, w, &opts, &err), SD_OK);
+        sd_matmul(&m, x, S_ROWS, y0, 1);
+        sd_matrix_free(&m);
+        for (int isa = SD_ISA_SCALAR + 1; isa < SD_ISA_COUNT; isa++) {
+            if (!sd_cpu_isa_available((sd_isa)isa)) continue;
+            assert_int_equal(sd_cpu_force_isa((sd_isa)isa, &err), SD_OK);
+            assert_int_equal(sd_matrix_init_opts(&m, types[k], n_in, n_out, w, &opts, &err), SD_OK);
+            assert_null(m.packed);
+            sd_matmul(&m, x, S_ROWS, y1, 2);
+            for (int i = 0; i < S_ROWS * 11; i++)
+                if (memcmp(&y0[i], &y1[i], 4) && !(isnan(y0[i]) && isnan(y1[i]))) /* NaN sign: libm vs FMA */
+                    fail_msg("%s unpacked: %s differs from scalar at %d: %.9g vs %.9g", ti->name,
+                             sd_isa_name((sd_isa)isa), i, y1[i], y0[i]);
+            sd_matrix_free(&m);
+        }
+        sd_cpu_force_scalar(false);
+        free(w);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dequantize_is_llamacpp),
         cmocka_unit_test(test_matmul_every_block),
         cmocka_unit_test(test_zero_blocks),
         cmocka_unit_test(test_row_length),
+        cmocka_unit_test(test_unpacked_every_type),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -71,6 +71,11 @@ void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
 int sd_matmul_avx2_pass_rows(uint32_t type);
 /* AVX2: tile t of y for all S rows; wt = sd_wtype_get(m->type). */
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t);
+/* AVX2 on the GGUF layout (x86/matmul_decoded_avx2.c): blocks decoded by
+ * their descriptors, int8 dots 32 at a time; bitwise sd_matmul_ref_quant.
+ * The avx2 and avx512 rows' matmul_quant (types without a tile, unpacked
+ * matrices). */
+void sd_matmul_avx2_decoded(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1);
 void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
 
 /* AVX-512 VNNI layout (matmul_pack_avx512.c, x86 builds only): tile t (rows
