@@ -11,6 +11,8 @@
  *           bit 6 (ib % 2) + 3; the top nibbles of the four u16 are the
  *           fp16 d (u16 0's in bits 0..3, ..., u16 3's in bits 12..15).
  *   w = d * (2s + 1) * (grid + delta)  =  (d / 8) * (2s + 1) * (8 grid +- 1). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -53,17 +55,19 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* 8 * grid words plus the delta, 8 values at a time (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = block_d(b) * 0.125f;
     wb->sub = 16;
     for (int ib = 0; ib < 8; ib++) {
         wb->sc[2 * ib] = 2 * scale(b, ib, 0) + 1;
         wb->sc[2 * ib + 1] = 2 * scale(b, ib, 1) + 1;
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            int neg;
-            group(b, ib, l, q, &neg);
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(8 * q[j] + (neg ? -1 : 1));
+            const uint8_t h = b[32 + 2 * ib + l / 2];
+            const int hi = l % 2 ? (h >> 4) & 7 : h & 7, neg = l % 2 ? h & 0x80 : h & 0x08;
+            uint64_t v = sd_iq_add8(x->iq1s_x8[b[4 * ib + l] | hi << 8], neg ? ~0ull : 0x0101010101010101ull);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

@@ -8,6 +8,8 @@
  *        3l..3l+2 the high 3 bits of group l's index, bits 12..14 the scale
  *        s, bit 15 the sign of the shift delta = +-1/8.
  *   w = d * (2s + 1) * (grid + delta)  =  (d / 8) * (2s + 1) * (8 grid +- 1). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -32,16 +34,17 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* 8 * grid words plus the delta, 8 values at a time (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b)) * 0.125f;
     for (int ib = 0; ib < 8; ib++) {
         const uint16_t h = sd_rd16(b + 34 + 2 * ib);
-        const int delta = h & 0x8000 ? -1 : 1;
+        const uint64_t delta = h & 0x8000 ? ~0ull : 0x0101010101010101ull; /* -1 or +1 per lane */
         wb->sc[ib] = 2 * ((h >> 12) & 7) + 1;
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            sd_iq_grid8(sd_iq1s_grid[b[2 + 4 * ib + l] | ((h >> 3 * l) & 7) << 8], sd_iq1s_levels, q);
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(8 * q[j] + delta);
+            uint64_t v = sd_iq_add8(x->iq1s_x8[b[2 + 4 * ib + l] | ((h >> 3 * l) & 7) << 8], delta);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

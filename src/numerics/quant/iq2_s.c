@@ -9,6 +9,8 @@
  *           the index of group l of sub-block ib
  *   scales  8 bytes from byte 74, as IQ2_XS (nibble per 16 values).
  *   w = d * (0.5 + s) * 0.25 * grid value * sign  =  (d / 8) * (2s + 1) * (+-grid). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -40,17 +42,17 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* Grid words with their signs applied, 8 values at a time (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b)) * 0.125f;
     wb->sub = 16;
     for (int ib = 0; ib < 8; ib++) {
         wb->sc[2 * ib] = 2 * (b[74 + ib] & 0xF) + 1;
         wb->sc[2 * ib + 1] = 2 * (b[74 + ib] >> 4) + 1;
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            sd_iq_grid8(sd_iq2s_grid[grid_index(b, ib, l)], sd_iq2_levels, q);
-            const uint8_t sg = b[34 + 4 * ib + l];
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(sg >> j & 1 ? -q[j] : q[j]);
+            uint64_t v = sd_iq_negate(x->iq2s[grid_index(b, ib, l)], x->sign_mask[b[34 + 4 * ib + l]]);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

@@ -8,6 +8,8 @@
  *   scales  8 bytes from byte 66: sub-block ib of 32 has scale s = low nibble
  *           for its first 16 values, high nibble for its last 16.
  *   w = d * (0.5 + s) * 0.25 * grid value * sign  =  (d / 8) * (2s + 1) * (+-grid). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -36,7 +38,9 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* Grid words with their signs applied, 8 values at a time (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b)) * 0.125f;
     wb->sub = 16;
     for (int ib = 0; ib < 8; ib++) {
@@ -44,10 +48,8 @@ static void decode(const uint8_t *b, sd_wblock *wb) {
         wb->sc[2 * ib + 1] = 2 * (b[66 + ib] >> 4) + 1;
         for (int l = 0; l < 4; l++) {
             const uint16_t qv = sd_rd16(b + 2 + 2 * (4 * ib + l));
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            sd_iq_grid8(sd_iq2xs_grid[qv & 511], sd_iq2_levels, q);
-            const uint8_t sg = sd_iq_signs(qv >> 9);
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(sg >> j & 1 ? -q[j] : q[j]);
+            uint64_t v = sd_iq_negate(x->iq2xs[qv & 511], x->sign_mask[sd_iq_signs(qv >> 9)]);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

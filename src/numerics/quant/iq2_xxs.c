@@ -7,6 +7,8 @@
  *          little-endian u32 a: 7-bit sign index (ksigns_iq2xs) of group l at
  *          bit 7l, l = 0..3, and the 4-bit scale s = a >> 28.
  *   w = d * (0.5 + s) * 0.25 * grid value * sign  =  (d / 8) * (2s + 1) * (+-grid). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -35,17 +37,17 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* Grid words with their signs applied, 8 values at a time (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b)) * 0.125f;
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *p = b + 2 + 8 * ib;
         const uint32_t a = sd_rd32(p + 4);
         wb->sc[ib] = 2 * (int)(a >> 28) + 1;
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            sd_iq_grid8(sd_iq2xxs_grid[p[l]], sd_iq2_levels, q);
-            const uint8_t sg = sd_iq_signs(a >> 7 * l);
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(sg >> j & 1 ? -q[j] : q[j]);
+            uint64_t v = sd_iq_negate(x->iq2xxs[p[l]], x->sign_mask[sd_iq_signs(a >> 7 * l)]);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

@@ -9,6 +9,8 @@
  *   scales  4 bytes from byte 106: 4-bit s of sub-block ib in the low (even
  *           ib) or high (odd ib) nibble of scales[ib / 2].
  *   w = d * (1 + 2s) * grid value * sign. */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -46,15 +48,19 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* Two grid words per group with the signs applied (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b));
     for (int ib = 0; ib < 8; ib++) {
+        const int h = b[66 + ib];
         wb->sc[ib] = scale(b, ib);
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            group(b, ib, l, q);
-            const uint8_t sg = b[74 + 4 * ib + l];
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(sg >> j & 1 ? -q[j] : q[j]);
+            const uint8_t *p = b + 2 + 8 * ib + 2 * l;
+            uint64_t g = x->iq3s[p[0] | ((h << (8 - 2 * l)) & 256)] |
+                         (uint64_t)x->iq3s[p[1] | ((h << (7 - 2 * l)) & 256)] << 32;
+            uint64_t v = sd_iq_negate(g, x->sign_mask[b[74 + 4 * ib + l]]);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

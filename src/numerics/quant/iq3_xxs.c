@@ -7,6 +7,8 @@
  *   ss     8 little-endian u32 from byte 66, one per sub-block: the 7-bit
  *          sign index (ksigns_iq2xs) of group l at bit 7l, scale s = ss >> 28.
  *   w = d * (0.5 + s) * 0.5 * grid value * sign  =  (d / 4) * (2s + 1) * (+-grid). */
+#include <string.h>
+
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/iq_grids.h"
@@ -40,16 +42,18 @@ static void dequantize(const void *src, float *y, int64_t n) {
     }
 }
 
+/* Two grid words per group with the signs applied (iq_grids.h). */
 static void decode(const uint8_t *b, sd_wblock *wb) {
+    const sd_iq_expanded *x = sd_iq_expanded_get();
     wb->d = sd_fp16_to_fp32(sd_rd16(b)) * 0.25f;
     for (int ib = 0; ib < 8; ib++) {
         const uint32_t a = sd_rd32(b + 66 + 4 * ib);
         wb->sc[ib] = 2 * (int)(a >> 28) + 1;
         for (int l = 0; l < 4; l++) {
-            int8_t *q = wb->q + 32 * ib + 8 * l;
-            group(b, ib, l, q);
-            const uint8_t sg = sd_iq_signs(a >> 7 * l);
-            for (int j = 0; j < 8; j++) q[j] = (int8_t)(sg >> j & 1 ? -q[j] : q[j]);
+            const uint8_t *p = b + 2 + 8 * ib + 2 * l;
+            uint64_t g = x->iq3xxs[p[0]] | (uint64_t)x->iq3xxs[p[1]] << 32;
+            uint64_t v = sd_iq_negate(g, x->sign_mask[sd_iq_signs(a >> 7 * l)]);
+            memcpy(wb->q + 32 * ib + 8 * l, &v, 8);
         }
     }
 }

@@ -44,4 +44,29 @@ static inline uint8_t sd_iq_signs(uint32_t i7) {
     return (uint8_t)(p | (x & 1) << 7);
 }
 
+/* The grids expanded for decoding (built once, on first use, from the codes
+ * above; iq_expand.c): each entry's values as int8 bytes in a little-endian
+ * word (value j in byte j), IQ1_S's times 8; and per sign byte a mask with
+ * 0xFF in the lanes it negates. */
+typedef struct sd_iq_expanded {
+    uint64_t iq2xxs[256], iq2xs[512], iq2s[1024];
+    uint32_t iq3xxs[256], iq3s[512];
+    uint64_t iq1s_x8[2048];
+    uint64_t sign_mask[256];
+} sd_iq_expanded;
+
+const sd_iq_expanded *sd_iq_expanded_get(void);
+
+/* The bytes of g (each in 1..127) negated where m has 0xFF: per lane
+ * ~g + 1 = 256 - g, which never carries into the next lane. */
+static inline uint64_t sd_iq_negate(uint64_t g, uint64_t m) {
+    return (g ^ m) + (m & 0x0101010101010101ull);
+}
+
+/* Lane-wise a + b of int8 lanes, without carries between lanes. */
+static inline uint64_t sd_iq_add8(uint64_t a, uint64_t b) {
+    const uint64_t h = 0x8080808080808080ull;
+    return ((a & ~h) + (b & ~h)) ^ ((a ^ b) & h);
+}
+
 #endif
