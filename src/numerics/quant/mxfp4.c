@@ -11,12 +11,13 @@
 #include "format/ggml_type.h"
 #include "numerics/quant.h"
 #include "numerics/quant/qtype.h"
+#include "numerics/quant/quant_blocks.h"
 
 enum { BYTES = 17, QK = 32 };
 
 /* E2M1 values times two: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives
  * (the OCP MX specification's FP4 code points; sign in bit 3). */
-static const int8_t k_fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+const int8_t sd_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 /* 2^(e - 128) as a float; e 0 and 1 give the subnormals 2^-128, 2^-127. */
 static float e8m0_half(uint8_t e) {
@@ -31,8 +32,8 @@ static void dequantize(const void *src, float *y, int64_t n) {
     for (int64_t i = 0; i < n / QK; i++, b += BYTES, y += QK) {
         const float d = e8m0_half(b[0]);
         for (int l = 0; l < 16; l++) {
-            y[l] = (float)k_fp4[b[1 + l] & 0xF] * d;
-            y[l + 16] = (float)k_fp4[b[1 + l] >> 4] * d;
+            y[l] = (float)sd_kvalues_mxfp4[b[1 + l] & 0xF] * d;
+            y[l + 16] = (float)sd_kvalues_mxfp4[b[1 + l] >> 4] * d;
         }
     }
 }
@@ -40,9 +41,10 @@ static void dequantize(const void *src, float *y, int64_t n) {
 static void decode(const uint8_t *b, sd_wblock *wb) {
     wb->d = e8m0_half(b[0]);
     for (int l = 0; l < 16; l++) {
-        wb->q[l] = k_fp4[b[1 + l] & 0xF];
-        wb->q[l + 16] = k_fp4[b[1 + l] >> 4];
+        wb->q[l] = sd_kvalues_mxfp4[b[1 + l] & 0xF];
+        wb->q[l + 16] = sd_kvalues_mxfp4[b[1 + l] >> 4];
     }
 }
 
-const sd_qtype sd_qtype_mxfp4 = {GGML_TYPE_MXFP4, QK, BYTES, 0, 0, dequantize, NULL, decode};
+/* packed_bytes: the IQ4_NL tile (kernels/x86/matmul_pack.c) with this table. */
+const sd_qtype sd_qtype_mxfp4 = {GGML_TYPE_MXFP4, QK, BYTES, 0, 8 * 16 + 8 * 4, dequantize, NULL, decode};
