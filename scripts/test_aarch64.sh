@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # native). Kernels, on NEON and scalar: the scalar-vs-SIMD and batch-
 # invariance comparisons (every kernel-table row this CPU runs, matmul of
 # every weight type, row ops, GDN, quantizers, f16), about a minute a pass.
-tests=(test_kernels test_matmul test_ops test_gdn test_quant test_quant_k test_fp16)
+tests=(test_kernels test_matmul test_ops test_gdn test_quant test_quant_k test_fp16 test_iq_types)
 # Models, with SD_TEST_EMULATED=1 (each test's emulation subset, see its head
 # comment): test_isa_golden (the logits hash of a fixed forward equals the
 # x86 golden, tests/data/isa_golden.txt, on every path this CPU runs: NEON
@@ -31,7 +31,7 @@ models=(test_isa_golden test_batch_invariance test_spec_models)
 # (test_lossless_classes: over 9 min of qemu CPU even for its subset).
 [ "${1:-}" = "--full" ] && models+=(test_lossless_classes)
 # Without SDOT: the plain NEON dots.
-nodot=(test_kernels test_matmul test_isa_golden)
+nodot=(test_kernels test_matmul test_isa_golden test_iq_types)
 full=0
 [ "${1:-}" = "--full" ] && full=1
 if [ "${1:-}" = "--list" ]; then echo "${tests[*]} ${models[*]}"; exit 0; fi

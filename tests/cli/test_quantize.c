@@ -370,7 +370,7 @@ static void test_threads_and_requantize(void **state) {
     gguf_close(out);
 }
 
-/* A 2-D weight of a type that cannot be dequantized (IQ2_XXS) makes the
+/* A 2-D weight of a type that cannot be dequantized (TQ1_0) makes the
  * command fail after converting earlier tensors: exit 1, a one-line message,
  * and neither OUT nor OUT.tmp left behind. */
 static void test_failure_leaves_nothing(void **state) {
@@ -383,8 +383,8 @@ static void test_failure_leaves_nothing(void **state) {
     float f[256] = {0};
     int64_t ne[2] = {256, 1};
     assert_int_equal(gguf_writer_add_tensor(w, "a.weight", GGML_TYPE_F32, 2, ne, f, sizeof f), SD_OK);
-    uint8_t iq[66] = {0}; /* block_iq2_xxs: 256 elements in 66 bytes */
-    assert_int_equal(gguf_writer_add_tensor(w, "b.weight", GGML_TYPE_IQ2_XXS, 2, ne, iq, sizeof iq), SD_OK);
+    uint8_t tq[54] = {0}; /* block_tq1_0: 256 elements in 54 bytes */
+    assert_int_equal(gguf_writer_add_tensor(w, "b.weight", GGML_TYPE_TQ1_0, 2, ne, tq, sizeof tq), SD_OK);
     sd_err err = {0};
     assert_int_equal(gguf_writer_write(w, bad, &err), SD_OK);
     gguf_writer_free(w);

@@ -225,7 +225,13 @@ static void test_fixtures(void **state) {
         {arch, GGML_TYPE_Q5_K, false}, {arch, GGML_TYPE_Q6_K, true}, {arch, GGML_TYPE_Q2_K, false},  \
         {arch, GGML_TYPE_Q3_K, true}, {arch, GGML_TYPE_IQ4_NL, false}, {arch, GGML_TYPE_IQ4_XS, true}
 
-static invariance_case cases[] = {CASES("llama"), CASES("qwen2"), CASES("qwen3")};
+/* The read-only types (random blocks, tests/support/tiny_model.c), on one arch. */
+#define CASES_IQ(arch)                                                                                \
+    {arch, GGML_TYPE_IQ1_S, false}, {arch, GGML_TYPE_IQ1_M, true}, {arch, GGML_TYPE_IQ2_XXS, false},  \
+        {arch, GGML_TYPE_IQ2_XS, true}, {arch, GGML_TYPE_IQ2_S, false}, {arch, GGML_TYPE_IQ3_XXS, true}, \
+        {arch, GGML_TYPE_IQ3_S, false}, {arch, GGML_TYPE_MXFP4, true}
+
+static invariance_case cases[] = {CASES("llama"), CASES("qwen2"), CASES("qwen3"), CASES_IQ("qwen3")};
 
 int main(int argc, char **argv) {
     (void)argc;

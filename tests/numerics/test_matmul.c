@@ -21,7 +21,9 @@
 static const uint32_t k_types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                    GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
                                    GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q2_K,
-                                   GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
+                                   GGML_TYPE_Q3_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS, GGML_TYPE_IQ1_S,
+                                   GGML_TYPE_IQ1_M, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S,
+                                   GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_MXFP4};
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 #define MAX_S 17
 
@@ -57,6 +59,16 @@ static void fix_scales(uint32_t t, uint8_t *b) {
     case GGML_TYPE_Q3_K: put_f16(b + 108, d * 0.05f); break;
     case GGML_TYPE_IQ4_NL: put_f16(b, d * 0.02f); break;
     case GGML_TYPE_IQ4_XS: put_f16(b, d * 0.002f); break;
+    case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S:
+        put_f16(b, d * 0.01f);
+        break;
+    case GGML_TYPE_IQ1_M: { /* fp16 d in the top nibbles of the four scale u16 (block_iq1_m) */
+        uint16_t h = sd_fp32_to_fp16(d * 0.1f);
+        for (int k = 0; k < 4; k++) b[49 + 2 * k] = (uint8_t)((b[49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 0xF) << 4);
+        break;
+    }
+    case GGML_TYPE_MXFP4: b[0] = (uint8_t)(118 + rnd() % 6); break; /* scale 2^-10 .. 2^-5 */
     }
 }
 
@@ -343,7 +355,7 @@ static void test_init_errors(void **state) {
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q8_0, 48, 4, buf, &err), SD_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "block"));
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_Q4_K, 128, 4, buf, &err), SD_ERR_FORMAT);
-    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_IQ2_XXS, 256, 4, buf, &err), SD_ERR_UNSUPPORTED);
+    assert_int_equal(sd_matrix_init(&m, GGML_TYPE_TQ1_0, 256, 4, buf, &err), SD_ERR_UNSUPPORTED);
     assert_int_equal(sd_matrix_init(&m, 99, 32, 4, buf, &err), SD_ERR_UNSUPPORTED);
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 0, 4, buf, &err), SD_ERR_FORMAT);
     assert_int_equal(sd_matrix_init(&m, GGML_TYPE_F32, 8, -1, buf, &err), SD_ERR_FORMAT);

@@ -63,6 +63,11 @@ static void test_type_table(void **state) {
         {GGML_TYPE_Q3_K, 256, 110, true}, {GGML_TYPE_Q4_K, 256, 144, true},
         {GGML_TYPE_Q5_K, 256, 176, true}, {GGML_TYPE_Q6_K, 256, 210, true},
         {GGML_TYPE_Q8_K, 256, 292, true},
+        /* read-only: the IQ1/IQ2/IQ3 grid types and MXFP4 */
+        {GGML_TYPE_IQ1_S, 256, 50, false}, {GGML_TYPE_IQ1_M, 256, 56, false},
+        {GGML_TYPE_IQ2_XXS, 256, 66, false}, {GGML_TYPE_IQ2_XS, 256, 74, false},
+        {GGML_TYPE_IQ2_S, 256, 82, false}, {GGML_TYPE_IQ3_XXS, 256, 98, false},
+        {GGML_TYPE_IQ3_S, 256, 110, false}, {GGML_TYPE_MXFP4, 32, 17, false},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_true(sd_type_supported(want[i].t));
@@ -75,7 +80,7 @@ static void test_type_table(void **state) {
         assert_int_equal(gi->block_size, want[i].bs);
         assert_int_equal(gi->type_size, want[i].ts);
     }
-    uint32_t unsupported[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_I8, GGML_TYPE_I32, GGML_TYPE_F64, 4, 5, 16, 39, 1000};
+    uint32_t unsupported[] = {GGML_TYPE_TQ1_0, GGML_TYPE_TQ2_0, GGML_TYPE_I8, GGML_TYPE_I32, GGML_TYPE_F64, 4, 5, 40, 1000};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         assert_false(sd_type_supported(unsupported[i]));
         assert_false(sd_type_quantizable(unsupported[i]));

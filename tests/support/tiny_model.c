@@ -56,6 +56,29 @@ static void check(builder *b, sd_status st, const char *what) {
     if (st != SD_OK && b->st == SD_OK) b->st = sd_err_set(b->err, st, "tiny_model: writer failed at %s", what);
 }
 
+/* Random blocks of a read-only type (no quantizer here: the IQ grid types,
+ * MXFP4) get a block scale that keeps weights near the quantized ones' size
+ * (|w| up to about 0.1), so a model of them computes finite logits. Layouts:
+ * llama.cpp ggml-common.h (block_iq*, block_mxfp4). Other types keep their
+ * random bytes. */
+static void sane_scale(uint32_t type, uint8_t *blk) {
+    float d;
+    switch (type) {
+    case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: d = 6e-4f; break;
+    case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ3_S: d = 2e-4f; break;
+    case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M: d = 6e-3f; break;
+    case GGML_TYPE_MXFP4: blk[0] = 121; return; /* 2^-7 */
+    default: return;
+    }
+    uint16_t h = sd_fp32_to_fp16(d);
+    if (type == GGML_TYPE_IQ1_M) { /* the top nibbles of the four scale u16 at bytes 48..55 */
+        for (int k = 0; k < 4; k++) blk[49 + 2 * k] = (uint8_t)((blk[49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 0xF) << 4);
+        return;
+    }
+    blk[0] = (uint8_t)h;
+    blk[1] = (uint8_t)(h >> 8);
+}
+
 /* Adds tensor name with ne0 x ne1 x ne2 values (ne2 > 1: a 3-D tensor of
  * experts): mean + scale * uniform, stored as type. */
 static void add_tensor3(builder *b, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int64_t ne2,
@@ -79,8 +102,11 @@ static void add_tensor3(builder *b, const char *name, uint32_t type, int64_t ne0
     uint64_t s = stream_for(sp->seed, name);
     for (int64_t r = 0; r < ne1; r++) {
         uint8_t *dst = data + (uint64_t)r * row_bytes;
-        if (!sd_type_quantizable(type)) { /* only for "unsupported type" tests */
+        if (!sd_type_quantizable(type)) { /* unsupported-type tests; the read-only types */
             for (uint64_t i = 0; i < row_bytes; i++) dst[i] = (uint8_t)splitmix64(&s);
+            const ggml_type_info *ti = ggml_type_get(type);
+            for (uint64_t o = 0; ti->type_size && o + ti->type_size <= row_bytes; o += ti->type_size)
+                sane_scale(type, dst + o);
             continue;
         }
         for (int64_t i = 0; i < ne0; i++) row[i] = mean + scale * uniform(&s);

@@ -22,6 +22,7 @@
 
 #include "format/ggml_type.h"
 #include "numerics/matmul.h"
+#include "numerics/quant/qtype.h"
 
 #define SD_QK 32   /* block of the 32-element types (QK8_0 in ggml-common.h) */
 #define SD_QK_K 256 /* super-block of the K-quants (QK_K) */
@@ -29,16 +30,11 @@
 #define SD_TILE16 16 /* output rows per AVX-512 tile */
 #define SD_SCHUNK 32 /* activation rows kept in flight per weight tile */
 
-/* One weight type as the kernels see it. */
-typedef struct sd_wtype {
-    uint32_t type;
-    int block;        /* elements per block: 1 (float), 32 or 256 */
-    int block_bytes;  /* bytes per block in the GGUF layout */
-    int act256;       /* activations quantized per 256 (K-quants) */
-    int packed_bytes; /* bytes per (block, tile of 8 rows) in the AVX2 layout; 0 = no repack */
-} sd_wtype;
+/* One weight type as the kernels see it: its descriptor (block, block_bytes,
+ * act256, packed_bytes, decode; quant/qtype.h). */
+typedef sd_qtype sd_wtype;
 
-/* NULL if the type is not supported by the matmul. */
+/* NULL if the type is not supported by the matmul (no decode, not float). */
 const sd_wtype *sd_wtype_get(uint32_t type);
 
 /* Quantized activations of S rows, structure of arrays:
@@ -75,6 +71,11 @@ void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
 int sd_matmul_avx2_pass_rows(uint32_t type);
 /* AVX2: tile t of y for all S rows; wt = sd_wtype_get(m->type). */
 void sd_matmul_avx2_tile(const sd_matrix *m, const sd_wtype *wt, const sd_act *a, float *y, int64_t t);
+/* AVX2 on the GGUF layout (x86/matmul_decoded_avx2.c): blocks decoded by
+ * their descriptors, int8 dots 32 at a time; bitwise sd_matmul_ref_quant.
+ * The avx2 and avx512 rows' matmul_quant (types without a tile, unpacked
+ * matrices). */
+void sd_matmul_avx2_decoded(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1);
 void sd_matmul_avx2_float_rows(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
 
 /* AVX-512 VNNI layout (matmul_pack_avx512.c, x86 builds only): tile t (rows
@@ -97,22 +98,9 @@ void sd_act_quantize_row_neon(sd_act *a, int s, const float *x);
 void sd_matmul_neon_quant(const sd_matrix *m, const sd_act *a, float *y, int64_t o0, int64_t o1);
 void sd_matmul_neon_float(const sd_matrix *m, const float *x, int S, float *y, int64_t o0, int64_t o1);
 
-/* Decoded weight block: unsigned (or, for Q8_0, signed) integer values plus
- * the scales, exactly as the GGUF block defines them (llama.cpp
- * ggml-quants.c dequantize_row_*): w[i] = d * sc[i/sub] * (q[i] - off) - dmin * mn[i/sub]
- * for K-quants, w[i] = d * (q[i] - off) + m for the 32-element types.
- * Q2_K has 16 sub-blocks of 16 with a min each; Q3_K signed scales (sc - 32)
- * and off 4; IQ4_NL / IQ4_XS carry the table value kvalues_iq4nl[index] in
- * q (signed, off 0), IQ4_XS a signed scale (ls - 32) per 32. */
-typedef struct sd_wblock {
-    int8_t q[SD_QK_K];
-    float d, m;      /* m: min (Q4_1/Q5_1) or dmin (Q4_K/Q5_K) */
-    int off;         /* 0, 8, 16 or 32 */
-    int has_min;
-    int sub;         /* K-quants: sub-block length 32 or 16 */
-    int sc[16], mn[16]; /* per sub-block: scale, min */
-} sd_wblock;
-
+/* Decoded weight block: sd_wblock (quant/qtype.h). sd_wblock_decode looks
+ * the type up (zeros for a type without a decoder); kernels that already hold
+ * the descriptor call sd_qtype_decode. */
 void sd_wblock_decode(uint32_t type, const uint8_t *src, sd_wblock *wb);
 
 /* The ints of a Q6_K block for row r of a tile whose vectors are vec bytes

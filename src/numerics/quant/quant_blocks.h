@@ -158,6 +158,9 @@ typedef struct block_iq4_xs {
 /* The 16 levels of IQ4_NL / IQ4_XS (llama.cpp ggml-common.h kvalues_iq4nl),
  * ascending; defined in numerics/quant/quant_iq4.c. */
 extern const int8_t sd_kvalues_iq4nl[16];
+/* The 16 levels of MXFP4 (llama.cpp ggml-common.h kvalues_mxfp4: E2M1 values
+ * doubled); defined in numerics/quant/mxfp4.c. */
+extern const int8_t sd_kvalues_mxfp4[16];
 
 /* 6-bit scale (0..63; the dequantizer subtracts 32) of IQ4_XS sub-block j. */
 static inline int sd_iq4_xs_scale(const block_iq4_xs *b, int j) {

@@ -129,7 +129,7 @@ void sd_matmul_neon_quant_with(const sd_matrix *m, const sd_act *a, float *y, in
                 q8_0_rows(row, a, s0, ns, acc, dots);
             } else {
                 for (int64_t b = 0; b < a->nb; b++) {
-                    sd_wblock_decode(m->type, row + (size_t)b * wt->block_bytes, &wb);
+                    sd_qtype_decode(wt, row + (size_t)b * wt->block_bytes, &wb);
                     for (int s = 0; s < ns; s++) acc[s] = block_fma_neon(&wb, a, s0 + s, b, acc[s], dots);
                 }
             }

@@ -38,6 +38,6 @@ const sd_kernels sd_kernels_avx2 = {
     .name = "avx2",
     .isa = SD_ISA_AVX2,
     .usable = sd_cpu_has_avx2,
-    SD_KERNELS_AVX2_OPS, /* its matmul_quant, sd_matmul_ref_quant: a matrix not in the tile layout */
+    SD_KERNELS_AVX2_OPS, /* its matmul_quant, sd_matmul_avx2_decoded: a matrix not in the tile layout */
     .layouts = avx2_layouts,
 };

@@ -27,7 +27,7 @@
     .gdn_tokens = sd_gdn_tokens_avx2,                   \
     .act_quantize_row = sd_act_quantize_row_avx2,       \
     .matmul_float = sd_matmul_avx2_float_rows,          \
-    .matmul_quant = sd_matmul_ref_quant,                \
+    .matmul_quant = sd_matmul_avx2_decoded,             \
     .pass_rows = sd_matmul_avx2_pass_rows
 
 #endif

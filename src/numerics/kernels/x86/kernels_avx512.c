@@ -42,6 +42,6 @@ const sd_kernels sd_kernels_avx512 = {
     .name = "avx512",
     .isa = SD_ISA_AVX512,
     .usable = sd_cpu_has_avx512,
-    SD_KERNELS_AVX2_OPS, /* its matmul_quant, sd_matmul_ref_quant: a matrix in neither tile layout */
+    SD_KERNELS_AVX2_OPS, /* its matmul_quant, sd_matmul_avx2_decoded: a matrix in neither tile layout */
     .layouts = avx512_layouts,
 };

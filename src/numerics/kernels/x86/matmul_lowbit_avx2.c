@@ -1,4 +1,4 @@
-/* AVX2 tiles for the low-bit weight types Q2_K, Q3_K, IQ4_NL and IQ4_XS on
+/* AVX2 tiles for the low-bit weight types Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 on
  * their repacked layouts (matmul_pack.c). As the Q8_0 / Q4_K tiles in
  * matmul_avx2.c: rows run in groups whose accumulators stay in registers,
  * each group over a span of blocks kept in L1, and every element gets the
@@ -200,12 +200,13 @@ INLINE void iq4_vec(__m256i idx, __m256i table, __m256i sc, const act_ptrs *p, i
     }
 }
 
-/* nsub 1: IQ4_NL (sc = 1, d at 128); nsub 8: IQ4_XS (sc from 1024, d at 1088). */
+/* nsub 1: IQ4_NL or MXFP4 by tb (sc = 1, d at 128); nsub 8: IQ4_XS (sc from
+ * 1024, d at 1088). */
 INLINE void iq4_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc_io, int N,
-                     int nsub) {
+                     int nsub, const int8_t *tb) {
     const int chunk = nsub == 1 ? IQ4NL_CHUNK : IQ4XS_CHUNK;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sd_kvalues_iq4nl));
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tb));
     __m256 acc[8];
     act_ptrs p;
     act_ptrs_set(&p, a, s, b0, N);
@@ -235,10 +236,13 @@ INLINE void iq4_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64
 }
 
 INLINE void iq4_nl_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc, int N) {
-    iq4_span(c, a, s, b0, b1, acc, N, 1);
+    iq4_span(c, a, s, b0, b1, acc, N, 1, sd_kvalues_iq4nl);
 }
 INLINE void iq4_xs_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc, int N) {
-    iq4_span(c, a, s, b0, b1, acc, N, 8);
+    iq4_span(c, a, s, b0, b1, acc, N, 8, sd_kvalues_iq4nl);
+}
+INLINE void mxfp4_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc, int N) {
+    iq4_span(c, a, s, b0, b1, acc, N, 1, sd_kvalues_mxfp4);
 }
 
 /* Rows [s0, s0+ns) over blocks [b0, b1), in balanced groups of at most GRP
@@ -267,6 +271,7 @@ DEFINE_ROWS(q2_k_rows, q2_k_span, Q2K_GRP, Q2K_CHUNK)
 DEFINE_ROWS(q3_k_rows, q3_k_span, Q3K_GRP, Q3K_CHUNK)
 DEFINE_ROWS(iq4_nl_rows, iq4_nl_span, IQ4_GRP, IQ4NL_CHUNK)
 DEFINE_ROWS(iq4_xs_rows, iq4_xs_span, IQ4_GRP, IQ4XS_CHUNK)
+DEFINE_ROWS(mxfp4_rows, mxfp4_span, IQ4_GRP, IQ4NL_CHUNK)
 
 /* Blocks per span (about 4-5 KB, as the Q4_K tiles). */
 #define SPAN_BYTES 4864
@@ -277,6 +282,7 @@ bool sd_lowbit_avx2_tile(uint32_t type, const uint8_t *tile, const sd_act *a, in
     case GGML_TYPE_Q3_K: sd_avx2_span_tile(q3_k_rows, Q3K_GRP, SPAN_BYTES / Q3K_CHUNK, tile, a, s0, ns, acc); return true;
     case GGML_TYPE_IQ4_NL: sd_avx2_span_tile(iq4_nl_rows, IQ4_GRP, SPAN_BYTES / IQ4NL_CHUNK, tile, a, s0, ns, acc); return true;
     case GGML_TYPE_IQ4_XS: sd_avx2_span_tile(iq4_xs_rows, IQ4_GRP, SPAN_BYTES / IQ4XS_CHUNK, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_MXFP4: sd_avx2_span_tile(mxfp4_rows, IQ4_GRP, SPAN_BYTES / IQ4NL_CHUNK, tile, a, s0, ns, acc); return true;
     default: return false;
     }
 }
@@ -286,7 +292,8 @@ int sd_lowbit_avx2_pass_rows(uint32_t type) {
     case GGML_TYPE_Q2_K: return Q2K_GRP;
     case GGML_TYPE_Q3_K: return Q3K_GRP;
     case GGML_TYPE_IQ4_NL:
-    case GGML_TYPE_IQ4_XS: return IQ4_GRP;
+    case GGML_TYPE_IQ4_XS:
+    case GGML_TYPE_MXFP4: return IQ4_GRP;
     default: return 0;
     }
 }

@@ -39,7 +39,8 @@
  *                i8 [sub j][row]; [1088,1120) d[8]
  * Memory: 272/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
  * 224/192 (Q5_1), 1184/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
- * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS) of
+ * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS),
+ * 160/136 (MXFP4, the IQ4_NL tile with MXFP4's table and f32 scales) of
  * the GGUF bytes. The loader gives the file pages of a packed matrix back as
  * the slabs are done (sd_matrix_opts.packed_rows, gguf_release), so the copy
  * replaces the mapping's pages rather than doubling them; get_row still reads
@@ -51,10 +52,11 @@
 
 static uint8_t *at(uint8_t *c, int k, int r, int t) { return c + 32 * k + 4 * r + t; }
 
-/* The table index (0..15) of an IQ4 value decoded by sd_wblock_decode. */
-static int iq4_index(int8_t v) {
+/* The table index (0..15) of a value decoded by sd_wblock_decode from an
+ * IQ4 or MXFP4 block (MXFP4's two zeros: either index gives 0). */
+static int iq4_index(const int8_t *table, int8_t v) {
     int i = 0;
-    while (i < 15 && sd_kvalues_iq4nl[i] != v) i++;
+    while (i < 15 && table[i] != v) i++;
     return i;
 }
 
@@ -86,14 +88,16 @@ static void pack_row_k23(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) 
     ((float *)(c + 896))[r] = wb->d;
 }
 
+/* IQ4_NL, IQ4_XS and MXFP4 (the IQ4_NL tile over MXFP4's table). */
 static void pack_row_iq4(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     int nsub = type == GGML_TYPE_IQ4_XS ? 8 : 1;
+    const int8_t *tb = type == GGML_TYPE_MXFP4 ? sd_kvalues_mxfp4 : sd_kvalues_iq4nl;
     for (int j = 0; j < nsub; j++)
         for (int i = 0; i < 4; i++)
             for (int t = 0; t < 4; t++)
-                *at(c, 4 * j + i, r, t) =
-                    (uint8_t)(iq4_index(wb->q[32 * j + 4 * i + t]) | iq4_index(wb->q[32 * j + 16 + 4 * i + t]) << 4);
-    if (type == GGML_TYPE_IQ4_NL) {
+                *at(c, 4 * j + i, r, t) = (uint8_t)(iq4_index(tb, wb->q[32 * j + 4 * i + t]) |
+                                                    iq4_index(tb, wb->q[32 * j + 16 + 4 * i + t]) << 4);
+    if (type != GGML_TYPE_IQ4_XS) {
         ((float *)(c + 128))[r] = wb->d;
         return;
     }
@@ -177,6 +181,7 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
         break;
     case GGML_TYPE_IQ4_NL:
     case GGML_TYPE_IQ4_XS:
+    case GGML_TYPE_MXFP4:
         pack_row_iq4(type, wb, r, c);
         break;
     }

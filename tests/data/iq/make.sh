@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Makes the files of this directory (run from the repository root):
+#   LLAMA_BIN=DIR tests/data/iq/make.sh
+# DIR holds llama.cpp's built llama-imatrix and llama-quantize; node and
+# bench/vs-llamacpp/node_modules (node-llama-cpp) give llama.cpp's greedy ids.
+#  1. calib.txt: the calibration text (committed; it was the head of
+#     docs/ARCHITECTURE.md, docs/MODELS.md and README.md, 60000 bytes at most).
+#  2. imatrix.gguf: llama-imatrix over calib.txt on models/fixture-target.gguf.
+#  3. fixture-target-TYPE.gguf: llama-quantize --allow-requantize --imatrix of
+#     the Q8_0 fixture into llama.cpp's file types IQ2_XXS and IQ3_XXS (every
+#     matrix row is 256 or 768 wide, so each tensor may carry an IQ type).
+#  4. llamacpp_ids.txt: per file and bench/prompts prompt, llama.cpp's prompt
+#     ids and its 32 greedy ids (bench/vs-llamacpp/greedy_ids.mjs, 1 thread).
+set -euo pipefail
+d=tests/data/iq
+: "${LLAMA_BIN:?LLAMA_BIN=DIR with llama-imatrix and llama-quantize}"
+"$LLAMA_BIN/llama-imatrix" -m models/fixture-target.gguf -f "$d/calib.txt" -o "$d/imatrix.gguf" -c 256 -t 2
+for t in IQ2_XXS IQ3_XXS; do
+  "$LLAMA_BIN/llama-quantize" --allow-requantize --imatrix "$d/imatrix.gguf" models/fixture-target.gguf \
+    "$d/fixture-target-$t.gguf" "$t" 2
+done
+: > "$d/llamacpp_ids.txt"
+for t in IQ2_XXS IQ3_XXS; do
+  for f in bench/prompts/*.txt; do
+    if head -n 1 "$f" | grep -q '^class:'; then p=$(tail -n +2 "$f"); else p=$(cat "$f"); fi
+    ids=$(SHOW_PROMPT_IDS=1 node bench/vs-llamacpp/greedy_ids.mjs "$d/fixture-target-$t.gguf" "$p" 32 1 2> "$d/.err")
+    pids=$(sed -n 's/^prompt ids: //p' "$d/.err" | tr ' ' ',')
+    echo "$t $(basename "$f" .txt) $pids $ids" >> "$d/llamacpp_ids.txt"
+  done
+done
+rm -f "$d/.err"
