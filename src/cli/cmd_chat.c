@@ -296,6 +296,8 @@ static bool chat_load(chat *s) {
     }
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = r->n_ctx;
+    cp.cache_type_k = r->cache_type_k;
+    cp.cache_type_v = r->cache_type_v;
     cp.n_threads = r->n_threads;
     cp.draft = s->draft;
     if (specdec_context_init(s->model, &cp, &s->ctx, &err) ||

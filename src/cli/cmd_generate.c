@@ -127,6 +127,8 @@ static specdec_status make_context(const gen_opts *o, engine *e, specdec_error *
                 cores);
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = o->run.n_ctx;
+    cp.cache_type_k = o->run.cache_type_k;
+    cp.cache_type_v = o->run.cache_type_v;
     cp.n_batch = o->run.gen.draft_max + 1 > 64 ? o->run.gen.draft_max + 1 : 64;
     cp.n_threads = threads;
     cp.draft = e->draft;

@@ -202,6 +202,17 @@ typedef struct sd_context sd_context;
  * depend on it. The model must outlive the context. Errors: SD_ERR_NOMEM. */
 sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads,
                           sd_context **out, sd_err *err);
+/* The same with the K rows of the cache of ggml type type_k and the V rows of
+ * type_v: f16 as above, or one of llama.cpp's other cache types (f32, bf16,
+ * q8_0, q5_0, q5_1, q4_0, q4_1, iq4_nl; ggml-common.h block layouts),
+ * quantized once when written by the reference quantizers of
+ * numerics/quant.h and widened exactly to f32 when read, so attention stays
+ * batch-invariant and the same on every kernel path. Errors: SD_ERR_ARG (not
+ * a cache type, or head_dim not whole blocks of it), SD_ERR_NOMEM. */
+sd_status sd_context_init_kv(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads, uint32_t type_k,
+                             uint32_t type_v, sd_context **out, sd_err *err);
+/* The ggml types of c's K and V cache rows. */
+void sd_context_kv_types(const sd_context *c, uint32_t *type_k, uint32_t *type_v);
 void sd_context_free(sd_context *c);
 
 int32_t sd_context_n_ctx(const sd_context *c);

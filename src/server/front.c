@@ -142,6 +142,8 @@ static void take_options(server_opts *o, const specdec_options *so) {
     o->draft_path = so->draft_path;
     o->n_ctx = so->n_ctx;
     o->n_threads = so->n_threads;
+    o->cache_type_k = so->cache_type_k;
+    o->cache_type_v = so->cache_type_v;
 }
 
 int front_parse(int argc, char **argv, server_opts *o) {
@@ -202,6 +204,8 @@ bool front_load(server *s) {
     bp.n_slots = s->opts.parallel;
     bp.ctx.n_ctx = s->opts.n_ctx;
     bp.ctx.n_threads = s->opts.n_threads;
+    bp.ctx.cache_type_k = s->opts.cache_type_k;
+    bp.ctx.cache_type_v = s->opts.cache_type_v;
     bp.ctx.draft = s->draft;
     if (specdec_batch_init(s->model, &bp, &s->batch, &err)) {
         fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
