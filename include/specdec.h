@@ -143,14 +143,59 @@ SPECDEC_API specdec_status specdec_isa_set(specdec_isa isa, specdec_error *err);
 typedef int32_t specdec_token;
 typedef struct specdec_model specdec_model;
 
-/* No options yet: the weights are used in place from a read-only mapping of
- * the file (quantized matrices may also be repacked once for the SIMD
- * kernels). The struct exists so options can be added without breaking calls. */
+/* The element type of a KV cache's K (or V) rows: llama.cpp's cache types
+ * and names (its common/arg.cpp kv_cache_types, --cache-type-k / -v), F16
+ * (the default, 0) first. Quantized rows are blocks of 32 elements laid out
+ * as ggml defines them (ggml/src/ggml-common.h: block_q8_0, block_q4_0,
+ * block_q4_1, block_q5_0, block_q5_1, block_iq4_nl), quantized once when a
+ * position is written (ggml-quants.c's reference quantizers, reproduced in
+ * src/numerics/quant/) and widened exactly to f32 when attention reads them;
+ * attention stays batch-invariant and identical on every kernel path, so
+ * speculative decoding is still lossless (its output equals plain decoding's
+ * with the same cache types). Bytes per element: f32 4, f16 / bf16 2, q8_0
+ * 1.0625, q5_1 0.75, q5_0 0.6875, q4_1 0.625, q4_0 / iq4_nl 0.5625. The
+ * quantized types need head_dim a multiple of 32. */
+typedef enum specdec_cache_type {
+    SPECDEC_CACHE_F16 = 0,
+    SPECDEC_CACHE_F32,
+    SPECDEC_CACHE_BF16,
+    SPECDEC_CACHE_Q8_0,
+    SPECDEC_CACHE_Q4_0,
+    SPECDEC_CACHE_Q4_1,
+    SPECDEC_CACHE_IQ4_NL,
+    SPECDEC_CACHE_Q5_0,
+    SPECDEC_CACHE_Q5_1,
+} specdec_cache_type;
+
+/* "f16", "q8_0", ... (llama.cpp's names); NULL for a value out of range. */
+SPECDEC_API const char *specdec_cache_type_name(specdec_cache_type t);
+/* The type named name (exact, lower case as llama.cpp spells it) into *t;
+ * false (and *t unchanged) for any other text or NULL. */
+SPECDEC_API bool specdec_cache_type_parse(const char *name, specdec_cache_type *t);
+
+/* How a model is held in memory. The weights are used from a read-only
+ * mapping of the file; quantized matrices are repacked once for the SIMD
+ * kernels (a heap copy of about the file's size; the file pages are given
+ * back as it goes) unless no_repack, or unless the tensors plus a KV cache of
+ * plan_n_ctx positions of the plan cache types would exceed the memory
+ * available (MemAvailable, or the cgroup v2 limit when smaller): then every
+ * product reads the mapping in place (the page cache holds the weights and
+ * may drop and reread them, so a file larger than the free memory runs, more
+ * slowly), and specdec_model_repack_note says so. The logits are bitwise the
+ * same either way. All zero = auto, planned for the default context
+ * (min(n_ctx_train, 4096) positions of f16). */
 typedef struct specdec_model_params {
-    int32_t reserved; /* 0 */
+    int32_t reserved;  /* 0 */
+    bool no_repack;    /* true: never repack (llama.cpp's --no-repack) */
+    int32_t plan_n_ctx; /* the context the caller will make, for the auto rule; <= 0 as above */
+    specdec_cache_type plan_cache_type_k, plan_cache_type_v; /* its cache types (specdec_context_params) */
 } specdec_model_params;
 
 SPECDEC_API specdec_model_params specdec_model_default_params(void);
+/* NULL, or one line saying that the auto rule of specdec_model_params left the
+ * weights unrepacked and why (sizes in MiB), for a front end to print.
+ * Borrowed for the model's lifetime. */
+SPECDEC_API const char *specdec_model_repack_note(const specdec_model *model);
 
 /* Loads a GGUF model (architectures: dense llama, qwen2, qwen3; hybrid
  * qwen35; mixture of experts qwen3moe, qwen35moe (docs/MOE.md); an eagle3
@@ -301,35 +346,6 @@ SPECDEC_API size_t specdec_utf8_char_len(const char *s, size_t n);
 
 typedef struct specdec_context specdec_context;
 
-/* The element type of a KV cache's K (or V) rows: llama.cpp's cache types
- * and names (its common/arg.cpp kv_cache_types, --cache-type-k / -v), F16
- * (the default, 0) first. Quantized rows are blocks of 32 elements laid out
- * as ggml defines them (ggml/src/ggml-common.h: block_q8_0, block_q4_0,
- * block_q4_1, block_q5_0, block_q5_1, block_iq4_nl), quantized once when a
- * position is written (ggml-quants.c's reference quantizers, reproduced in
- * src/numerics/quant/) and widened exactly to f32 when attention reads them;
- * attention stays batch-invariant and identical on every kernel path, so
- * speculative decoding is still lossless (its output equals plain decoding's
- * with the same cache types). Bytes per element: f32 4, f16 / bf16 2, q8_0
- * 1.0625, q5_1 0.75, q5_0 0.6875, q4_1 0.625, q4_0 / iq4_nl 0.5625. The
- * quantized types need head_dim a multiple of 32. */
-typedef enum specdec_cache_type {
-    SPECDEC_CACHE_F16 = 0,
-    SPECDEC_CACHE_F32,
-    SPECDEC_CACHE_BF16,
-    SPECDEC_CACHE_Q8_0,
-    SPECDEC_CACHE_Q4_0,
-    SPECDEC_CACHE_Q4_1,
-    SPECDEC_CACHE_IQ4_NL,
-    SPECDEC_CACHE_Q5_0,
-    SPECDEC_CACHE_Q5_1,
-} specdec_cache_type;
-
-/* "f16", "q8_0", ... (llama.cpp's names); NULL for a value out of range. */
-SPECDEC_API const char *specdec_cache_type_name(specdec_cache_type t);
-/* The type named name (exact, lower case as llama.cpp spells it) into *t;
- * false (and *t unchanged) for any other text or NULL. */
-SPECDEC_API bool specdec_cache_type_parse(const char *name, specdec_cache_type *t);
 
 typedef struct specdec_context_params {
     int32_t n_ctx;     /* positions (prompt + generated); <= 0: min(n_ctx_train, 4096). Default 0 */
@@ -812,6 +828,7 @@ typedef struct specdec_options {
     int32_t n_threads; /* specdec_context_params.n_threads; 0 = online cores */
     const char *model_path, *draft_path; /* borrowed from the caller's strings; NULL = not given */
     specdec_cache_type cache_type_k, cache_type_v; /* specdec_context_params' (--cache-type-k / -v); default f16 */
+    bool no_repack; /* specdec_model_params.no_repack (--no-repack) */
 } specdec_options;
 
 /* specdec_generate_default_params() in gen, 0 threads and context, no paths. */

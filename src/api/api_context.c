@@ -41,6 +41,12 @@ bool specdec_cache_type_parse(const char *name, specdec_cache_type *t) {
     return false;
 }
 
+bool sd_api_cache_ggml_type(specdec_cache_type t, uint32_t *out) {
+    if ((unsigned)t >= N_CACHE_TYPES) return false;
+    *out = CACHE_TYPES[t].ggml;
+    return true;
+}
+
 static sd_status cache_ggml_type(specdec_cache_type t, const char *field, uint32_t *out, sd_err *e) {
     if ((unsigned)t >= N_CACHE_TYPES)
         return sd_err_set(e, SD_ERR_ARG, "specdec_context_init: %s %d is not a specdec_cache_type", field, (int)t);

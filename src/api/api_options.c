@@ -79,6 +79,10 @@ static const specdec_option TABLE[] = {
      "stays lossless against plain decoding with the same cache"},
     {"--cache-type-v", "-ctv", NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, CACHE_NAMES, "TYPE",
      "element type of the KV cache's values (no flash attention switch needed)"},
+    {"--no-repack", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
+     "read the weights from the mapped file, no repacked copy (slower; what\n"
+     "happens by itself when the file and the KV cache would not fit in\n"
+     "the memory available)"},
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 
@@ -91,7 +95,7 @@ static const option_field FIELDS[] = {
     {OFF(gen.fixed_k), F_BOOL},        {OFF(gen.ngram_min), F_I32},       {OFF(gen.ngram_max), F_I32},
     {OFF(gen.gate), F_I32},            {OFF(gen.tree_nodes), F_I32},      {OFF(gen.tree_width), F_I32},
     {OFF(gen.hybrid_rollback), F_ROLLBACK}, {OFF(gen.hybrid_window), F_I32}, {OFF(gen.draft_sample), F_BOOL},
-    {OFF(cache_type_k), F_CACHE},      {OFF(cache_type_v), F_CACHE},
+    {OFF(cache_type_k), F_CACHE},      {OFF(cache_type_v), F_CACHE},      {OFF(no_repack), F_BOOL},
 };
 
 _Static_assert(sizeof FIELDS / sizeof *FIELDS == N_TABLE, "one field per option of TABLE");

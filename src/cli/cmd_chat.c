@@ -289,8 +289,8 @@ static void model_id_of(char *id, size_t cap, const char *name) {
 static bool chat_load(chat *s) {
     specdec_error err = {0};
     const specdec_options *r = &s->o.run;
-    if (cli_load_model(r->model_path, &s->model, &err) ||
-        (r->draft_path && cli_load_model(r->draft_path, &s->draft, &err))) {
+    if (cli_load_model(r->model_path, r, &s->model, &err) ||
+        (r->draft_path && cli_load_model(r->draft_path, r, &s->draft, &err))) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }

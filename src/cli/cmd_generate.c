@@ -99,7 +99,7 @@ static const char *draft_path(const gen_opts *o) {
 }
 
 static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *err) {
-    specdec_status st = cli_load_model(o->run.model_path, &e->target, err);
+    specdec_status st = cli_load_model(o->run.model_path, &o->run, &e->target, err);
     if (st != SPECDEC_OK) return st;
     cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->run.n_ctx);
     const char *dp = draft_path(o);
@@ -107,7 +107,7 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec draft needs a draft model (-md FILE)");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
-    st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
+    st = dp ? cli_load_model(dp, &o->run, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !head)

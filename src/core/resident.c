@@ -7,6 +7,8 @@
 #include "core/resident.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 size_t sd_page_size(void) {
@@ -37,4 +39,50 @@ bool sd_resident_bytes(const void *addr, size_t len, uint64_t *out) {
     close(fd);
     if (ok) *out = present * page;
     return ok;
+}
+
+/* The first unsigned number after key in the file at path (0 when absent). */
+static bool read_u64_after(const char *path, const char *key, uint64_t *out) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    char line[512];
+    bool ok = false;
+    const size_t kl = strlen(key);
+    while (!ok && fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (!strncmp(line, key, kl) && sscanf(line + kl, "%llu", &v) == 1) *out = v, ok = true;
+    }
+    fclose(f);
+    return ok;
+}
+
+/* The cgroup v2 room left: memory.max - memory.current of this process's group. */
+static bool cgroup_room(uint64_t *out) {
+    char line[512], path[700];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        if (!strncmp(line, "0::", 3)) {
+            line[strcspn(line, "\n")] = '\0';
+            found = true;
+        }
+    fclose(f);
+    if (!found) return false;
+    uint64_t max = 0, cur = 0;
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", line + 3);
+    if (!read_u64_after(path, "", &max)) return false; /* "max": no limit */
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", line + 3);
+    if (!read_u64_after(path, "", &cur)) return false;
+    *out = max > cur ? max - cur : 0;
+    return true;
+}
+
+bool sd_mem_available(uint64_t *out) {
+    uint64_t kib = 0, room = 0;
+    const bool mem = read_u64_after("/proc/meminfo", "MemAvailable:", &kib);
+    const bool cg = cgroup_room(&room);
+    *out = mem ? kib * 1024 : 0;
+    if (cg && (!mem || room < *out)) *out = room;
+    return mem || cg;
 }

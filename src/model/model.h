@@ -126,6 +126,7 @@ typedef struct sd_nextn {
 typedef struct sd_model {
     sd_hparams hp;
     gguf_ctx *gguf;          /* owned; weights point into its mapping */
+    char repack_note[256];   /* "" or why the auto rule left the matrices unrepacked (sd_load_opts) */
     sd_tokenizer *tok;       /* owned */
     sd_matrix tok_embd;      /* [n_vocab][n_embd] (eagle3: optional, data NULL = the target's) */
     const float *output_norm;
@@ -162,6 +163,21 @@ typedef struct sd_model {
  *   SD_ERR_NOMEM
  * On error *out is NULL. */
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err);
+/* How a load treats the matrices. no_repack: none gets a repacked copy, every
+ * product reads the file's mapping in place (the kernels' GGUF-layout path;
+ * the logits are bitwise the same, ARCHITECTURE.md §5); the weights then
+ * live in the page cache, which the kernel can drop and read again, so a
+ * file larger than the free memory runs. Otherwise (auto) the same happens
+ * when the tensors' bytes plus a KV cache of plan_n_ctx positions (<= 0:
+ * min(n_ctx_train, 4096)) of plan_type_k / plan_type_v (ggml ids) would
+ * exceed the memory available (sd_mem_available), and m->repack_note says
+ * so in one line. */
+typedef struct sd_load_opts {
+    bool no_repack;
+    int32_t plan_n_ctx;
+    uint32_t plan_type_k, plan_type_v;
+} sd_load_opts;
+sd_status sd_model_load_opts(const char *path, const sd_load_opts *opts, sd_model **out, sd_err *err);
 void sd_model_free(sd_model *m);
 
 /* Bytes of weights read by one forward step: every layer matrix (of an MoE
