@@ -178,7 +178,7 @@ SPECDEC_API bool specdec_cache_type_parse(const char *name, specdec_cache_type *
  * kernels (a heap copy of about the file's size; the file pages are given
  * back as it goes) unless no_repack, or unless the tensors plus a KV cache of
  * plan_n_ctx positions of the plan cache types would exceed the memory
- * available (MemAvailable, or the cgroup v2 limit when smaller): then every
+ * available (MemAvailable, or the room under the cgroup memory limit when less): then every
  * product reads the mapping in place (the page cache holds the weights and
  * may drop and reread them, so a file larger than the free memory runs, more
  * slowly), and specdec_model_repack_note says so. The logits are bitwise the
