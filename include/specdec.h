@@ -143,14 +143,59 @@ SPECDEC_API specdec_status specdec_isa_set(specdec_isa isa, specdec_error *err);
 typedef int32_t specdec_token;
 typedef struct specdec_model specdec_model;
 
-/* No options yet: the weights are used in place from a read-only mapping of
- * the file (quantized matrices may also be repacked once for the SIMD
- * kernels). The struct exists so options can be added without breaking calls. */
+/* The element type of a KV cache's K (or V) rows: llama.cpp's cache types
+ * and names (its common/arg.cpp kv_cache_types, --cache-type-k / -v), F16
+ * (the default, 0) first. Quantized rows are blocks of 32 elements laid out
+ * as ggml defines them (ggml/src/ggml-common.h: block_q8_0, block_q4_0,
+ * block_q4_1, block_q5_0, block_q5_1, block_iq4_nl), quantized once when a
+ * position is written (ggml-quants.c's reference quantizers, reproduced in
+ * src/numerics/quant/) and widened exactly to f32 when attention reads them;
+ * attention stays batch-invariant and identical on every kernel path, so
+ * speculative decoding is still lossless (its output equals plain decoding's
+ * with the same cache types). Bytes per element: f32 4, f16 / bf16 2, q8_0
+ * 1.0625, q5_1 0.75, q5_0 0.6875, q4_1 0.625, q4_0 / iq4_nl 0.5625. The
+ * quantized types need head_dim a multiple of 32. */
+typedef enum specdec_cache_type {
+    SPECDEC_CACHE_F16 = 0,
+    SPECDEC_CACHE_F32,
+    SPECDEC_CACHE_BF16,
+    SPECDEC_CACHE_Q8_0,
+    SPECDEC_CACHE_Q4_0,
+    SPECDEC_CACHE_Q4_1,
+    SPECDEC_CACHE_IQ4_NL,
+    SPECDEC_CACHE_Q5_0,
+    SPECDEC_CACHE_Q5_1,
+} specdec_cache_type;
+
+/* "f16", "q8_0", ... (llama.cpp's names); NULL for a value out of range. */
+SPECDEC_API const char *specdec_cache_type_name(specdec_cache_type t);
+/* The type named name (exact, lower case as llama.cpp spells it) into *t;
+ * false (and *t unchanged) for any other text or NULL. */
+SPECDEC_API bool specdec_cache_type_parse(const char *name, specdec_cache_type *t);
+
+/* How a model is held in memory. The weights are used from a read-only
+ * mapping of the file; quantized matrices are repacked once for the SIMD
+ * kernels (a heap copy of about the file's size; the file pages are given
+ * back as it goes) unless no_repack, or unless the tensors plus a KV cache of
+ * plan_n_ctx positions of the plan cache types would exceed the memory
+ * available (MemAvailable, or the room under the cgroup memory limit when less): then every
+ * product reads the mapping in place (the page cache holds the weights and
+ * may drop and reread them, so a file larger than the free memory runs, more
+ * slowly), and specdec_model_repack_note says so. The logits are bitwise the
+ * same either way. All zero = auto, planned for the default context
+ * (min(n_ctx_train, 4096) positions of f16). */
 typedef struct specdec_model_params {
-    int32_t reserved; /* 0 */
+    int32_t reserved;  /* 0 */
+    bool no_repack;    /* true: never repack (llama.cpp's --no-repack) */
+    int32_t plan_n_ctx; /* the context the caller will make, for the auto rule; <= 0 as above */
+    specdec_cache_type plan_cache_type_k, plan_cache_type_v; /* its cache types (specdec_context_params) */
 } specdec_model_params;
 
 SPECDEC_API specdec_model_params specdec_model_default_params(void);
+/* NULL, or one line saying that the auto rule of specdec_model_params left the
+ * weights unrepacked and why (sizes in MiB), for a front end to print.
+ * Borrowed for the model's lifetime. */
+SPECDEC_API const char *specdec_model_repack_note(const specdec_model *model);
 
 /* Loads a GGUF model (architectures: dense llama, qwen2, qwen3; hybrid
  * qwen35; mixture of experts qwen3moe, qwen35moe (docs/MOE.md); an eagle3
@@ -301,6 +346,7 @@ SPECDEC_API size_t specdec_utf8_char_len(const char *s, size_t n);
 
 typedef struct specdec_context specdec_context;
 
+
 typedef struct specdec_context_params {
     int32_t n_ctx;     /* positions (prompt + generated); <= 0: min(n_ctx_train, 4096). Default 0 */
     int32_t n_batch;   /* most rows per forward (prefill chunks); <= 0: 64. Results do not depend on it. Default 0 */
@@ -328,6 +374,13 @@ typedef struct specdec_context_params {
     /* A target with an MTP block (a qwen35 file's nextn layer) and no EAGLE-3
      * head: the context keeps the target's hidden after output_norm for every
      * position (n_ctx * n_embd floats) for SPECDEC_SPEC_MTP / _AUTO. */
+    /* The element types of the target's KV cache rows (specdec_cache_type;
+     * default F16 for both). Unlike llama.cpp, a quantized V needs no flash
+     * attention switch: there is one attention path. A draft model's,
+     * head's or MTP block's own cache stays f16 (llama.cpp sets those apart
+     * too, --cache-type-k-draft). Errors at init: SPECDEC_ERR_ARG for a value
+     * out of range or a head_dim not a multiple of the type's block. */
+    specdec_cache_type cache_type_k, cache_type_v;
 } specdec_context_params;
 
 SPECDEC_API specdec_context_params specdec_context_default_params(void);
@@ -797,18 +850,20 @@ SPECDEC_API specdec_status specdec_generate(specdec_context *ctx, const specdec_
 typedef struct specdec_state specdec_state;
 
 /* Bytes specdec_state_save would allocate for ctx now (0 for NULL): about
- * n_cached * (2 * n_layer_attn * n_head_kv * head_dim * 2 + hidden rows)
+ * n_cached * (2 * n_layer_attn * n_head_kv * head_dim * 2 + hidden rows) for an
+ * f16 cache (a quantized cache type's rows take its bytes per element)
  * plus the recurrent state (specdec_model_layout.recurrent_bytes). */
 SPECDEC_API size_t specdec_state_size(const specdec_context *ctx);
 /* Saves ctx's cached tokens and memory into a new state (*out, owned by the
  * caller: specdec_state_free). ctx is unchanged. A state may be restored into
- * any context of the same loaded model (the same specdec_model). Errors:
+ * any context of the same loaded model (the same specdec_model) and the same
+ * KV cache types (its rows are kept as stored, quantized or not). Errors:
  * SPECDEC_ERR_ARG (NULL argument), SPECDEC_ERR_NOMEM; *out is then NULL. */
 SPECDEC_API specdec_status specdec_state_save(const specdec_context *ctx, specdec_state **out, specdec_error *err);
 /* How many of st's tokens a generate of prompt[n_prompt] on ctx could reuse
  * after restoring st: the common prefix of st's tokens and the prompt, at most
  * n_prompt - 1 (the last prompt token is always forwarded); for a hybrid all
- * of st's tokens or 0. 0 when st was saved from another model or an argument
+ * of st's tokens or 0. 0 when st was saved from another model or cache types or an argument
  * is NULL. */
 SPECDEC_API size_t specdec_state_match(const specdec_context *ctx, const specdec_state *st,
                                        const specdec_token *prompt, size_t n_prompt);
@@ -816,7 +871,7 @@ SPECDEC_API size_t specdec_state_match(const specdec_context *ctx, const specdec
  * restored again): ctx's history becomes those tokens, the next generate
  * reuses them as it reuses its own prefix (stats.n_cached). n_keep <= the
  * state's token count; for a hybrid n_keep must be all of them. Errors:
- * SPECDEC_ERR_ARG (another model's state, n_keep out of range: nothing
+ * SPECDEC_ERR_ARG (another model's state or cache types, n_keep out of range: nothing
  * changed), SPECDEC_ERR_NOMEM (ctx's history is then cleared). A state saved
  * with a draft head's hidden rows (EAGLE-3, MTP) restores them too; restored
  * into a context whose drafter needs rows the state lacks, the next generate
@@ -841,6 +896,8 @@ typedef struct specdec_options {
     int32_t n_ctx;     /* specdec_context_params.n_ctx; 0 = the model's, at most 4096 */
     int32_t n_threads; /* specdec_context_params.n_threads; 0 = online cores */
     const char *model_path, *draft_path; /* borrowed from the caller's strings; NULL = not given */
+    specdec_cache_type cache_type_k, cache_type_v; /* specdec_context_params' (--cache-type-k / -v); default f16 */
+    bool no_repack; /* specdec_model_params.no_repack (--no-repack) */
 } specdec_options;
 
 /* specdec_generate_default_params() in gen, 0 threads and context, no paths. */

@@ -20,13 +20,15 @@ tests=(test_kernels test_matmul test_ops test_gdn test_quant test_quant_k test_f
 # comment): test_isa_golden (the logits hash of a fixed forward equals the
 # x86 golden, tests/data/isa_golden.txt, on every path this CPU runs: NEON
 # and scalar in one process), batch invariance (S=1 vs batched, splits,
-# rollback, on tiny models and the dense and qwen35 fixtures) and LOSSLESS
+# rollback, on tiny models and the dense and qwen35 fixtures), quantized KV
+# caches (test_kv_types: q8_0 and q4_0 on the four fixtures, invariance and the
+# x86 golden hashes of tests/data/kv_golden.txt) and LOSSLESS
 # (speculative == greedy with n-gram, draft and auto: tiny models of each
 # dense architecture and the dense fixture). On NEON only: the scalar path is
 # checked against the same golden hashes, and runs these natively on x86.
 # qemu CPU seconds (bench/RESULTS.md, 2026-12-02): isa_golden 70, again
 # without SDOT 69, batch invariance 25, spec_models 70.
-models=(test_isa_golden test_batch_invariance test_spec_models)
+models=(test_isa_golden test_batch_invariance test_spec_models test_kv_types)
 # --full adds LOSSLESS on both fixtures with every drafter and both samplers
 # (test_lossless_classes: over 9 min of qemu CPU even for its subset).
 [ "${1:-}" = "--full" ] && models+=(test_lossless_classes)

@@ -225,7 +225,8 @@ OPTIONS = ("n_predict", "spec", "draft_max", "fixed_k", "ngram_min", "ngram_max"
            "hybrid_window", "tree_nodes", "tree_width", "grammar", "presence_penalty", "frequency_penalty",
            "repeat_penalty", "repeat_last_n", "logit_bias", "logprobs")
 _NAMED = {"spec": ("specdec_spec_mode_parse", "none, ngram, draft, eagle3, mtp, suffix, grammar, dflash or auto"),
-          "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window")}
+          "hybrid_rollback": ("specdec_rollback_parse", "auto, checkpoint, replay, redecode or window"),
+          "cache_type": ("specdec_cache_type_parse", "f16, f32, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1")}
 
 
 def _named_enum(field, value):
@@ -451,16 +452,20 @@ class Context(_Owned):
     """A KV cache for generating with model (specdec_context_init), with an
     optional draft model (a Model: a draft model, an EAGLE-3 head or an MTP
     sidecar, a DFlash draft) for spec "draft" / "eagle3" / "mtp" / "dflash" / "auto". n_ctx, n_batch,
-    n_threads <= 0 take the library's defaults. The models must stay open
+    n_threads <= 0 take the library's defaults. cache_type_k / cache_type_v:
+    the KV cache's element types by llama.cpp's names ("f16" default, "q8_0",
+    "q4_0", ...; specdec_cache_type). The models must stay open
     while the context lives (the context keeps them referenced). One
     generation at a time: the history of the last one is kept and its longest
     common prefix with the next prompt is reused (stats.n_cached)."""
     _free, _what = "specdec_context_free", "context"
 
-    def __init__(self, model, draft=None, n_ctx=0, n_batch=0, n_threads=0):
+    def __init__(self, model, draft=None, n_ctx=0, n_batch=0, n_threads=0, cache_type_k="f16", cache_type_v="f16"):
         L = _c.lib()
         cp = L.specdec_context_default_params()
         cp.n_ctx, cp.n_batch, cp.n_threads = n_ctx, n_batch, n_threads
+        cp.cache_type_k = _named_enum("cache_type", cache_type_k)
+        cp.cache_type_v = _named_enum("cache_type", cache_type_v)
         cp.draft = draft._handle() if draft is not None else None
         err, handle = _c.Error(), ctypes.c_void_p()
         _check(L.specdec_context_init(model._handle(), ctypes.byref(cp), ctypes.byref(handle), ctypes.byref(err)), err)
@@ -640,12 +645,13 @@ class LLM(Context):
     frees them with close(): the one-object way, as llama-cpp-python's Llama.
     .model and .draft are the Model objects."""
 
-    def __init__(self, model_path, draft_path=None, n_ctx=0, n_batch=0, n_threads=0):
+    def __init__(self, model_path, draft_path=None, n_ctx=0, n_batch=0, n_threads=0, cache_type_k="f16",
+                 cache_type_v="f16"):
         model = Model(model_path)
         draft = None
         try:
             draft = Model(draft_path) if draft_path is not None else None
-            super().__init__(model, draft, n_ctx, n_batch, n_threads)
+            super().__init__(model, draft, n_ctx, n_batch, n_threads, cache_type_k, cache_type_v)
         except BaseException:
             if draft is not None:
                 draft.close()

@@ -30,6 +30,8 @@ class ContextParams(ctypes.Structure):
         ("n_batch", ctypes.c_int32),
         ("n_threads", ctypes.c_int32),
         ("draft", ctypes.c_void_p),
+        ("cache_type_k", ctypes.c_int),  # specdec_cache_type
+        ("cache_type_v", ctypes.c_int),
     ]
 
 
@@ -203,6 +205,7 @@ _SIGNATURES = {
     "specdec_context_reset": (None, [_P]),
     "specdec_spec_mode_parse": (ctypes.c_bool, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "specdec_rollback_parse": (ctypes.c_bool, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "specdec_cache_type_parse": (ctypes.c_bool, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "specdec_stop_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
     "specdec_grammar_init": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(_P),
                                             _ERR]),

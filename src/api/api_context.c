@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "format/ggml_type.h"
 
 specdec_context_params specdec_context_default_params(void) { return (specdec_context_params){0}; }
 
@@ -15,6 +16,43 @@ static int32_t resolve_n_batch(int32_t n_batch) { return n_batch > 0 ? n_batch :
 /* A hybrid model's discipline until a generate call asks for its own:
  * replay with a ring for the default K = 8. */
 #define INITIAL_SLOTS 9
+
+/* specdec_cache_type in enum order: the ggml type ids and llama.cpp's names. */
+static const struct {
+    uint32_t ggml;
+    const char *name;
+} CACHE_TYPES[] = {
+    {GGML_TYPE_F16, "f16"},   {GGML_TYPE_F32, "f32"},       {GGML_TYPE_BF16, "bf16"},
+    {GGML_TYPE_Q8_0, "q8_0"}, {GGML_TYPE_Q4_0, "q4_0"},     {GGML_TYPE_Q4_1, "q4_1"},
+    {GGML_TYPE_IQ4_NL, "iq4_nl"}, {GGML_TYPE_Q5_0, "q5_0"}, {GGML_TYPE_Q5_1, "q5_1"},
+};
+#define N_CACHE_TYPES (sizeof CACHE_TYPES / sizeof *CACHE_TYPES)
+
+const char *specdec_cache_type_name(specdec_cache_type t) {
+    return (unsigned)t < N_CACHE_TYPES ? CACHE_TYPES[t].name : NULL;
+}
+
+bool specdec_cache_type_parse(const char *name, specdec_cache_type *t) {
+    for (size_t i = 0; name && i < N_CACHE_TYPES; i++)
+        if (!strcmp(name, CACHE_TYPES[i].name)) {
+            *t = (specdec_cache_type)i;
+            return true;
+        }
+    return false;
+}
+
+bool sd_api_cache_ggml_type(specdec_cache_type t, uint32_t *out) {
+    if ((unsigned)t >= N_CACHE_TYPES) return false;
+    *out = CACHE_TYPES[t].ggml;
+    return true;
+}
+
+static sd_status cache_ggml_type(specdec_cache_type t, const char *field, uint32_t *out, sd_err *e) {
+    if ((unsigned)t >= N_CACHE_TYPES)
+        return sd_err_set(e, SD_ERR_ARG, "specdec_context_init: %s %d is not a specdec_cache_type", field, (int)t);
+    *out = CACHE_TYPES[t].ggml;
+    return SD_OK;
+}
 
 specdec_status specdec_context_init(const specdec_model *model, const specdec_context_params *params,
                                     specdec_context **out, specdec_error *err) {
@@ -55,7 +93,10 @@ specdec_status specdec_context_init(const specdec_model *model, const specdec_co
                     : sidecar ? SD_API_DRAFT_MTP_SIDECAR
                               : SD_API_DRAFT_MODEL;
     c->n_batch = resolve_n_batch(p.n_batch);
-    sd_status st = sd_context_init(model->m, p.n_ctx, c->n_batch, p.n_threads, &c->tctx, &e);
+    uint32_t tk = GGML_TYPE_F16, tv = GGML_TYPE_F16;
+    sd_status st = cache_ggml_type(p.cache_type_k, "cache_type_k", &tk, &e);
+    if (st == SD_OK) st = cache_ggml_type(p.cache_type_v, "cache_type_v", &tv, &e);
+    if (st == SD_OK) st = sd_context_init_kv(model->m, p.n_ctx, c->n_batch, p.n_threads, tk, tv, &c->tctx, &e);
     if (st == SD_OK) {
         st = sd_compose_lm(&c->tl, c->tctx, model->m, SD_ROLLBACK_REPLAY, INITIAL_SLOTS, SD_LM_TARGET, &e);
     }

@@ -126,4 +126,7 @@ bool sd_api_stream_push(sd_api_stream *s, int32_t token, bool from_draft);
 void sd_api_stream_finish(sd_api_stream *s);
 void sd_api_stream_free(sd_api_stream *s);
 
+/* The ggml type id of a specdec_cache_type; false for a value out of range. */
+bool sd_api_cache_ggml_type(specdec_cache_type t, uint32_t *out);
+
 #endif

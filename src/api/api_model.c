@@ -54,6 +54,10 @@ int specdec_default_threads(void) { return sd_default_threads(); }
 
 specdec_model_params specdec_model_default_params(void) { return (specdec_model_params){0}; }
 
+const char *specdec_model_repack_note(const specdec_model *model) {
+    return model && model->m->repack_note[0] ? model->m->repack_note : NULL;
+}
+
 /* "dir/name.gguf" -> "name": the model's name when general.name is absent. */
 static char *name_from_path(const char *path) {
     const char *base = strrchr(path, '/');
@@ -78,7 +82,7 @@ static char *meta_copy(const gguf_ctx *g, const char *key) {
 
 specdec_status specdec_model_load(const char *path, const specdec_model_params *params, specdec_model **out,
                                   specdec_error *err) {
-    (void)params;
+    const specdec_model_params p = params ? *params : specdec_model_default_params();
     if (!out) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_load: out is NULL");
     *out = NULL;
     if (!path) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_load: path is NULL");
@@ -88,7 +92,13 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     if (!h) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "%s: out of memory", path);
     sd_err e = {0};
     const double t0 = sd_now_s();
-    if (sd_model_load(path, &h->m, &e) != SD_OK) {
+    sd_load_opts lo = {.no_repack = p.no_repack, .plan_n_ctx = p.plan_n_ctx};
+    if (!sd_api_cache_ggml_type(p.plan_cache_type_k, &lo.plan_type_k) ||
+        !sd_api_cache_ggml_type(p.plan_cache_type_v, &lo.plan_type_v)) {
+        free(h);
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_model_load: plan_cache_type_k/_v is not a specdec_cache_type");
+    }
+    if (sd_model_load_opts(path, &lo, &h->m, &e) != SD_OK) {
         free(h);
         return sd_api_error(err, &e);
     }

@@ -12,7 +12,7 @@
 #include "api/api_internal.h"
 
 /* Where a table entry's value lives in specdec_options, and as what. */
-typedef enum field_kind { F_I32, F_F32, F_U64, F_BOOL, F_PATH, F_SPEC, F_ROLLBACK } field_kind;
+typedef enum field_kind { F_I32, F_F32, F_U64, F_BOOL, F_PATH, F_SPEC, F_ROLLBACK, F_CACHE } field_kind;
 typedef struct option_field {
     size_t offset;
     field_kind kind;
@@ -20,6 +20,7 @@ typedef struct option_field {
 
 #define SPEC_NAMES "none | ngram | draft | eagle3 | mtp | suffix | grammar | dflash | auto"
 #define ROLLBACK_NAMES "auto | checkpoint | replay | redecode | window"
+#define CACHE_NAMES "f16 | f32 | bf16 | q8_0 | q4_0 | q4_1 | iq4_nl | q5_0 | q5_1"
 #define MAX_TOKENS (1 << 24) /* the largest context: no run can generate more */
 #define OFF(f) offsetof(specdec_options, f)
 #define INT(lo, hi) SPECDEC_OPTION_INT, lo, hi, false, false, NULL
@@ -82,6 +83,16 @@ static const specdec_option TABLE[] = {
      "for tokens among the last --repeat-last-n of prompt and output; 1 = off"},
     {"--repeat-last-n", NULL, "repeat_last_n", INT(-1, MAX_TOKENS), "N",
      "the repeat penalty's window in tokens; 0 = off, -1 = all"},
+    {"--cache-type-k", "-ctk", NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, CACHE_NAMES, "TYPE",
+     "element type of the KV cache's keys (llama.cpp's names); the\n"
+     "quantized ones are written once and read exactly, so speculation\n"
+     "stays lossless against plain decoding with the same cache"},
+    {"--cache-type-v", "-ctv", NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, CACHE_NAMES, "TYPE",
+     "element type of the KV cache's values (no flash attention switch needed)"},
+    {"--no-repack", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
+     "read the weights from the mapped file, no repacked copy (slower; what\n"
+     "happens by itself when the file and the KV cache would not fit in\n"
+     "the memory available)"},
 };
 #define N_TABLE (sizeof TABLE / sizeof *TABLE)
 
@@ -96,6 +107,7 @@ static const option_field FIELDS[] = {
     {OFF(gen.hybrid_rollback), F_ROLLBACK}, {OFF(gen.hybrid_window), F_I32}, {OFF(gen.draft_sample), F_BOOL},
     {OFF(gen.presence_penalty), F_F32}, {OFF(gen.frequency_penalty), F_F32}, {OFF(gen.repeat_penalty), F_F32},
     {OFF(gen.repeat_last_n), F_I32},
+    {OFF(cache_type_k), F_CACHE},      {OFF(cache_type_v), F_CACHE},      {OFF(no_repack), F_BOOL},
 };
 
 _Static_assert(sizeof FIELDS / sizeof *FIELDS == N_TABLE, "one field per option of TABLE");
@@ -149,6 +161,7 @@ int specdec_option_value(const specdec_options *o, const specdec_option *opt, ch
     case F_PATH: return snprintf(buf, cap, "%s", *(const char *const *)p ? *(const char *const *)p : "none");
     case F_SPEC: return snprintf(buf, cap, "%s", specdec_spec_mode_name(*(const specdec_spec_mode *)p));
     case F_ROLLBACK: return snprintf(buf, cap, "%s", specdec_rollback_name(*(const specdec_rollback *)p));
+    case F_CACHE: return snprintf(buf, cap, "%s", specdec_cache_type_name(*(const specdec_cache_type *)p));
     }
     return snprintf(buf, cap, "%s", "");
 }
@@ -212,6 +225,8 @@ static specdec_status set_value(const specdec_option *opt, option_field f, const
         return specdec_spec_mode_parse(v, (specdec_spec_mode *)p) ? SPECDEC_OK : refuse(err, opt, name, v, "not one of");
     case F_ROLLBACK:
         return specdec_rollback_parse(v, (specdec_rollback *)p) ? SPECDEC_OK : refuse(err, opt, name, v, "not one of");
+    case F_CACHE:
+        return specdec_cache_type_parse(v, (specdec_cache_type *)p) ? SPECDEC_OK : refuse(err, opt, name, v, "not one of");
     }
     return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: unknown option type", name);
 }

@@ -9,6 +9,7 @@
 struct specdec_state {
     const sd_model *m;     /* the model it was saved from (restore checks it) */
     bool recurrent;        /* restorable only at its own length */
+    uint32_t type_k, type_v; /* its KV rows' cache types (restore checks them) */
     specdec_token *tokens; /* [n] */
     int32_t n;
     void *buf;             /* sd_context_seq_export's buffer */
@@ -28,6 +29,7 @@ specdec_status specdec_state_save(const specdec_context *ctx, specdec_state **ou
     if (!s) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "out of memory");
     s->m = ctx->model->m;
     s->recurrent = sd_model_is_recurrent(s->m);
+    sd_context_kv_types(ctx->tctx, &s->type_k, &s->type_v);
     s->n = ctx->n_kv;
     s->size = sd_context_seq_bytes(ctx->tctx, s->n);
     s->tokens = malloc(((size_t)s->n + 1) * sizeof *s->tokens);
@@ -46,9 +48,16 @@ specdec_status specdec_state_save(const specdec_context *ctx, specdec_state **ou
     return SPECDEC_OK;
 }
 
+/* Whether st's KV rows are of ctx's cache types. */
+static bool same_cache(const specdec_context *ctx, const specdec_state *st) {
+    uint32_t k, v;
+    sd_context_kv_types(ctx->tctx, &k, &v);
+    return k == st->type_k && v == st->type_v;
+}
+
 size_t specdec_state_match(const specdec_context *ctx, const specdec_state *st, const specdec_token *prompt,
                            size_t n_prompt) {
-    if (!ctx || !st || !prompt || n_prompt < 2 || st->m != ctx->model->m) return 0;
+    if (!ctx || !st || !prompt || n_prompt < 2 || st->m != ctx->model->m || !same_cache(ctx, st)) return 0;
     size_t max = (size_t)st->n < n_prompt - 1 ? (size_t)st->n : n_prompt - 1, n = 0;
     while (n < max && st->tokens[n] == prompt[n]) n++;
     if (st->recurrent && n != (size_t)st->n) return 0; /* a recurrent state only at its own length */
@@ -60,6 +69,8 @@ specdec_status specdec_state_restore(specdec_context *ctx, const specdec_state *
     if (!ctx || !st) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_state_restore: NULL argument");
     if (st->m != ctx->model->m)
         return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_state_restore: the state was saved from another model");
+    if (!same_cache(ctx, st))
+        return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_state_restore: the state's KV cache types differ from the context's");
     if (n_keep > (size_t)st->n || (st->recurrent && n_keep != (size_t)st->n))
         return sd_api_fail(err, SPECDEC_ERR_ARG, "cannot restore %zu of a state's %d tokens%s", n_keep, st->n,
                            st->recurrent ? " (a recurrent model restores only a whole state)" : "");

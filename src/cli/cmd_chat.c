@@ -289,13 +289,15 @@ static void model_id_of(char *id, size_t cap, const char *name) {
 static bool chat_load(chat *s) {
     specdec_error err = {0};
     const specdec_options *r = &s->o.run;
-    if (cli_load_model(r->model_path, &s->model, &err) ||
-        (r->draft_path && cli_load_model(r->draft_path, &s->draft, &err))) {
+    if (cli_load_model(r->model_path, r, &s->model, &err) ||
+        (r->draft_path && cli_load_model(r->draft_path, r, &s->draft, &err))) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = r->n_ctx;
+    cp.cache_type_k = r->cache_type_k;
+    cp.cache_type_v = r->cache_type_v;
     cp.n_threads = r->n_threads;
     cp.draft = s->draft;
     if (specdec_context_init(s->model, &cp, &s->ctx, &err) ||

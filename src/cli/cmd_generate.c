@@ -99,7 +99,7 @@ static const char *draft_path(const gen_opts *o) {
 }
 
 static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *err) {
-    specdec_status st = cli_load_model(o->run.model_path, &e->target, err);
+    specdec_status st = cli_load_model(o->run.model_path, &o->run, &e->target, err);
     if (st != SPECDEC_OK) return st;
     cli_warn_n_ctx(specdec_model_n_ctx_train(e->target), o->run.n_ctx);
     const char *dp = draft_path(o);
@@ -109,7 +109,7 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec eagle3 needs an EAGLE-3 head (-md FILE)");
     if (o->run.gen.spec == SPECDEC_SPEC_DFLASH && !dp)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "--spec dflash needs a DFlash draft (-md FILE)");
-    st = dp ? cli_load_model(dp, &e->draft, err) : SPECDEC_OK;
+    st = dp ? cli_load_model(dp, &o->run, &e->draft, err) : SPECDEC_OK;
     if (st != SPECDEC_OK || !dp) return st;
     bool head = !strcmp(specdec_model_arch(e->draft), "eagle3");
     if (o->run.gen.spec == SPECDEC_SPEC_EAGLE3 && !head)
@@ -135,6 +135,8 @@ static specdec_status make_context(const gen_opts *o, engine *e, specdec_error *
                 cores);
     specdec_context_params cp = specdec_context_default_params();
     cp.n_ctx = o->run.n_ctx;
+    cp.cache_type_k = o->run.cache_type_k;
+    cp.cache_type_v = o->run.cache_type_v;
     cp.n_batch = o->run.gen.draft_max + 1 > 64 ? o->run.gen.draft_max + 1 : 64;
     cp.n_threads = threads;
     cp.draft = e->draft;

@@ -31,8 +31,15 @@ const char *cli_default_model_hint(const char *path) {
     return "the default models are found from the repository root: run there, or pass -m";
 }
 
-specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error *err) {
-    specdec_status st = specdec_model_load(path, NULL, m, err);
+specdec_status cli_load_model(const char *path, const specdec_options *o, specdec_model **m, specdec_error *err) {
+    specdec_model_params mp = specdec_model_default_params();
+    mp.no_repack = o->no_repack;
+    mp.plan_n_ctx = o->n_ctx;
+    mp.plan_cache_type_k = o->cache_type_k;
+    mp.plan_cache_type_v = o->cache_type_v;
+    specdec_status st = specdec_model_load(path, &mp, m, err);
+    if (st == SPECDEC_OK && specdec_model_repack_note(*m))
+        fprintf(stderr, "specdec: %s: %s\n", path, specdec_model_repack_note(*m));
     const char *hint = cli_default_model_hint(path);
     if (st == SPECDEC_ERR_IO && hint && err) {
         size_t n = strlen(err->message);

@@ -36,7 +36,7 @@ const char *cli_default_model_hint(const char *path);
 
 /* specdec_model_load, with cli_default_model_hint appended to an
  * SPECDEC_ERR_IO message. Errors as specdec_model_load. */
-specdec_status cli_load_model(const char *path, specdec_model **m, specdec_error *err);
+specdec_status cli_load_model(const char *path, const specdec_options *o, specdec_model **m, specdec_error *err);
 
 /* llama.cpp's behaviour for a context beyond {arch}.context_length: allowed
  * (positions past it are out of the training distribution, so quality may

@@ -7,6 +7,8 @@
 #include "core/resident.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 size_t sd_page_size(void) {
@@ -37,4 +39,75 @@ bool sd_resident_bytes(const void *addr, size_t len, uint64_t *out) {
     close(fd);
     if (ok) *out = present * page;
     return ok;
+}
+
+/* The first unsigned number after key in the file at path (0 when absent). */
+static bool read_u64_after(const char *path, const char *key, uint64_t *out) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    char line[512];
+    bool ok = false;
+    const size_t kl = strlen(key);
+    while (!ok && fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (!strncmp(line, key, kl) && sscanf(line + kl, "%llu", &v) == 1) *out = v, ok = true;
+    }
+    fclose(f);
+    return ok;
+}
+
+/* The path of this process's group from its /proc/self/cgroup line holding
+ * tag ("0::" for cgroup v2, ":memory:" for the v1 memory controller), into group[cap]. */
+static bool cgroup_path(const char *tag, char *group, size_t cap) {
+    char line[512];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *c = strstr(line, tag);
+        if (c && (tag[0] == ':' || c == line)) { /* "0::" starts its line; ":memory:" follows the id */
+            c += strlen(tag);
+            c[strcspn(c, "\n")] = '\0';
+            snprintf(group, cap, "%s", c);
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* limit - usage of the files lim and use under dir (no limit: false). */
+static bool room_of(const char *dir, const char *lim, const char *use, uint64_t *out) {
+    char path[1024];
+    uint64_t max = 0, cur = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, lim);
+    if (!read_u64_after(path, "", &max) || max >= (1ull << 62)) return false; /* "max" or v1's huge value */
+    snprintf(path, sizeof path, "%s/%s", dir, use);
+    if (!read_u64_after(path, "", &cur)) return false;
+    *out = max > cur ? max - cur : 0;
+    return true;
+}
+
+/* The cgroup room left: memory.max - memory.current (v2), or
+ * memory.limit_in_bytes - memory.usage_in_bytes of the v1 memory controller. */
+static bool cgroup_room(uint64_t *out) {
+    char group[512], dir[700];
+    if (cgroup_path(":memory:", group, sizeof group)) {
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%s", group);
+        if (room_of(dir, "memory.limit_in_bytes", "memory.usage_in_bytes", out)) return true;
+    }
+    if (cgroup_path("0::", group, sizeof group)) {
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", group);
+        if (room_of(dir, "memory.max", "memory.current", out)) return true;
+    }
+    return false;
+}
+
+bool sd_mem_available(uint64_t *out) {
+    uint64_t kib = 0, room = 0;
+    const bool mem = read_u64_after("/proc/meminfo", "MemAvailable:", &kib);
+    const bool cg = cgroup_room(&room);
+    *out = mem ? kib * 1024 : 0;
+    if (cg && (!mem || room < *out)) *out = room;
+    return mem || cg;
 }

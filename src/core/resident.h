@@ -16,6 +16,14 @@
  * pagemap cannot be read (not Linux, /proc not mounted). No allocation. */
 bool sd_resident_bytes(const void *addr, size_t len, uint64_t *out);
 
+/* Memory this process could still take without swapping, in bytes: the
+ * kernel's estimate MemAvailable (/proc/meminfo, Linux >= 3.14), or less when
+ * the process's cgroup has a limit (memory.max - memory.current for cgroup
+ * v2, memory.limit_in_bytes - memory.usage_in_bytes for the v1 memory
+ * controller, of the group named in /proc/self/cgroup). False (and *out = 0)
+ * when neither can be read. */
+bool sd_mem_available(uint64_t *out);
+
 /* The system page size in bytes (sysconf), 4096 if unknown. */
 size_t sd_page_size(void);
 

@@ -22,6 +22,7 @@ typedef struct sd_loader {
     const gguf_ctx *gguf;
     sd_model *m;
     sd_err *err;
+    bool no_pack;       /* every matrix read in place from the mapping (sd_load_opts) */
 } sd_loader;
 
 typedef struct sd_arch_def {

@@ -11,6 +11,11 @@
 
 sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads,
                           sd_context **out, sd_err *err) {
+    return sd_context_init_kv(m, n_ctx, n_batch, n_threads, GGML_TYPE_F16, GGML_TYPE_F16, out, err);
+}
+
+sd_status sd_context_init_kv(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads, uint32_t type_k,
+                             uint32_t type_v, sd_context **out, sd_err *err) {
     *out = NULL;
     const sd_hparams *hp = &m->hp;
     if (hp->mtp_only)
@@ -27,15 +32,19 @@ sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int
     c->n_batch = n_batch;
     c->n_threads = n_threads;
     sd_hidden_hook_build(&c->hid, n_ctx, hp->n_embd);
-    bool ok = sd_kv_cache_build(&c->kv, hp, n_ctx, NULL) == SD_OK;
+    sd_status kst = sd_kv_cache_build_typed(&c->kv, hp, n_ctx, type_k, type_v, err);
+    if (kst == SD_ERR_ARG) {
+        sd_context_free(c);
+        return kst;
+    }
+    bool ok = kst == SD_OK;
     ok = ok && sd_scratch_build(&c->sc, hp, n_batch, n_ctx, n_threads, NULL) == SD_OK;
     ok = ok && sd_recurrent_build(&c->rec, hp, NULL) == SD_OK;
     if (!ok) {
-        sd_kv_cache kv_size = {.n_ctx = n_ctx, .n_layers = hp->n_layer - hp->n_layer_gdn,
-                               .kv_dim = (int64_t)hp->n_head_kv * hp->head_dim};
+        const double kv_mib = sd_kv_cache_plan_bytes(hp, n_ctx, type_k, type_v) / (1 << 20);
         sd_context_free(c);
         return sd_err_set(err, SD_ERR_NOMEM, "out of memory for a context of %d positions (KV cache %.1f MiB)",
-                          n_ctx, sd_kv_cache_bytes(&kv_size) / (1 << 20));
+                          n_ctx, kv_mib);
     }
     *out = c;
     return SD_OK;
@@ -53,6 +62,11 @@ void sd_context_free(sd_context *c) {
 void sd_context_reset_pending(sd_context *c) {
     sd_kv_cache_reset_pending(&c->kv);
     sd_scratch_reset_pending(&c->sc);
+}
+
+void sd_context_kv_types(const sd_context *c, uint32_t *type_k, uint32_t *type_v) {
+    *type_k = c->kv.type_k;
+    *type_v = c->kv.type_v;
 }
 
 int32_t sd_context_n_ctx(const sd_context *c) { return c->n_ctx; }
@@ -119,6 +133,8 @@ sd_status sd_context_state_restore(sd_context *c, const void *buf, size_t size, 
 
 sd_status sd_context_state_copy(sd_context *dst, const sd_context *src, sd_err *err) {
     if (dst->m != src->m) return sd_err_set(err, SD_ERR_ARG, "state copy between contexts of different models");
+    if (dst->kv.type_k != src->kv.type_k || dst->kv.type_v != src->kv.type_v)
+        return sd_err_set(err, SD_ERR_ARG, "state copy between contexts of different KV cache types");
     if (src->kv.len > dst->n_ctx)
         return sd_err_set(err, SD_ERR_CONTEXT, "state copy: %d positions do not fit n_ctx %d", src->kv.len,
                           dst->n_ctx);

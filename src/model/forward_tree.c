@@ -37,18 +37,16 @@ static void attend_node(sd_context *c, int il, int32_t pos0, int kvh, int s, int
         n_kv[k] = pos0 + d + 1;
         memset(oh[k], 0, (size_t)hd * sizeof *oh[k]);
     }
-    const uint16_t *keys = sd_kv_cache_k(&c->kv, il, kvh), *vals = sd_kv_cache_v(&c->kv, il, kvh);
-    sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0, hd);
+    sd_kv_cache_dot_k(&c->kv, il, kvh, sc, qh, nq, 0, pos0);
     for (int32_t t = 0; t <= d; t++) {
         for (int k = 0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_dot_f16_rows_mq(w, qh, nq, keys + (int64_t)(pos0 + c->kv.tree.keys[s][t]) * hd, hd, 1, hd);
+        sd_kv_cache_dot_k(&c->kv, il, kvh, w, qh, nq, pos0 + c->kv.tree.keys[s][t], 1);
     }
     sd_softmax_mq(sc, n_kv, nq, 1.0f / sqrtf((float)hd));
-    sd_axpy_f16_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0, hd);
+    sd_kv_cache_axpy_v(&c->kv, il, kvh, oh, (const float *const *)sc, nq, 0, pos0);
     for (int32_t t = 0; t <= d; t++) {
         for (int k = 0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_axpy_f16_rows_mq(oh, (const float *const *)w, nq, vals + (int64_t)(pos0 + c->kv.tree.keys[s][t]) * hd, hd,
-                            1, hd);
+        sd_kv_cache_axpy_v(&c->kv, il, kvh, oh, (const float *const *)w, nq, pos0 + c->kv.tree.keys[s][t], 1);
     }
 }
 

@@ -4,7 +4,7 @@
  *   out = Wo · attention(rope(norm_q(Wq·n + bq)), rope(norm_k(Wk·n + bk)), Wv·n + bv)
  *
  * and the attention pieces the other kinds share (layers.h): per-head
- * norm + RoPE, the f16 KV rows, causal attention over the cache. Each
+ * norm + RoPE, the KV rows (f16 or a quantized cache type), causal attention over the cache. Each
  * (position, head) gets the operations of a lone query over keys 0..pos in
  * position order (several queries share each key load, not its arithmetic),
  * so the output of a position does not depend on S or on the thread count. */
@@ -54,8 +54,8 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     const int64_t q_dim = (int64_t)hp->n_head * hd;
     const float scale = 1.0f / sqrtf((float)hd);
     const int s_first = j0 / group, s_last = (j1 - 1) / group;
-    float *sc[SD_ATT_QUERIES], *oh[SD_ATT_QUERIES];
-    const float *qh[SD_ATT_QUERIES], *w[SD_ATT_QUERIES];
+    float *sc[SD_ATT_QUERIES] = {0}, *oh[SD_ATT_QUERIES];
+    const float *qh[SD_ATT_QUERIES] = {0}, *w[SD_ATT_QUERIES];
     for (int k = 0; k < nq; k++) {
         const int s = (j0 + k) / group, h = kvh * group + (j0 + k) % group;
         qh[k] = q + s * q_dim + (int64_t)h * hd;
@@ -64,8 +64,7 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     }
     /* Scores of every query over the keys of the last one: the few past a
      * query's own position are computed but never read. */
-    const uint16_t *keys = sd_kv_cache_k(&c->kv, il, kvh), *vals = sd_kv_cache_v(&c->kv, il, kvh);
-    sd_dot_f16_rows_mq(sc, qh, nq, keys, hd, pos0 + s_last + 1, hd);
+    sd_kv_cache_dot_k(&c->kv, il, kvh, sc, qh, nq, 0, pos0 + s_last + 1);
     int64_t n_kv[SD_ATT_QUERIES];
     for (int k = 0; k < nq; k++) {
         n_kv[k] = pos0 + (j0 + k) / group + 1;
@@ -74,11 +73,11 @@ static void attend_queries(sd_context *c, int il, int32_t pos0, int kvh, int j0,
     sd_softmax_mq(sc, n_kv, nq, scale);
     /* Values: the rows every query sees, then the causal tail row by row,
      * each to the queries at or after its position. */
-    sd_axpy_f16_rows_mq(oh, (const float *const *)sc, nq, vals, hd, pos0 + s_first + 1, hd);
+    sd_kv_cache_axpy_v(&c->kv, il, kvh, oh, (const float *const *)sc, nq, 0, pos0 + s_first + 1);
     for (int t = s_first + 1; t <= s_last; t++) {
         const int k0 = t * group - j0;
         for (int k = k0; k < nq; k++) w[k] = sc[k] + pos0 + t;
-        sd_axpy_f16_rows_mq(oh + k0, w + k0, nq - k0, vals + (int64_t)(pos0 + t) * hd, hd, 1, hd);
+        sd_kv_cache_axpy_v(&c->kv, il, kvh, oh + k0, w + k0, nq - k0, pos0 + t, 1);
     }
 }
 
@@ -104,14 +103,10 @@ void sd_fwd_attention(sd_context *c, int il, int32_t pos0, int S, const float *q
 }
 
 void sd_fwd_kv_store(sd_context *c, int slot, int32_t pos0, int S) {
-    const int64_t hd = c->m->hp.head_dim, row = (int64_t)pos0 * hd, kv_dim = c->kv.kv_dim;
-    for (int h = 0; h < c->m->hp.n_head_kv; h++) {
-        uint16_t *kc = sd_kv_cache_k(&c->kv, slot, h) + row, *vc = sd_kv_cache_v(&c->kv, slot, h) + row;
-        for (int s = 0; s < S; s++) { /* rounded to f16 once; every query, its own included, reads these */
-            sd_fp32_to_fp16_row(kc + s * hd, c->sc.k + s * kv_dim + h * hd, hd);
-            sd_fp32_to_fp16_row(vc + s * hd, c->sc.v + s * kv_dim + h * hd, hd);
-        }
-    }
+    const int64_t hd = c->m->hp.head_dim, kv_dim = c->kv.kv_dim;
+    for (int h = 0; h < c->m->hp.n_head_kv; h++)
+        for (int s = 0; s < S; s++) /* rounded (quantized) once; every query, its own included, reads these */
+            sd_kv_cache_store(&c->kv, slot, h, pos0 + s, c->sc.k + s * kv_dim + h * hd, c->sc.v + s * kv_dim + h * hd);
 }
 
 void sd_layer_attn_in(sd_context *c, const sd_layer *L, int S) {

@@ -13,6 +13,8 @@
 
 #include "core/checked.h"
 #include "model/arch.h"
+#include "core/resident.h"
+#include "model/memory/kv_cache.h"
 #include "model/moe.h"
 #include "numerics/quant.h"
 
@@ -175,7 +177,7 @@ static sd_status bind_matrix(sd_loader *L, sd_matrix *out, int64_t n_in, int64_t
     if (st == SD_OK) st = check_type(L, t, name);
     if (st == SD_OK) {
         release_ctx rc = {L->m->gguf, t, t->nbytes / (uint64_t)n_out};
-        sd_matrix_opts o = {no_pack, release_rows, &rc};
+        sd_matrix_opts o = {no_pack || L->no_pack, release_rows, &rc};
         st = sd_matrix_init_opts(out, t->type, n_in, n_out, t->data, &o, L->err);
         if (st == SD_ERR_UNSUPPORTED) /* readable, but no matmul kernel for it */
             sd_err_set(L->err, st, "tensor %s: type %s not supported for weight matrices", name,
@@ -300,7 +302,40 @@ static sd_status read_arch(sd_loader *L, const sd_arch_def **def, sd_hparams *hp
     return SD_OK;
 }
 
-static sd_status load_model(sd_loader *L, sd_model *m) {
+/* Bytes of every tensor's data in the file: what the repacked copies would
+ * take, about (the float norms are copied either way). */
+static uint64_t tensor_bytes(const gguf_ctx *g) {
+    uint64_t n = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) n += gguf_tensor(g, i)->nbytes;
+    return n;
+}
+
+/* The auto rule of sd_load_opts: repacking holds a heap copy of the weights
+ * beside the KV cache; when the two would not fit in the memory available,
+ * the matrices are read from the mapping instead (the page cache holds
+ * them, and can drop and reread them). */
+static void plan_repack(sd_loader *L, sd_model *m, const sd_load_opts *o) {
+    if (o->no_repack) {
+        L->no_pack = true;
+        return;
+    }
+    uint64_t avail;
+    if (!sd_mem_available(&avail)) return;
+    const int32_t n_ctx = o->plan_n_ctx > 0 ? o->plan_n_ctx : m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    /* every layer counted as attention: a hybrid's GDN layers are not known yet (an upper bound) */
+    sd_hparams hp = m->hp;
+    hp.n_layer_gdn = 0;
+    const double kv = sd_kv_cache_plan_bytes(&hp, n_ctx, o->plan_type_k, o->plan_type_v);
+    const double w = (double)tensor_bytes(m->gguf);
+    if (w + kv <= (double)avail) return;
+    L->no_pack = true;
+    snprintf(m->repack_note, sizeof m->repack_note,
+             "weights %.0f MiB + KV cache %.0f MiB (n_ctx %d) exceed the %.0f MiB available: the weights are read "
+             "from the mapped file, not repacked (--no-repack)",
+             w / (1 << 20), kv / (1 << 20), n_ctx, (double)avail / (1 << 20));
+}
+
+static sd_status load_model(sd_loader *L, sd_model *m, const sd_load_opts *opts) {
     const sd_arch_def *def = NULL;
     sd_status st = read_arch(L, &def, &m->hp);
     if (st == SD_OK) st = load_hparams(L, m->hp.arch_name, def->partial_rope, def->moe, &m->hp);
@@ -317,6 +352,7 @@ static sd_status load_model(sd_loader *L, sd_model *m) {
         return sd_err_set(L->err, SD_ERR_FORMAT, "vocabulary size %d out of range", m->hp.n_vocab);
     m->layers = sd_calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     if (!m->layers) return sd_err_set(L->err, SD_ERR_NOMEM, "out of memory for %d layers", m->hp.n_layer);
+    plan_repack(L, m, opts);
     st = def->load_tensors(L, m);
     /* Attention layers are numbered into the KV cache, GDN layers into the recurrent state. */
     int32_t n_kv = 0, n_rec = 0;
@@ -327,6 +363,11 @@ static sd_status load_model(sd_loader *L, sd_model *m) {
 }
 
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err) {
+    const sd_load_opts o = {.plan_type_k = GGML_TYPE_F16, .plan_type_v = GGML_TYPE_F16};
+    return sd_model_load_opts(path, &o, out, err);
+}
+
+sd_status sd_model_load_opts(const char *path, const sd_load_opts *opts, sd_model **out, sd_err *err) {
     *out = NULL;
     sd_model *m = calloc(1, sizeof *m);
     if (!m) return sd_err_set(err, SD_ERR_NOMEM, "%s: out of memory", path);
@@ -335,8 +376,8 @@ sd_status sd_model_load(const char *path, sd_model **out, sd_err *err) {
         free(m);
         return st; /* gguf_open's message already names the file */
     }
-    sd_loader L = {path, m->gguf, m, err};
-    st = load_model(&L, m);
+    sd_loader L = {path, m->gguf, m, err, false};
+    st = load_model(&L, m, opts);
     if (st != SD_OK) {
         sd_err_prefix(err, "%s", path);
         sd_model_free(m);

@@ -131,6 +131,7 @@ typedef struct sd_nextn {
 typedef struct sd_model {
     sd_hparams hp;
     gguf_ctx *gguf;          /* owned; weights point into its mapping */
+    char repack_note[256];   /* "" or why the auto rule left the matrices unrepacked (sd_load_opts) */
     sd_tokenizer *tok;       /* owned */
     sd_matrix tok_embd;      /* [n_vocab][n_embd] (eagle3: optional, data NULL = the target's) */
     const float *output_norm;
@@ -168,6 +169,21 @@ typedef struct sd_model {
  *   SD_ERR_NOMEM
  * On error *out is NULL. */
 sd_status sd_model_load(const char *path, sd_model **out, sd_err *err);
+/* How a load treats the matrices. no_repack: none gets a repacked copy, every
+ * product reads the file's mapping in place (the kernels' GGUF-layout path;
+ * the logits are bitwise the same, ARCHITECTURE.md §5); the weights then
+ * live in the page cache, which the kernel can drop and read again, so a
+ * file larger than the free memory runs. Otherwise (auto) the same happens
+ * when the tensors' bytes plus a KV cache of plan_n_ctx positions (<= 0:
+ * min(n_ctx_train, 4096)) of plan_type_k / plan_type_v (ggml ids) would
+ * exceed the memory available (sd_mem_available), and m->repack_note says
+ * so in one line. */
+typedef struct sd_load_opts {
+    bool no_repack;
+    int32_t plan_n_ctx;
+    uint32_t plan_type_k, plan_type_v;
+} sd_load_opts;
+sd_status sd_model_load_opts(const char *path, const sd_load_opts *opts, sd_model **out, sd_err *err);
 void sd_model_free(sd_model *m);
 
 /* Bytes of weights read by one forward step: every layer matrix (of an MoE
@@ -208,6 +224,17 @@ typedef struct sd_context sd_context;
  * depend on it. The model must outlive the context. Errors: SD_ERR_NOMEM. */
 sd_status sd_context_init(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads,
                           sd_context **out, sd_err *err);
+/* The same with the K rows of the cache of ggml type type_k and the V rows of
+ * type_v: f16 as above, or one of llama.cpp's other cache types (f32, bf16,
+ * q8_0, q5_0, q5_1, q4_0, q4_1, iq4_nl; ggml-common.h block layouts),
+ * quantized once when written by the reference quantizers of
+ * numerics/quant.h and widened exactly to f32 when read, so attention stays
+ * batch-invariant and the same on every kernel path. Errors: SD_ERR_ARG (not
+ * a cache type, or head_dim not whole blocks of it), SD_ERR_NOMEM. */
+sd_status sd_context_init_kv(const sd_model *m, int32_t n_ctx, int32_t n_batch, int n_threads, uint32_t type_k,
+                             uint32_t type_v, sd_context **out, sd_err *err);
+/* The ggml types of c's K and V cache rows. */
+void sd_context_kv_types(const sd_context *c, uint32_t *type_k, uint32_t *type_v);
 void sd_context_free(sd_context *c);
 
 int32_t sd_context_n_ctx(const sd_context *c);

@@ -81,7 +81,7 @@ static sd_status bind_views(sd_loader *L, const gguf_tensor_info *t, sd_matrix *
     for (int64_t e = 0; e < E; e++) {
         const uint64_t offset = (uint64_t)(e * stride + first) * row_bytes;
         release_ctx rc = {L->m->gguf, t, offset, row_bytes};
-        sd_matrix_opts o = {false, release_rows, &rc};
+        sd_matrix_opts o = {L->no_pack, release_rows, &rc};
         sd_status st = sd_matrix_init_opts(&views[e], t->type, t->ne[0], n_out, (const uint8_t *)t->data + offset, &o,
                                            L->err);
         if (st != SD_OK) {

@@ -142,6 +142,9 @@ static void take_options(server_opts *o, const specdec_options *so) {
     o->draft_path = so->draft_path;
     o->n_ctx = so->n_ctx;
     o->n_threads = so->n_threads;
+    o->cache_type_k = so->cache_type_k;
+    o->cache_type_v = so->cache_type_v;
+    o->no_repack = so->no_repack;
 }
 
 int front_parse(int argc, char **argv, server_opts *o) {
@@ -192,16 +195,25 @@ static void model_id_of(char *id, size_t cap, const char *name) {
 
 bool front_load(server *s) {
     specdec_error err = {0};
-    if (specdec_model_load(s->opts.model_path, NULL, &s->model, &err) ||
-        (s->opts.draft_path && specdec_model_load(s->opts.draft_path, NULL, &s->draft, &err))) {
+    specdec_model_params mp = specdec_model_default_params();
+    mp.no_repack = s->opts.no_repack;
+    mp.plan_n_ctx = s->opts.n_ctx; /* one slot's cache: the rule is a floor, not the --parallel total */
+    mp.plan_cache_type_k = s->opts.cache_type_k;
+    mp.plan_cache_type_v = s->opts.cache_type_v;
+    if (specdec_model_load(s->opts.model_path, &mp, &s->model, &err) ||
+        (s->opts.draft_path && specdec_model_load(s->opts.draft_path, &mp, &s->draft, &err))) {
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }
+    if (specdec_model_repack_note(s->model))
+        fprintf(stderr, "specdec: %s: %s\n", s->opts.model_path, specdec_model_repack_note(s->model));
     /* The slots of the inference thread: --parallel contexts (one for --parallel 1). */
     specdec_batch_params bp = specdec_batch_default_params();
     bp.n_slots = s->opts.parallel;
     bp.ctx.n_ctx = s->opts.n_ctx;
     bp.ctx.n_threads = s->opts.n_threads;
+    bp.ctx.cache_type_k = s->opts.cache_type_k;
+    bp.ctx.cache_type_v = s->opts.cache_type_v;
     bp.ctx.draft = s->draft;
     if (specdec_batch_init(s->model, &bp, &s->batch, &err)) {
         fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);

@@ -29,6 +29,8 @@ typedef struct server_opts {
     const char *model_path, *draft_path, *host, *chat_template, *alias;
     int port;                       /* 0: any free port (printed on stderr) */
     int n_ctx, n_threads, queue_max, max_body;
+    specdec_cache_type cache_type_k, cache_type_v; /* the slots' KV cache types (--cache-type-k / -v) */
+    bool no_repack;                 /* --no-repack */
     int parallel;                   /* requests served at once: the batch's slots (--parallel) */
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
     double cache_ram_mib;           /* prefix cache budget (MiB); 0 = off */

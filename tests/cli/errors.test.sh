@@ -100,6 +100,13 @@ expect 2 "--tree-width 9: out of range \[1, 8\]" generate -p hi --tree 8 --tree-
 # A token tree on a hybrid target: one recurrent state cannot hold several branches.
 expect 1 "token trees need a dense target: qwen35 has recurrent layers" \
   generate -m models/fixture-q35-target.gguf -p hi -n 2 -t 1 --spec ngram --tree 8
+# KV cache types: llama.cpp's names only, refused in one line by every front door.
+expect 2 "--cache-type-k q8_1: not one of f16 | f32 | bf16 | q8_0 | q4_0 | q4_1 | iq4_nl | q5_0 | q5_1" \
+  generate -p hi --cache-type-k q8_1
+expect 2 "-ctv Q8_0: not one of" generate -p hi -ctv Q8_0
+expect 2 "-ctk q4_k: not one of" chat -ctk q4_k
+expect 2 "-ctv: needs a value\|-ctv needs a value" bench -ctv
+expect 2 "--cache-type-v iq2_xxs: not one of" serve --cache-type-v iq2_xxs
 
 # llama.cpp's long spellings are aliases; piped stdout holds exactly the
 # generated text (the --json "text" of the same greedy run), no added newline.

@@ -103,7 +103,9 @@ static int parse_serve(int argc, char **argv) {
     server_opts o;
     int rc = front_parse(argc, argv, &o);
     last = (specdec_options){.gen = o.gen, .n_ctx = o.n_ctx, .n_threads = o.n_threads,
-                             .model_path = o.model_path, .draft_path = o.draft_path};
+                             .model_path = o.model_path, .draft_path = o.draft_path,
+                             .cache_type_k = o.cache_type_k, .cache_type_v = o.cache_type_v,
+                             .no_repack = o.no_repack};
     return rc;
 }
 

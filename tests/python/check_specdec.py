@@ -75,6 +75,18 @@ for name, opts in settings.items():
     check(checked.acceptance == checked.n_accepted / checked.n_drafted and
           checked.accepted_per_round == checked.n_accepted / checked.n_rounds, "%s: α or accepted/round wrong" % name)
 
+# A quantized KV cache: the CLI's -ctk q8_0 -ctv q4_0 bytes, lossless against plain decoding over the same
+# cache; a name that is no cache type raises before anything loads.
+with specdec.Context(llm.model, llm.draft, cache_type_k="q8_0", cache_type_v="q4_0") as kvq:
+    r = kvq.generate(prompt, n_predict=n_predict, temperature=0.0, seed=7, check_lossless=True)
+    check(r.text.encode() == read("kvq.txt", "rb"), "KV q8_0/q4_0: text %r != the CLI's" % r.text)
+    check(r.stats.lossless is True, "KV q8_0/q4_0: not lossless: %s" % r.stats)
+try:
+    specdec.Context(llm.model, cache_type_k="q8_1")
+    check(False, "cache_type_k='q8_1' was accepted")
+except specdec.SpecdecError as e:
+    check("cache_type must be f16" in str(e) and "q8_1" in str(e), "cache_type_k='q8_1': %s" % e)
+
 # A missing model: the package's exception with the library's message, the one the CLI prints.
 cli_msg = read("missing.err").strip()
 for call in (lambda: specdec.Model("models/missing.gguf"),

@@ -38,6 +38,8 @@ for s in greedy:0 sample:0.8 penal:0.8; do
   # The CLI checks a speculative run by default (deterministic drafts at any temperature).
   gen --temp "$temp" --seed 7 "${pen[@]}" >/dev/null 2>"$tmp/$name.stats" || fail "generate (checked) failed"
 done
+# A quantized KV cache (--cache-type-k q8_0 --cache-type-v q4_0): the package's cache_type_k/_v give these bytes.
+gen --temp 0 -ctk q8_0 -ctv q4_0 --no-check >"$tmp/kvq.txt" 2>/dev/null || fail "generate -ctk q8_0 -ctv q4_0 failed"
 "$bin" generate -m models/missing.gguf -p x 2>"$tmp/missing.err" >/dev/null && fail "a missing model did not fail"
 "$bin" tokenize -m "$T" -p "$prompt" >"$tmp/tokenize.txt" || fail "specdec tokenize failed"
 

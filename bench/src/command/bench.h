@@ -40,6 +40,7 @@ typedef struct bench_opts {
     const char *head;  /* an EAGLE-3 head (-md FILE of architecture eagle3), or NULL */
     const char *draft_b; /* the ab table's draft B (--draft-b), or NULL */
     int n_predict, reps, threads, k;
+    uint32_t kv_type_k, kv_type_v; /* the target's KV cache types (ggml ids; --cache-type-k / -v, default f16) */
     int membw_mb;   /* bandwidth probe array size, MiB */
     int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
     bool fixed_k;   /* class table: every round drafts k (no adaptive K) */

@@ -12,6 +12,7 @@
 #include "command/bench.h"
 #include "cli/model_args.h"
 #include "core/checked.h"
+#include "format/ggml_type.h"
 #include "numerics/cpu.h"
 #include "numerics/pool.h"
 #include "specdec.h"
@@ -58,6 +59,9 @@ static void usage(FILE *f) {
         "                   LOSSLESS compares each speculative output with the plain one of its seed\n"
         "  --seeds LIST     class table at --temp > 0: sampling seeds, one per rep in turn (default 42)\n"
         "  --fixed-k        class table: every round drafts -k tokens (default: adaptive K)\n"
+        "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
+        "                   the target's KV cache types (f16 | f32 | bf16 | q8_0 | q4_0 | q4_1 | iq4_nl |\n"
+        "                   q5_0 | q5_1; default f16)\n"
         "  --isa NAME       kernels: scalar, avx2, avx512 or neon (default: the best this CPU runs)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
@@ -167,8 +171,8 @@ static bool parse_seeds(bench_opts *o, const char *list) {
 /* The options bench shares with generate, by their flag in the option table
  * (specdec.h): read by the table, so they take the same spellings, ranges
  * and messages as everywhere else. */
-static const char *const SHARED[] = {"--model", "--model-draft", "--n-predict", "--threads",
-                                     "--seed",  "--temp",        "--gate",      "--fixed-k"};
+static const char *const SHARED[] = {"--model", "--model-draft", "--n-predict", "--threads",      "--seed",
+                                     "--temp",  "--gate",        "--fixed-k",   "--cache-type-k", "--cache-type-v"};
 
 static const specdec_option *shared_option(const char *a) {
     const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
@@ -194,6 +198,8 @@ static int take_shared(bench_opts *o, const specdec_options *so, const specdec_o
     else if (!strcmp(f, "--temp")) o->temp = strtod(v, NULL); /* the table checked it; the report shows it as written */
     else if (!strcmp(f, "--gate")) o->gate = so->gen.gate;
     else if (!strcmp(f, "--fixed-k")) o->fixed_k = so->gen.fixed_k;
+    else if (!strcmp(f, "--cache-type-k")) o->kv_type_k = (uint32_t)ggml_type_from_name(specdec_cache_type_name(so->cache_type_k));
+    else if (!strcmp(f, "--cache-type-v")) o->kv_type_v = (uint32_t)ggml_type_from_name(specdec_cache_type_name(so->cache_type_v));
     return 0;
 }
 
@@ -210,6 +216,7 @@ static bool known_option(const char *a) {
 /* Returns 0 to go on, else the exit code (2 usage, or 0 after --help). */
 static int parse_args(int argc, char **argv, bench_opts *o, const char **greedy_text) {
     *o = (bench_opts){.prompts_dir = "bench/prompts", .n_predict = 128, .reps = 3, .threads = 2, .k = 8, .seed = 1,
+                        .kv_type_k = GGML_TYPE_F16, .kv_type_v = GGML_TYPE_F16,
                         .membw_mb = 256, .window_alpha = 0.7, .gate = -1,
                         .n_seeds = 1, .seeds = {42}};
     parse_tables(o, "classes,cv,ksweep,oracle,rollback");
@@ -298,8 +305,10 @@ static int32_t needed_ctx(const bench_env *e) {
  * discipline is replay, the default (the rollback table switches it), with
  * a ring for the largest K. */
 static sd_status env_open(sd_model *m, int32_t n_ctx, int threads, sd_context **c, sd_model_lm *lm, sd_lm_role role,
-                          sd_err *err) {
-    sd_status st = sd_context_init(m, n_ctx, 64, threads, c, err);
+                          const bench_opts *o, sd_err *err) {
+    const bool tgt = role == SD_LM_TARGET; /* a draft's cache stays f16, as in the API */
+    sd_status st = sd_context_init_kv(m, n_ctx, 64, threads, tgt ? o->kv_type_k : GGML_TYPE_F16,
+                                      tgt ? o->kv_type_v : GGML_TYPE_F16, c, err);
     return st ? st : sd_compose_lm(lm, *c, m, SD_ROLLBACK_REPLAY, BENCH_MAX_K + 1, role, err);
 }
 
@@ -359,9 +368,9 @@ static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_
     }
     if (st) return st;
     int32_t n_ctx = needed_ctx(e);
-    st = env_open(e->tm, n_ctx, o->threads, &e->tc, &e->tl, SD_LM_TARGET, err);
-    if (!st && e->dm) st = env_open(e->dm, n_ctx, o->threads, &e->dc, &e->dl, SD_LM_DRAFT, err);
-    if (!st && e->bm) st = env_open(e->bm, n_ctx, o->threads, &e->bc, &e->bl, SD_LM_DRAFT, err);
+    st = env_open(e->tm, n_ctx, o->threads, &e->tc, &e->tl, SD_LM_TARGET, o, err);
+    if (!st && e->dm) st = env_open(e->dm, n_ctx, o->threads, &e->dc, &e->dl, SD_LM_DRAFT, o, err);
+    if (!st && e->bm) st = env_open(e->bm, n_ctx, o->threads, &e->bc, &e->bl, SD_LM_DRAFT, o, err);
     if (st) return st;
     e->scratch_ids = sd_malloc_array((size_t)o->n_predict, sizeof *e->scratch_ids);
     e->logits = sd_malloc_array(BENCH_MAX_S, (size_t)e->tm->hp.n_vocab * sizeof *e->logits);
