@@ -45,7 +45,7 @@ static inline char *api_bench_prompt(const char *path, char *cls, size_t cls_cap
     char *nl = strchr(buf, '\n');
     if (!strncmp(buf, "class:", 6) && nl) {
         if (cls && cls_cap) {
-            char fmt[16];
+            char fmt[32]; /* " %<20 digits>s" fits */
             snprintf(fmt, sizeof fmt, " %%%zus", cls_cap - 1);
             sscanf(buf + 6, fmt, cls);
         }

@@ -9,7 +9,9 @@ start_server -m models/fixture-target.gguf -md models/fixture-draft.gguf -t 1 -c
   --max-body 32768 --queue 1 --sse-ping 0.1
 fail() { echo "FAIL: $*"; echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
 
-GOOD='{"messages":[{"role":"user","content":"def add(a, b):"}],"max_tokens":16,"temperature":0}'
+# The answer after every error: 16 tokens, 4 under the sanitizers (each check generates it again).
+GOOD_N=16; [ -n "${SD_ASAN:-}" ] && GOOD_N=4
+GOOD='{"messages":[{"role":"user","content":"def add(a, b):"}],"max_tokens":'$GOOD_N',"temperature":0}'
 curl -sf "$BASE/v1/chat/completions" -d "$GOOD" > "$TMP/ref" || fail "the reference request failed"
 REF=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' "$TMP/ref")
 [ -n "$REF" ] || fail "empty reference answer"
