@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The llama-cpp-python door (specdec.Llama): tests/python/llama_cpp_script.py,
+# a script written against llama-cpp-python's documented API (completion,
+# chat, tools, JSON schema, grammar, log-probabilities, streaming), runs with
+# only its import lines changed (llama_cpp -> specdec) on the fixture model;
+# then every request it made goes to `specdec serve` on the same model and
+# the answers must equal what Llama returned (tests/python/llama_vs_server.py:
+# text, messages, tool calls, finish_reason, usage, log-probabilities,
+# streams assembled), greedy and with seeded sampling. Then the keywords we do
+# not implement raise, naming themselves.
+source "$(dirname "$0")/../server/lib.sh"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+[ -n "$PY" ] || { echo "SKIPPED: python3 not found (missing package python3)"; exit 77; }
+build=${SD_BUILD_DIR:-build}
+lib=$build/libspecdec.so
+[ -e "$lib" ] || { echo "FAIL: no $lib (the specdec_shared target)"; exit 1; }
+export SPECDEC_LIB=$lib PYTHONPATH=python
+# A sanitizer build's library needs its runtimes loaded first in python.
+asan=$(ldd "$lib" | awk '/libasan|libubsan/ {print $3}' | tr '\n' ':')
+n=24
+if [ -n "$asan" ]; then
+  export LD_PRELOAD=${asan%:} ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+  n=12
+fi
+T=models/fixture-target.gguf
+
+# Only the import lines differ from the llama-cpp-python script.
+sed 's/^from llama_cpp/from specdec/' tests/python/llama_cpp_script.py >"$TMP/script.py"
+[ "$(diff tests/python/llama_cpp_script.py "$TMP/script.py" | grep -c '^>')" = 2 ] ||
+  { echo "FAIL: expected exactly the two import lines to change"; exit 1; }
+"$PY" "$TMP/script.py" "$T" "$n" >"$TMP/out.jsonl" || { echo "FAIL: the script failed against specdec.Llama"; exit 1; }
+
+# The server's answers to the same requests (its speculation: auto; Llama's: the n-gram drafter).
+start_server -m "$T" -t 1 -c 1024 --parallel 1
+(unset LD_PRELOAD; "$PY" tests/python/llama_vs_server.py "$BASE" "$TMP/out.jsonl") ||
+  { echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
+stop_server "$SERVER_PID"
+
+# Unsupported keywords: a clear error naming the keyword, never ignored.
+"$PY" - "$T" <<'EOF' || exit 1
+import sys
+from specdec import Llama, SpecdecError
+llm = Llama(model_path=sys.argv[1], n_ctx=256, n_threads=1, n_gpu_layers=99, verbose=False, use_mlock=True)
+cases = [
+    (lambda: llm("x", mirostat_mode=2), "mirostat_mode"),
+    (lambda: llm("x", typical_p=0.5), "typical_p"),
+    (lambda: llm("x", tfs_z=0.9), "tfs_z"),
+    (lambda: llm("x", echo=True), "echo"),
+    (lambda: llm("x", suffix="y"), "suffix"),
+    (lambda: llm("x", logits_processor=[lambda ids, s: s]), "logits_processor"),
+    (lambda: llm.create_chat_completion([{"role": "user", "content": "x"}], functions=[{"name": "f"}]), "functions"),
+    (lambda: llm.create_chat_completion([{"role": "user", "content": "x"}], tools=[
+        {"type": "function", "function": {"name": "f"}}], tool_choice={"type": "function",
+                                                                        "function": {"name": "g"}}), "'g'"),
+    (lambda: llm.create_chat_completion([{"role": "user", "content": "x"}], response_format={"type": "xml"}),
+     "response_format"),
+    (lambda: llm("x", temperature=-1), "temperature"),
+    (lambda: Llama(model_path=sys.argv[1], lora_path="a.gguf"), "lora_path"),
+    (lambda: Llama(model_path=sys.argv[1], rope_freq_base=5e5), "rope_freq_base"),
+    (lambda: Llama(model_path=sys.argv[1], chat_format="alpaca"), "chat_format"),
+    (lambda: Llama(model_path=sys.argv[1], no_such_keyword=1), "no_such_keyword"),
+    (lambda: Llama(model_path="models/missing.gguf"), "models/missing.gguf"),
+]
+bad = 0
+for fn, word in cases:
+    try:
+        fn()
+        print("FAIL: no error for", word)
+        bad += 1
+    except (ValueError, TypeError, SpecdecError) as e:
+        if word not in str(e):
+            print("FAIL: the error for %s does not name it: %s" % (word, e))
+            bad += 1
+sys.exit(bad)
+EOF
+echo "llama_api.test.sh: all checks passed"
