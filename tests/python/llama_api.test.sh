@@ -37,6 +37,30 @@ start_server -m "$T" -t 1 -c 1024 --parallel 1
   { echo "--- server log"; tail -20 "$SERVER_LOG"; exit 1; }
 stop_server "$SERVER_PID"
 
+# Our speculation keywords: a draft model file (spec "auto" by default) and
+# spec="none" give the same completions and chats; the draft model drafted.
+"$PY" - "$T" models/fixture-draft.gguf "$n" <<'EOF' || exit 1
+import sys
+from specdec import Llama
+t, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+spec = Llama(model_path=t, draft_model_path=d, n_ctx=512, n_threads=1, seed=3)
+plain = Llama(model_path=t, n_ctx=512, n_threads=1, seed=3, spec="none")
+msgs = [{"role": "user", "content": "List three prime numbers."}]
+for kw in ({"temperature": 0.0}, {"temperature": 0.8}):
+    a, b = spec("def main():", max_tokens=2 * n, **kw), plain("def main():", max_tokens=2 * n, **kw)
+    assert a["choices"][0]["text"] == b["choices"][0]["text"], (kw, a, b)
+    assert "draft" in spec.last_stats.drafter and spec.last_stats.n_drafted > 0, spec.last_stats
+    assert plain.last_stats.n_drafted == 0, plain.last_stats
+    a = spec.create_chat_completion(msgs, max_tokens=n, **kw)
+    b = plain.create_chat_completion(msgs, max_tokens=n, **kw)
+    assert a["choices"][0]["message"] == b["choices"][0]["message"], (kw, a, b)
+EOF
+
+# docs/PYTHON.md's Llama example, as it stands, runs.
+awk '/^## llama-cpp/ {f = 1} f && /^```python/ {c = 1; next} c && /^```/ {exit} c' docs/PYTHON.md >"$TMP/example.py"
+[ "$(wc -l <"$TMP/example.py")" -ge 4 ] || { echo "FAIL: no Llama example in docs/PYTHON.md"; exit 1; }
+"$PY" "$TMP/example.py" >"$TMP/example.out" 2>&1 || { echo "FAIL: docs/PYTHON.md's Llama example: $(cat "$TMP/example.out")"; exit 1; }
+
 # Unsupported keywords: a clear error naming the keyword, never ignored.
 "$PY" - "$T" <<'EOF' || exit 1
 import sys
