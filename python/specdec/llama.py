@@ -292,6 +292,12 @@ class Llama:
     def from_pretrained(cls, *args, **kwargs):
         raise _refuse("Llama.from_pretrained", "nothing is downloaded; give model_path= a GGUF file")
 
+    def create_embedding(self, *args, **kwargs):
+        raise _refuse("create_embedding", "the engine generates text; it has no embedding output")
+
+    def embed(self, *args, **kwargs):
+        raise _refuse("embed", "the engine generates text; it has no embedding output")
+
     def n_ctx(self):
         return self._ctx.n_ctx
 

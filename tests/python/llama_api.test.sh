@@ -80,6 +80,7 @@ cases = [
     (lambda: llm.create_chat_completion([{"role": "user", "content": "x"}], response_format={"type": "xml"}),
      "response_format"),
     (lambda: llm("x", temperature=-1), "temperature"),
+    (lambda: llm.create_embedding("x"), "create_embedding"),
     (lambda: Llama(model_path=sys.argv[1], lora_path="a.gguf"), "lora_path"),
     (lambda: Llama(model_path=sys.argv[1], rope_freq_base=5e5), "rope_freq_base"),
     (lambda: Llama(model_path=sys.argv[1], chat_format="alpaca"), "chat_format"),
