@@ -44,7 +44,8 @@ import threading
 from . import _lib as _c
 
 __version__ = "0.1.0"
-__all__ = ["SpecdecError", "Model", "Context", "LLM", "Grammar", "Stats", "Result", "Stream", "version", "OPTIONS"]
+__all__ = ["SpecdecError", "Model", "Context", "LLM", "Grammar", "Stats", "Result", "Stream", "version", "OPTIONS",
+           "Llama", "LlamaGrammar", "LlamaPromptLookupDecoding", "LLAMA_DEFAULT_SEED"]
 
 # specdec_status values (include/specdec.h)
 OK, ERR_IO, ERR_FORMAT, ERR_NOMEM, ERR_UNSUPPORTED, ERR_CONTEXT, ERR_ARG, ERR_VOCAB, ERR_MISMATCH = range(9)
@@ -534,21 +535,36 @@ class Context(_Owned):
             raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
         return Stream(self, tokens, params)
 
-    def _run(self, tokens, params, on_piece, cancel):
-        """One specdec_generate call on this thread; the context is held."""
+    def _stream_raw(self, tokens, params):
+        """A Stream of (bytes, logprobs of the piece or None, n_tokens) per
+        piece (the Llama door formats chunks from these)."""
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("the context is generating (an unfinished stream?): finish or close it first")
+        return Stream(self, tokens, params, raw=True)
+
+    def _run(self, tokens, params, on_piece, cancel, raw=False):
+        """One specdec_generate call on this thread; the context is held.
+        raw: on_piece receives (bytes, the piece's logprobs or None, n_tokens)."""
         L, pieces, raised = _c.lib(), [], []
         lps = [] if params.c.logprobs >= 0 else None
 
         def piece_cb(piece_p, _user):
             try:
                 p = piece_p.contents
-                text = ctypes.string_at(p.text, p.len).decode("utf-8", "replace")
+                data = ctypes.string_at(p.text, p.len)
+                text = data.decode("utf-8", "replace")
                 pieces.append(text)
+                mine = [] if lps is not None else None
                 for i in range(p.n_logprobs if lps is not None else 0):
                     r = p.logprobs[i]
-                    lps.append({"token": r.token, "logprob": r.logprob,
-                                "top": [(r.top_token[k], r.top_logprob[k]) for k in range(r.n_top)]})
-                go_on = on_piece(text) if on_piece is not None else True
+                    mine.append({"token": r.token, "logprob": r.logprob,
+                                 "top": [(r.top_token[k], r.top_logprob[k]) for k in range(r.n_top)]})
+                if mine:
+                    lps.extend(mine)
+                if raw:
+                    go_on = on_piece((data, mine, p.n_tokens))
+                else:
+                    go_on = on_piece(text) if on_piece is not None else True
                 return go_on is not False and not (cancel is not None and cancel.is_set())
             except BaseException as e:  # a callback must not unwind through C: stop, raise after
                 raised.append(e)
@@ -574,10 +590,10 @@ class _Done:
         self.result, self.error = result, error
 
 
-def _stream_work(ctx, tokens, params, pieces, cancel):
+def _stream_work(ctx, tokens, params, pieces, cancel, raw):
     """A Stream's worker thread: the generation, then its _Done into pieces."""
     try:
-        pieces.put(_Done(result=ctx._run(tokens, params, pieces.put, cancel)))
+        pieces.put(_Done(result=ctx._run(tokens, params, pieces.put, cancel, raw)))
     except BaseException as e:
         pieces.put(_Done(error=e))
     finally:
@@ -589,12 +605,12 @@ class Stream:
     .result: the Result once the iteration ended (None before). Errors of the
     generation are raised by the iteration after the pieces that came first."""
 
-    def __init__(self, ctx, tokens, params):
+    def __init__(self, ctx, tokens, params, raw=False):
         self.result = None
         self._ctx, self._queue, self._cancel, self._done = ctx, queue.SimpleQueue(), threading.Event(), False
         # The worker holds no reference to the Stream, so a stream dropped
         # unfinished is collected, and its __del__ cancels the generation.
-        self._thread = threading.Thread(target=_stream_work, args=(ctx, tokens, params, self._queue, self._cancel),
+        self._thread = threading.Thread(target=_stream_work, args=(ctx, tokens, params, self._queue, self._cancel, raw),
                                         daemon=True)
         self._thread.start()
 
@@ -663,3 +679,10 @@ class LLM(Context):
         for m in (getattr(self, "draft", None), getattr(self, "model", None)):
             if m is not None:
                 m.close()
+
+
+# llama-cpp-python's high-level API (specdec/llama.py): `from specdec import
+# Llama, LlamaGrammar` in place of `from llama_cpp import ...`.
+from .llama import Llama, LLAMA_DEFAULT_SEED  # noqa: E402
+from .llama_grammar import LlamaGrammar  # noqa: E402
+from .llama_speculative import LlamaPromptLookupDecoding  # noqa: E402

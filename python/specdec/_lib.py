@@ -164,6 +164,27 @@ class Option(ctypes.Structure):
 
 OPTION_INT, OPTION_UINT64, OPTION_FLOAT = 0, 1, 2
 
+class ChatMessage(ctypes.Structure):
+    """specdec_chat_message: borrowed NUL-terminated UTF-8 strings (or NULL)."""
+    _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p), ("reasoning_content", ctypes.c_char_p),
+                ("tool_calls_json", ctypes.c_char_p), ("tool_call_id", ctypes.c_char_p), ("name", ctypes.c_char_p)]
+
+
+class ChatParams(ctypes.Structure):
+    _fields_ = [("template_name", ctypes.c_char_p), ("add_generation_prompt", ctypes.c_bool),
+                ("enable_thinking", ctypes.c_int32), ("preserve_thinking", ctypes.c_bool),
+                ("tools_json", ctypes.c_char_p)]
+
+
+TOOL_EVENT_CONTENT, TOOL_EVENT_START, TOOL_EVENT_ARGS = 0, 1, 2
+TOOL_CHOICE_AUTO, TOOL_CHOICE_NONE, TOOL_CHOICE_REQUIRED, TOOL_CHOICE_NAMED = 0, 1, 2, 3
+
+
+class ToolEvent(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("index", ctypes.c_int32), ("text", ctypes.POINTER(ctypes.c_char)),
+                ("len", ctypes.c_size_t)]
+
+
 # bool (*specdec_piece_cb)(const specdec_piece *piece, void *user)
 PIECE_FN = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.POINTER(Piece), ctypes.c_void_p)
 
@@ -213,6 +234,37 @@ _SIGNATURES = {
                                                         ctypes.c_bool, ctypes.POINTER(_P), _ERR]),
     "specdec_grammar_free": (None, [_P]),
     "specdec_grammar_accepts": (ctypes.c_bool, [_P, ctypes.c_char_p, ctypes.c_size_t]),
+    "specdec_json_schema_to_gbnf": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_bool, ctypes.c_bool,
+                                                   ctypes.POINTER(ctypes.POINTER(ctypes.c_char)),
+                                                   ctypes.POINTER(ctypes.c_size_t), _ERR]),
+    "specdec_chat_default_params": (ChatParams, []),
+    "specdec_chat_builtin_templates": (ctypes.c_char_p, []),
+    "specdec_chat_template_resolve": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), _ERR]),
+    "specdec_chat_tokenize": (ctypes.c_int, [_P, ctypes.POINTER(ChatMessage), ctypes.c_size_t,
+                                             ctypes.POINTER(ChatParams), ctypes.POINTER(ctypes.POINTER(ctypes.c_char)),
+                                             ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(c_token_p),
+                                             ctypes.POINTER(ctypes.c_size_t), _ERR]),
+    "specdec_reasoning_init": (ctypes.c_int, [_P, ctypes.POINTER(ChatParams), ctypes.POINTER(_P), _ERR]),
+    "specdec_reasoning_feed": (None, [_P, ctypes.c_char_p, ctypes.c_size_t,
+                                      ctypes.POINTER(ctypes.POINTER(ctypes.c_char)), ctypes.POINTER(ctypes.c_size_t),
+                                      ctypes.POINTER(ctypes.POINTER(ctypes.c_char)), ctypes.POINTER(ctypes.c_size_t)]),
+    "specdec_reasoning_flush": (None, [_P, ctypes.POINTER(ctypes.POINTER(ctypes.c_char)),
+                                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.POINTER(ctypes.c_char)),
+                                       ctypes.POINTER(ctypes.c_size_t)]),
+    "specdec_reasoning_free": (None, [_P]),
+    "specdec_tool_syntax": (ctypes.c_char_p, [_P, ctypes.POINTER(ChatParams)]),
+    "specdec_tool_grammar": (ctypes.c_int, [_P, ctypes.POINTER(ChatParams), ctypes.c_char_p, ctypes.c_size_t,
+                                            ctypes.c_int, ctypes.c_char_p, ctypes.c_bool,
+                                            ctypes.POINTER(ctypes.POINTER(ctypes.c_char)),
+                                            ctypes.POINTER(ctypes.c_size_t), _ERR]),
+    "specdec_tool_parser_init": (ctypes.c_int, [_P, ctypes.POINTER(ChatParams), ctypes.c_char_p, ctypes.c_size_t,
+                                                ctypes.POINTER(_P), _ERR]),
+    "specdec_tool_parser_feed": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t,
+                                                ctypes.POINTER(ctypes.POINTER(ToolEvent)),
+                                                ctypes.POINTER(ctypes.c_size_t)]),
+    "specdec_tool_parser_flush": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.POINTER(ToolEvent)),
+                                                 ctypes.POINTER(ctypes.c_size_t)]),
+    "specdec_tool_parser_free": (None, [_P]),
     "specdec_generate_default_params": (GenerateParams, []),
     "specdec_option_find": (ctypes.POINTER(Option), [ctypes.c_char_p]),
     "specdec_option_range": (ctypes.c_int, [ctypes.POINTER(Option), ctypes.c_char_p, ctypes.c_size_t]),

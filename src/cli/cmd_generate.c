@@ -177,10 +177,28 @@ typedef struct stream {
     bool print;
     char *text;
     size_t len, cap;
+    specdec_token_logprob *lp; /* --logprobs: those of every piece so far */
+    int32_t n_lp, cap_lp;
 } stream;
+
+/* Keeps a piece's log-probabilities (false when out of memory). */
+static bool keep_logprobs(stream *s, const specdec_piece *p) {
+    if (p->n_logprobs <= 0) return true;
+    if (s->n_lp + p->n_logprobs > s->cap_lp) {
+        int32_t cap = 2 * (s->n_lp + p->n_logprobs) + 64;
+        specdec_token_logprob *n = realloc(s->lp, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        s->lp = n;
+        s->cap_lp = cap;
+    }
+    memcpy(s->lp + s->n_lp, p->logprobs, (size_t)p->n_logprobs * sizeof *p->logprobs);
+    s->n_lp += p->n_logprobs;
+    return true;
+}
 
 static bool on_piece(const specdec_piece *p, void *user) {
     stream *s = user;
+    if (!keep_logprobs(s, p)) return false;
     if (s->print) {
         fwrite(p->text, 1, p->len, stdout);
         fflush(stdout);
@@ -200,6 +218,7 @@ static bool on_piece(const specdec_piece *p, void *user) {
 
 static specdec_generate_params generate_params(const gen_opts *o) {
     specdec_generate_params gp = o->run.gen;
+    gp.logprobs = o->logprobs;
     /* at temperature > 0 deterministic drafts give plain sampling's bytes: checked too */
     gp.check_lossless = o->check == 1 || (o->check == -1 && gp.spec != SPECDEC_SPEC_NONE &&
                                            (gp.temperature <= 0 || !gp.draft_sample));
@@ -257,6 +276,10 @@ static int run(const gen_opts *o, engine *e, gen_result *r, specdec_error *err) 
         printf("\n");
     fflush(stdout); /* the text ends before the stats line on stderr */
     r->text = s.text;
+    r->lp = s.lp;
+    r->n_lp = s.n_lp;
+    r->n_top = o->logprobs;
+    r->model = e->target;
     if (st == SPECDEC_ERR_CONTEXT) { /* the prompt is longer than -c */
         size_t n = strlen(err->message);
         snprintf(err->message + n, sizeof err->message - n, " (raise -c)");
@@ -300,6 +323,7 @@ int cmd_generate(int argc, char **argv) {
     rc = run(&o, &e, &r, &err);
     if (rc == 0) {
         measure_memory(&e, &r);
+        if (o.logprobs >= 0 && !o.json) gen_print_logprobs(&r);
         gen_print_stats(&r);
         if (o.json && !gen_print_json(&r)) rc = 1;
         if (r.st.lossless_checked && !r.st.lossless) {
@@ -309,6 +333,7 @@ int cmd_generate(int argc, char **argv) {
         }
     }
     free(r.text);
+    free(r.lp);
     engine_free(&e);
     return rc;
 }

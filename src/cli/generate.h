@@ -21,6 +21,7 @@ typedef struct gen_opts {
     int check; /* -1 = default (on for greedy speculative runs), 0 = off, 1 = on */
     const char *grammar_file, *json_schema_file; /* constrained decoding: at most one */
     bool json, chat;
+    int32_t logprobs; /* --logprobs N: -1 = off, else alternatives per token (0..SPECDEC_MAX_TOP_LOGPROBS) */
 } gen_opts;
 
 /* Parses argv (argv[0] = "generate"). Returns -1 to go on, else the exit code
@@ -37,6 +38,11 @@ typedef struct gen_result {
     specdec_stats st;
     specdec_model_memory mem; /* target + draft summed, after the run (load_ms: both loads) */
     uint64_t peak_rss;        /* the process's peak resident set (getrusage ru_maxrss), bytes; 0 unknown */
+    /* --logprobs: one entry per generated token (n_lp of them, malloc'd), n_top
+     * alternatives each; the model gives the tokens' texts. NULL / 0 without. */
+    specdec_token_logprob *lp;
+    int32_t n_lp, n_top;
+    const specdec_model *model;
 } gen_result;
 
 /* Decode tokens per second: tokens after the first (which the prefill gives)
@@ -44,6 +50,9 @@ typedef struct gen_result {
 double gen_decode_tok_s(int64_t n_gen, double t_decode_ms);
 /* The one stats line on stderr. */
 void gen_print_stats(const gen_result *r);
+/* --logprobs without --json: one line per token on stderr (index, logprob,
+ * token text escaped, then the alternatives). */
+void gen_print_logprobs(const gen_result *r);
 /* The --json object on stdout. Returns false if jansson failed. */
 bool gen_print_json(const gen_result *r);
 

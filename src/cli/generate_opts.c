@@ -1,6 +1,7 @@
 /* Flags of `specdec generate`. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/generate.h"
@@ -31,6 +32,11 @@ static void usage(FILE *f, const specdec_options *defaults) {
             "                           the grammar forces (--spec grammar: only that)\n"
             "  --isa NAME               kernels: scalar | avx2 | avx512 | neon (default: the best this CPU\n"
             "                           runs, or SPECDEC_ISA; same output with each, only speed differs)\n"
+            "  --logprobs N             also give each generated token's log-probability and the N most\n"
+            "                           likely tokens of its position (0..20; after bias, penalties and\n"
+            "                           grammar, before temperature and filters, as the server's; the\n"
+            "                           same with and without speculation): on stderr after the text,\n"
+            "                           or as \"logprobs\" in --json\n"
             "  --json                   print one JSON object instead of streaming the text\n"
             "  --chat                   wrap the prompt in the ChatML template (Qwen)\n"
             "  -h, --help               this help\n"
@@ -79,6 +85,16 @@ static int set_isa(const char *v) {
     return -1;
 }
 
+/* --logprobs N: an integer in [0, SPECDEC_MAX_TOP_LOGPROBS]; -1 when set, else a usage error. */
+static int set_logprobs(gen_opts *o, const char *v) {
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 0 || n > SPECDEC_MAX_TOP_LOGPROBS)
+        return bad("--logprobs %s: out of range [0, 20]", v);
+    o->logprobs = (int32_t)n;
+    return -1;
+}
+
 /* generate's own flags; false for any other. */
 static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, int *rc) {
     if (!strcmp(a, "--check-lossless")) o->check = 1;
@@ -89,19 +105,21 @@ static bool own_flag(gen_opts *o, const char *a, int argc, char **argv, int *i, 
         bool text = !strcmp(a, "-p") || !strcmp(a, "--prompt"), file = !strcmp(a, "-f") || !strcmp(a, "--file");
         bool isa = !strcmp(a, "--isa");
         bool grammar = !strcmp(a, "--grammar-file"), schema = !strcmp(a, "--json-schema");
-        if (!text && !file && !isa && !grammar && !schema) return false;
+        bool logprobs = !strcmp(a, "--logprobs");
+        if (!text && !file && !isa && !grammar && !schema && !logprobs) return false;
         if (*i + 1 >= argc) *rc = bad("%s needs a value", a);
         else if (text) o->prompt = argv[++*i];
         else if (file) o->prompt_file = argv[++*i];
         else if (grammar) o->grammar_file = argv[++*i];
         else if (schema) o->json_schema_file = argv[++*i];
+        else if (logprobs) *rc = set_logprobs(o, argv[++*i]);
         else *rc = set_isa(argv[++*i]);
     }
     return true;
 }
 
 int gen_parse(int argc, char **argv, gen_opts *o) {
-    *o = (gen_opts){.model_is_default = true, .check = -1, .run = specdec_options_default()};
+    *o = (gen_opts){.model_is_default = true, .check = -1, .logprobs = -1, .run = specdec_options_default()};
     specdec_options *so = &o->run;
     so->model_path = CLI_DEFAULT_TARGET;
     specdec_error err = {0};

@@ -91,6 +91,85 @@ void gen_print_stats(const gen_result *r) {
     fprintf(stderr, "\n");
 }
 
+/* A token's bytes (show_special: control tokens give their text), at most cap. */
+static size_t token_bytes(const specdec_model *m, specdec_token t, char *buf, size_t cap) {
+    int32_t n = specdec_token_to_piece(m, t, true, buf, cap);
+    return n < 0 ? 0 : (size_t)n > cap ? cap : (size_t)n;
+}
+
+/* A token's text for the terminal: printable ASCII as it is, \n \t \\ \"
+ * escaped, every other byte as \xNN, in quotes. */
+static void print_token(const specdec_model *m, specdec_token t) {
+    char buf[256];
+    size_t n = token_bytes(m, t, buf, sizeof buf);
+    fputc('"', stderr);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\n') fputs("\\n", stderr);
+        else if (c == '\t') fputs("\\t", stderr);
+        else if (c == '\\' || c == '"') fprintf(stderr, "\\%c", c);
+        else if (c >= 0x20 && c < 0x7f) fputc(c, stderr);
+        else fprintf(stderr, "\\x%02x", c);
+    }
+    fputc('"', stderr);
+}
+
+void gen_print_logprobs(const gen_result *r) {
+    fprintf(stderr, "log-probabilities (natural log; after bias, penalties and grammar, before temperature):\n");
+    for (int32_t i = 0; i < r->n_lp; i++) {
+        const specdec_token_logprob *lp = &r->lp[i];
+        fprintf(stderr, "%5d %10.6f %6d ", i, lp->logprob, lp->token);
+        print_token(r->model, lp->token);
+        for (int32_t k = 0; k < lp->n_top && k < r->n_top; k++) {
+            fputs(k ? ", " : "  | top: ", stderr);
+            print_token(r->model, lp->top_token[k]);
+            fprintf(stderr, " %.6f", lp->top_logprob[k]);
+        }
+        fputc('\n', stderr);
+    }
+}
+
+/* A token's text as a JSON string (bytes that are not UTF-8: U+FFFD each). */
+static json_t *token_json(const specdec_model *m, specdec_token t) {
+    char buf[256], out[3 * 256];
+    size_t n = token_bytes(m, t, buf, sizeof buf), o = 0;
+    json_t *v = json_stringn(buf, n);
+    if (v) return v;
+    for (size_t i = 0; i < n;) {
+        size_t len = specdec_utf8_char_len(buf + i, n - i);
+        json_t *probe = len ? json_stringn(buf + i, len) : NULL;
+        if (probe) {
+            memcpy(out + o, buf + i, len);
+            o += len;
+            i += len;
+            json_decref(probe);
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    v = json_stringn(out, o);
+    return v ? v : json_string("");
+}
+
+/* "logprobs": [{token, text, logprob, top_logprobs: [{token, text, logprob}]}]. */
+static json_t *logprobs_json(const gen_result *r) {
+    json_t *a = json_array();
+    for (int32_t i = 0; i < r->n_lp; i++) {
+        const specdec_token_logprob *lp = &r->lp[i];
+        json_t *tops = json_array();
+        for (int32_t k = 0; k < lp->n_top && k < r->n_top; k++)
+            json_array_append_new(tops, json_pack("{s:i, s:o, s:f}", "token", lp->top_token[k], "text",
+                                                  token_json(r->model, lp->top_token[k]), "logprob",
+                                                  (double)lp->top_logprob[k]));
+        json_array_append_new(a, json_pack("{s:i, s:o, s:f, s:o}", "token", lp->token, "text",
+                                           token_json(r->model, lp->token), "logprob", (double)lp->logprob,
+                                           "top_logprobs", tops));
+    }
+    return a;
+}
+
 /* A number, or null for NAN (jansson refuses NAN). */
 static json_t *number(double x) { return isnan(x) ? json_null() : json_real(x); }
 
@@ -133,6 +212,7 @@ bool gen_print_json(const gen_result *r) {
     json_object_set_new(o, "grammar_ms", json_real(st->grammar_ms));
     json_object_set_new(o, "grammar_rounds_ms", json_real(st->grammar_rounds_ms));
     json_object_set_new(o, "grammar_masks", json_integer(st->n_grammar_masks));
+    if (r->n_top >= 0 && r->model) json_object_set_new(o, "logprobs", logprobs_json(r));
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);
     if (!s) return false;
