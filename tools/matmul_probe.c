@@ -8,7 +8,8 @@
  *
  * --shape IN x OUT: a matrix of OUT rows of IN inputs (GGUF ne = [IN, OUT]);
  * --copies N: N distinct copies of each shape (to exceed the caches, like the
- * layers of a model). Time per S is the median over reps of one pass over all
+ * layers of a model); --no-repack: every matrix read in the GGUF layout (as
+ * the engine's --no-repack). Time per S is the median over reps of one pass over all
  * matrices. Besides wall time it reports process CPU time / threads, which
  * is what the kernels cost when other jobs share the cores (run with
  * OMP_WAIT_POLICY=passive so waiting threads burn no CPU time). */
@@ -71,20 +72,22 @@ static void fill_weights(uint32_t t, uint8_t *w, size_t bytes, size_t block_byte
 
 static int usage(FILE *f, int code) {
     fprintf(f, "usage: sd-matmul_probe --type TYPE --shape INxOUT [--shape ...] [--copies N]\n"
-               "                       [--threads N] [--smin N] [--smax N] [--reps N] [--json] [--membw]\n"
-               "--membw: also measure read bandwidth (numerics/membw) and print the S=1 floor\n");
+               "                       [--threads N] [--smin N] [--smax N] [--reps N] [--json] [--membw] [--no-repack]\n"
+               "--membw: also measure read bandwidth (numerics/membw) and print the S=1 floor\n"
+               "--no-repack: read every matrix in the GGUF layout (no repacked tile)\n");
     return code;
 }
 
 int main(int argc, char **argv) {
     const char *type_name = "q8_0";
     int64_t shapes[MAX_SHAPES][2];
-    int n_shapes = 0, threads = 2, smin = 1, smax = 17, reps = 7, copies = 1, json = 0, membw = 0;
+    int n_shapes = 0, threads = 2, smin = 1, smax = 17, reps = 7, copies = 1, json = 0, membw = 0, no_pack = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) return usage(stdout, 0);
         if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--membw")) { membw = 1; continue; }
+        if (!strcmp(a, "--no-repack")) { no_pack = 1; continue; }
         if (!v) return usage(stderr, 2);
         i++;
         if (!strcmp(a, "--type")) type_name = v;
@@ -118,7 +121,8 @@ int main(int argc, char **argv) {
         if (!data[k]) { fprintf(stderr, "specdec: out of memory\n"); return 1; }
         fill_weights((uint32_t)t, data[k], bytes, ti->type_size);
         sd_err err = {0};
-        if (sd_matrix_init(&mats[k], (uint32_t)t, in, out, data[k], &err) != SD_OK) {
+        sd_matrix_opts mo = {.no_pack = no_pack};
+        if (sd_matrix_init_opts(&mats[k], (uint32_t)t, in, out, data[k], &mo, &err) != SD_OK) {
             fprintf(stderr, "specdec: %s\n", err.msg);
             return 1;
         }

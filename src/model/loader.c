@@ -302,11 +302,17 @@ static sd_status read_arch(sd_loader *L, const sd_arch_def **def, sd_hparams *hp
     return SD_OK;
 }
 
-/* Bytes of every tensor's data in the file: what the repacked copies would
- * take, about (the float norms are copied either way). */
+/* What the weights will take: the repacked copy of each tensor the kernel
+ * path repacks (the grid types' tiles are up to 2.8x their file bytes), the
+ * file's bytes for the others (the float norms are copied either way). */
 static uint64_t tensor_bytes(const gguf_ctx *g) {
     uint64_t n = 0;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) n += gguf_tensor(g, i)->nbytes;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor_info *t = gguf_tensor(g, i);
+        int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+        uint64_t packed = t->n_dims >= 2 ? sd_matrix_packed_size(t->type, t->ne[0], rows) : 0;
+        n += packed ? packed : t->nbytes;
+    }
     return n;
 }
 

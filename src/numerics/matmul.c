@@ -51,6 +51,15 @@ static const sd_wlayout *choose_layout(uint32_t type) {
     return NULL;
 }
 
+uint64_t sd_matrix_packed_size(uint32_t type, int64_t n_in, int64_t n_out) {
+    const sd_wtype *wt = sd_wtype_get(type);
+    if (!wt || wt->packed_bytes == 0 || n_in <= 0 || n_out <= 0 || n_in % wt->block) return 0;
+    const sd_wlayout *layout = choose_layout(type);
+    if (!layout) return 0;
+    sd_matrix m = {.type = type, .n_in = n_in, .n_out = n_out};
+    return layout->packed_size(&m, wt);
+}
+
 sd_status sd_matrix_init(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,
                          sd_err *err) {
     return sd_matrix_init_opts(m, type, n_in, n_out, data, NULL, err);

@@ -30,10 +30,13 @@ typedef struct sd_matrix {
 
 /* Checks type/shape (n_in % block == 0, type supported) and prepares the
  * kernel's layout. Supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- * Q4_K, Q5_K, Q6_K. When the AVX2 kernels run, the quantized types are
+ * Q4_K, Q5_K, Q6_K and the other types of quant/qtype_table.c. When the AVX2
+ * kernels run, the quantized types are
  * repacked into 8-row tiles (numerics/kernels/x86/matmul_pack.c): a second copy of the
  * weights, 1.0x (Q8_0), 1.11x (Q4_0), 1.2x (Q4_1), 1.09x (Q5_0), 1.17x (Q5_1),
- * 1.03x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K) of their GGUF bytes (the loader
+ * 1.03x (Q4_K), 1.05x (Q5_K), 1.01x (Q6_K), and for the grid types 4.4-4.6 bits
+ * per weight: 2.1x (IQ2_XXS), 2.0x (IQ2_XS), 1.8x (IQ2_S), 1.43x (IQ3_XXS),
+ * 1.27x (IQ3_S), 2.8x (IQ1_S), 2.6x (IQ1_M) of their GGUF bytes (the loader
  * gives the file's pages back as it goes, sd_matrix_opts); data is still
  * read by sd_matrix_get_row. Float weights are read in place. On the
  * AVX-512 path (sd_cpu_avx512) Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K,
@@ -60,6 +63,13 @@ typedef struct sd_matrix_opts {
     void (*packed_rows)(void *ctx, int64_t rows);
     void *ctx;
 } sd_matrix_opts;
+
+/* Bytes of the repacked copy sd_matrix_init would make for a matrix of this
+ * type and shape on the kernel path in use; 0 when it makes none (float and
+ * unknown types, a path that reads the GGUF layout, n_in not whole blocks).
+ * For planning memory before a load: the grid types' tiles (IQ1/IQ2/IQ3) are
+ * 1.3-2.8x their GGUF bytes, the other types about 1x. */
+uint64_t sd_matrix_packed_size(uint32_t type, int64_t n_in, int64_t n_out);
 
 /* sd_matrix_init with options (see sd_matrix_opts); same errors. */
 sd_status sd_matrix_init_opts(sd_matrix *m, uint32_t type, int64_t n_in, int64_t n_out, const void *data,

@@ -5,7 +5,9 @@
  * included) and tiny qwen3 models of the K-quant and legacy types (the same
  * files test_isa_golden makes). No matrix holds a repacked copy then, where
  * a default load on a SIMD path does. The auto rule leaves a model repacked
- * when it fits (it does here: the fixtures are a few MiB) and says nothing. */
+ * when it fits (it does here: the fixtures are a few MiB) and says nothing.
+ * The IQ2_XXS and IQ3_XXS files of tests/data/iq/ give the same logits
+ * repacked (the grid types' tile) and read in place, on every path. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,9 +135,59 @@ static void test_tiny(void **state) {
     }
 }
 
+/* Matrices of the IQ grid types holding a repacked copy (the 4-bit tile). */
+static int grid_packed(const sd_model *m) {
+    int n = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const sd_layer *l = &m->layers[il];
+        const sd_matrix *ms[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            const uint32_t t = ms[i]->type;
+            n += ms[i]->packed && (t == GGML_TYPE_IQ1_S || t == GGML_TYPE_IQ1_M || t == GGML_TYPE_IQ2_XXS ||
+                                   t == GGML_TYPE_IQ2_XS || t == GGML_TYPE_IQ2_S || t == GGML_TYPE_IQ3_XXS ||
+                                   t == GGML_TYPE_IQ3_S);
+        }
+    }
+    return n;
+}
+
+/* llama-quantize's IQ2_XXS and IQ3_XXS files of the target fixture
+ * (tests/data/iq/): the grid types' tile gives the logits of the file's
+ * bytes read in place, on every path (the scalar path, read in place, is
+ * the reference). */
+static void test_iq_files(void **state) {
+    (void)state;
+    const char *const files[] = {"tests/data/iq/fixture-target-IQ2_XXS.gguf", "tests/data/iq/fixture-target-IQ3_XXS.gguf"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        sd_err err = {0};
+        uint64_t want = 0;
+        for (int isa = SD_ISA_SCALAR; isa < SD_ISA_COUNT; isa++) {
+            if (!sd_cpu_isa_available((sd_isa)isa)) continue;
+            assert_int_equal(sd_cpu_force_isa((sd_isa)isa, &err), SD_OK);
+            for (int repack = 0; repack < 2; repack++) {
+                const sd_load_opts o = {.no_repack = !repack, .plan_type_k = GGML_TYPE_F16, .plan_type_v = GGML_TYPE_F16};
+                sd_model *m = NULL;
+                if (sd_model_load_opts(files[i], &o, &m, &err) != SD_OK) fail_msg("%s: %s", files[i], err.msg);
+                const int np = grid_packed(m);
+                if (repack && (isa == SD_ISA_AVX2 || isa == SD_ISA_AVX512)) assert_true(np > 0);
+                if (!repack) assert_int_equal(np, 0);
+                const uint64_t h = forward_hash(m);
+                sd_model_free(m);
+                if (isa == SD_ISA_SCALAR && !repack) want = h;
+                else if (h != want)
+                    fail_msg("%s on %s (%s): logits hash %016llx, read in place on scalar %016llx", files[i],
+                             sd_isa_name((sd_isa)isa), repack ? "repacked" : "--no-repack", (unsigned long long)h,
+                             (unsigned long long)want);
+            }
+        }
+        sd_cpu_force_scalar(false);
+    }
+}
+
 int main(int argc, char **argv) {
     (void)argc;
     test_passive_omp(argv);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fixtures), cmocka_unit_test(test_tiny)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fixtures), cmocka_unit_test(test_tiny),
+                                       cmocka_unit_test(test_iq_files)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

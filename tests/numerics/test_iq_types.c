@@ -232,7 +232,8 @@ static void test_unpacked_every_type(void **state) {
     static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,  GGML_TYPE_Q4_1,   GGML_TYPE_Q5_0,
                                      GGML_TYPE_Q5_1, GGML_TYPE_Q2_K,  GGML_TYPE_Q3_K,   GGML_TYPE_Q4_K,
                                      GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,  GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS,
-                                     GGML_TYPE_IQ1_S, GGML_TYPE_IQ2_S, GGML_TYPE_MXFP4};
+                                     GGML_TYPE_IQ1_S, GGML_TYPE_IQ1_M, GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS,
+                                     GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS, GGML_TYPE_IQ3_S, GGML_TYPE_MXFP4};
     const int64_t n_in = 512, n_out = 11;
     const sd_matrix_opts opts = {.no_pack = true};
     float x[S_ROWS * 512], y0[S_ROWS * 11], y1[S_ROWS * 11];

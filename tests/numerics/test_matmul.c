@@ -14,7 +14,9 @@
 
 #include "format/ggml_type.h"
 #include "numerics/cpu.h"
+#include "numerics/kernels/matmul_impl.h"
 #include "numerics/matmul.h"
+#include "numerics/quant/iq_grids.h"
 #include "numerics/quant.h"
 #include "support/skip.h"
 
@@ -202,6 +204,8 @@ static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
         assert_int_equal(sd_cpu_force_isa((sd_isa)isa, &err), SD_OK);
         assert_int_equal(sd_matrix_init(&m, t, n_in, n_out, wdata, &err), SD_OK);
         if (isa == SD_ISA_AVX512 && has_avx512_kernel(t)) assert_int_equal(m.packed_isa, SD_ISA_AVX512);
+        /* a type with a tile is compared on its tile, not on the GGUF fallback */
+        if (isa == SD_ISA_AVX2 && sd_wtype_get(t)->packed_bytes) assert_int_equal(m.packed_isa, SD_ISA_AVX2);
         check_batch_invariance(&m, x, y_fast);
         if (isa == SD_ISA_AVX512 && m.packed_isa == SD_ISA_AVX512) { /* the other path reads it too */
             sd_cpu_force_isa(SD_ISA_AVX2, &err);
@@ -220,6 +224,42 @@ static void run_shape(uint32_t t, int64_t n_in, int64_t n_out) {
     free(x);
     free(y_fast);
     free(y_ref);
+}
+
+/* The grid types' tile stores 4-bit indices into a level table: every value
+ * a block can decode to (grid level, either sign; IQ1: 8 * level +- 1) must
+ * be in it, or the pack would store a wrong index. */
+static void test_grid_tables(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    struct {
+        uint32_t t;
+        const int8_t *lv;
+        int n, iq1;
+    } g[] = {{GGML_TYPE_IQ2_XXS, sd_iq2_levels, 4, 0}, {GGML_TYPE_IQ2_XS, sd_iq2_levels, 4, 0},
+             {GGML_TYPE_IQ2_S, sd_iq2_levels, 4, 0},   {GGML_TYPE_IQ3_XXS, sd_iq3xxs_levels, 8, 0},
+             {GGML_TYPE_IQ3_S, sd_iq3s_levels, 8, 0},  {GGML_TYPE_IQ1_S, sd_iq1s_levels, 4, 1},
+             {GGML_TYPE_IQ1_M, sd_iq1s_levels, 4, 1}};
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        int nsub = 0;
+        const int8_t *tb = sd_grid_tile_table(g[k].t, &nsub);
+        assert_non_null(tb);
+        assert_int_equal(nsub, 256 / (g[k].t == GGML_TYPE_IQ2_XXS || g[k].t == GGML_TYPE_IQ3_XXS ||
+                                              g[k].t == GGML_TYPE_IQ3_S || g[k].t == GGML_TYPE_IQ1_S
+                                          ? 32
+                                          : 16));
+        for (int i = 0; i < g[k].n; i++)
+            for (int sg = -1; sg <= 1; sg += 2) {
+                int v = g[k].iq1 ? 8 * g[k].lv[i] + sg : sg * g[k].lv[i];
+                int found = 0;
+                for (int j = 0; j < 16; j++) found += tb[j] == v;
+                if (!found) fail_msg("%s: value %d is not in the tile table", ggml_type_get(g[k].t)->name, v);
+            }
+    }
+    assert_null(sd_grid_tile_table(GGML_TYPE_Q4_K, &(int){0}));
+#else
+    SD_SKIP("the grid tile is the x86 layout's");
+#endif
 }
 
 static void test_all_types(void **state) {
@@ -376,6 +416,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_force_isa),
         cmocka_unit_test(test_neon_present),
         cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_grid_tables),
         cmocka_unit_test(test_all_types),
         cmocka_unit_test(test_multi_matches_single),
     };

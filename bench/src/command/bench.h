@@ -44,6 +44,7 @@ typedef struct bench_opts {
     int membw_mb;   /* bandwidth probe array size, MiB */
     int gate;       /* class table: the hit-rate gate's G (0 = never closes), -1 = the decode default */
     bool fixed_k;   /* class table: every round drafts k (no adaptive K) */
+    bool no_repack; /* every model read from its mapped file, no repacked copy (--no-repack) */
     /* class table: temperature (0 = greedy) and the sampling seeds; rep r
      * samples with seeds[r % n_seeds], every run of that rep (plain and each
      * drafter) with the same seed, so each speculative output must equal the

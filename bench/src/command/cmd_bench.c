@@ -62,6 +62,7 @@ static void usage(FILE *f) {
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
         "                   the target's KV cache types (f16 | f32 | bf16 | q8_0 | q4_0 | q4_1 | iq4_nl |\n"
         "                   q5_0 | q5_1; default f16)\n"
+        "  --no-repack      read every model from its mapped file, no repacked copy (as generate)\n"
         "  --isa NAME       kernels: scalar, avx2, avx512 or neon (default: the best this CPU runs)\n"
         "  --alphas LIST    synthetic acceptance rates (default 0.5,0.7,0.9)\n"
         "  --seed N         seed of the oracle drafter's corruption (default 1)\n"
@@ -172,7 +173,8 @@ static bool parse_seeds(bench_opts *o, const char *list) {
  * (specdec.h): read by the table, so they take the same spellings, ranges
  * and messages as everywhere else. */
 static const char *const SHARED[] = {"--model", "--model-draft", "--n-predict", "--threads",      "--seed",
-                                     "--temp",  "--gate",        "--fixed-k",   "--cache-type-k", "--cache-type-v"};
+                                     "--temp",  "--gate",        "--fixed-k",   "--cache-type-k", "--cache-type-v",
+                                     "--no-repack"};
 
 static const specdec_option *shared_option(const char *a) {
     const specdec_option *opt = a[0] == '-' ? specdec_option_find(a) : NULL;
@@ -198,6 +200,7 @@ static int take_shared(bench_opts *o, const specdec_options *so, const specdec_o
     else if (!strcmp(f, "--temp")) o->temp = strtod(v, NULL); /* the table checked it; the report shows it as written */
     else if (!strcmp(f, "--gate")) o->gate = so->gen.gate;
     else if (!strcmp(f, "--fixed-k")) o->fixed_k = so->gen.fixed_k;
+    else if (!strcmp(f, "--no-repack")) o->no_repack = so->no_repack;
     else if (!strcmp(f, "--cache-type-k")) o->kv_type_k = (uint32_t)ggml_type_from_name(specdec_cache_type_name(so->cache_type_k));
     else if (!strcmp(f, "--cache-type-v")) o->kv_type_v = (uint32_t)ggml_type_from_name(specdec_cache_type_name(so->cache_type_v));
     return 0;
@@ -315,8 +318,9 @@ static sd_status env_open(sd_model *m, int32_t n_ctx, int threads, sd_context **
 /* The benchmark measures the internals directly (model/model.h), not
  * through the public API; a default model path that cannot be opened gets
  * the same hint as in generate. */
-static sd_status load_model(const char *path, sd_model **m, sd_err *err) {
-    sd_status st = sd_model_load(path, m, err);
+static sd_status load_model(const char *path, bool no_repack, sd_model **m, sd_err *err) {
+    const sd_load_opts lo = {.no_repack = no_repack};
+    sd_status st = sd_model_load_opts(path, &lo, m, err);
     const char *hint = cli_default_model_hint(path);
     if (st == SD_ERR_IO && hint && err) {
         char msg[sizeof err->msg];
@@ -328,7 +332,7 @@ static sd_status load_model(const char *path, sd_model **m, sd_err *err) {
 
 /* The ab table's draft B: a draft model (not a head) with the target's vocabulary. */
 static sd_status load_draft_b(bench_env *e, const char *path, sd_err *err) {
-    sd_status st = load_model(path, &e->bm, err);
+    sd_status st = load_model(path, e->o->no_repack, &e->bm, err);
     if (!st && e->bm->hp.arch == SD_ARCH_EAGLE3)
         st = sd_err_set(err, SD_ERR_ARG, "--draft-b %s: an EAGLE-3 head, not a draft model", path);
     if (!st) st = sd_lm_check_same_vocab(e->tm, e->bm, err);
@@ -339,9 +343,9 @@ static sd_status load_draft_b(bench_env *e, const char *path, sd_err *err) {
 static sd_status env_init(bench_env *e, const bench_opts *o, const char *greedy_text, sd_err *err) {
     memset(e, 0, sizeof *e);
     e->o = o;
-    sd_status st = load_model(o->target, &e->tm, err);
-    if (!st && o->draft) st = load_model(o->draft, &e->dm, err);
-    if (!st && o->head) st = load_model(o->head, &e->hm, err);
+    sd_status st = load_model(o->target, o->no_repack, &e->tm, err);
+    if (!st && o->draft) st = load_model(o->draft, o->no_repack, &e->dm, err);
+    if (!st && o->head) st = load_model(o->head, o->no_repack, &e->hm, err);
     e->dm_path = o->draft;
     if (!st && e->dm && e->dm->hp.arch == SD_ARCH_EAGLE3) { /* the -md file was the head */
         sd_model *t = e->hm;

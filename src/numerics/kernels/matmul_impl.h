@@ -67,6 +67,14 @@ void sd_matmul_ref_float(const sd_matrix *m, const float *x, int S, float *y, in
  * sd_matmul_pack fills tiles [t0, t1) of packed (32-byte aligned) from m->data
  * (rows [8 t0, 8 t1) of it). */
 void sd_matmul_pack(const sd_matrix *m, void *packed, int64_t t0, int64_t t1);
+/* The grid types' tile (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S;
+ * matmul_pack.c): every value the type's grids and signs can give is one of
+ * at most 16 signed levels, so a block repacks into the IQ4_XS tile's 4-bit
+ * indices into that table. Returns the type's table (16 int8, sorted, unused
+ * entries 0) and sets *nsub to its sub-blocks per 256 (8 of 32 or 16 of 16);
+ * NULL for any other type. */
+const int8_t *sd_grid_tile_table(uint32_t type, int *nsub);
+
 /* AVX2: the rows of one streaming pass for a weight type (sd_matmul_pass_rows). */
 int sd_matmul_avx2_pass_rows(uint32_t type);
 /* AVX2: tile t of y for all S rows; wt = sd_wtype_get(m->type). */

@@ -54,4 +54,5 @@ static void decode(const uint8_t *b, sd_wblock *wb) {
     }
 }
 
-const sd_qtype sd_qtype_iq2_xs = {GGML_TYPE_IQ2_XS, QK_K, BYTES, 1, 0, dequantize, NULL, decode};
+/* packed_bytes: the grid types' 4-bit tile (kernels/x86/matmul_pack.c). */
+const sd_qtype sd_qtype_iq2_xs = {GGML_TYPE_IQ2_XS, QK_K, BYTES, 1, 1184, dequantize, NULL, decode};

@@ -58,4 +58,5 @@ static void decode(const uint8_t *b, sd_wblock *wb) {
     }
 }
 
-const sd_qtype sd_qtype_iq3_xxs = {GGML_TYPE_IQ3_XXS, QK_K, BYTES, 1, 0, dequantize, NULL, decode};
+/* packed_bytes: the grid types' 4-bit tile (kernels/x86/matmul_pack.c). */
+const sd_qtype sd_qtype_iq3_xxs = {GGML_TYPE_IQ3_XXS, QK_K, BYTES, 1, 1120, dequantize, NULL, decode};

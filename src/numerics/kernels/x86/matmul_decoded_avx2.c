@@ -1,6 +1,6 @@
 /* AVX2 matmul on the GGUF layout, for the matrices the avx2 and avx512 rows
- * have no repacked tile of (the IQ grid types and MXFP4 today; any type when
- * a matrix is not repacked). Each weight block is decoded once through its
+ * have no repacked tile of: a matrix not repacked (--no-repack, a file larger
+ * than the memory, a type without a tile). Each weight block is decoded once through its
  * descriptor (quant/qtype.h) and dotted with the S activation rows in flight:
  * the integer dots run 32 int8 products at a time (VPMADDUBSW on |w| and the
  * activation with w's sign, VPMADDWD by the sub-block scales, one horizontal

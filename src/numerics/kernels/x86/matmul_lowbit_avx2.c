@@ -1,4 +1,5 @@
-/* AVX2 tiles for the low-bit weight types Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 on
+/* AVX2 tiles for the low-bit weight types Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4 and
+ * the IQ1/IQ2/IQ3 grid types on
  * their repacked layouts (matmul_pack.c). As the Q8_0 / Q4_K tiles in
  * matmul_avx2.c: rows run in groups whose accumulators stay in registers,
  * each group over a span of blocks kept in L1, and every element gets the
@@ -245,6 +246,61 @@ INLINE void mxfp4_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int
     iq4_span(c, a, s, b0, b1, acc, N, 1, sd_kvalues_mxfp4);
 }
 
+/* ---- grid types (IQ1/IQ2/IQ3): the IQ4_XS tile over the type's levels ----
+ * sub16 0: 8 odd scales per 32 (scales at 1024, d at 1088, as IQ4_XS);
+ * sub16 1: 16 per 16 (IQ2_XS, IQ2_S, IQ1_M: scales at 1024, d at 1152), the
+ * low nibbles of vectors 4j..4j+3 being sub-block 2j, the high ones 2j + 1.
+ * |level| <= 62, |scale| <= 31: a maddubs pair is at most 2 * 62 * 127, a
+ * block's int32 sum at most 256 * 62 * 127 * 31. */
+#define GRID_CHUNK8 1120
+#define GRID_CHUNK16 1184
+
+INLINE void grid_span(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc_io, int N,
+                      int sub16, const int8_t *tb) {
+    const int chunk = sub16 ? GRID_CHUNK16 : GRID_CHUNK8;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tb));
+    __m256 acc[8];
+    act_ptrs p;
+    act_ptrs_set(&p, a, s, b0, N);
+    _Pragma("GCC unroll 8")
+    for (int n = 0; n < N; n++) acc[n] = acc_io[n];
+    for (int64_t b = b0; b < b1; b++, c += chunk) {
+        for (int l = 0; l < chunk; l += 64) _mm_prefetch((const char *)c + 2 * chunk + l, _MM_HINT_T0);
+        __m256i isum[8];
+        _Pragma("GCC unroll 8")
+        for (int n = 0; n < N; n++) isum[n] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            __m256i sl = i8_pairs((const int8_t *)(c + 1024 + 8 * (sub16 ? 2 * j : j)));
+            __m256i sh = sub16 ? i8_pairs((const int8_t *)(c + 1024 + 8 * (2 * j + 1))) : sl;
+            _Pragma("GCC unroll 4")
+            for (int i = 0; i < 4; i++) {
+                __m256i v = _mm256_load_si256((const __m256i *)(c + 32 * (4 * j + i)));
+                iq4_vec(_mm256_and_si256(v, m4), table, sl, &p, 32 * j + 4 * i, isum, N);
+                iq4_vec(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), table, sh, &p, 32 * j + 16 + 4 * i, isum, N);
+            }
+        }
+        __m256 dw = _mm256_load_ps((const float *)(c + (sub16 ? 1152 : 1088)));
+        _Pragma("GCC unroll 8")
+        for (int n = 0; n < N; n++) acc[n] = fma_block(isum[n], dw, *p.xd[n], acc[n]);
+        act_ptrs_next(&p, a, N);
+    }
+    _Pragma("GCC unroll 8")
+    for (int n = 0; n < N; n++) acc_io[n] = acc[n];
+}
+
+#define DEFINE_GRID_SPAN(name, sub16, type)                                                                    \
+    INLINE void name(const uint8_t *c, const sd_act *a, int s, int64_t b0, int64_t b1, __m256 *acc, int N) { \
+        int nsub;                                                                                              \
+        grid_span(c, a, s, b0, b1, acc, N, sub16, sd_grid_tile_table(type, &nsub));                            \
+    }
+DEFINE_GRID_SPAN(grid8_iq2xxs_span, 0, GGML_TYPE_IQ2_XXS)
+DEFINE_GRID_SPAN(grid8_iq3xxs_span, 0, GGML_TYPE_IQ3_XXS)
+DEFINE_GRID_SPAN(grid8_iq3s_span, 0, GGML_TYPE_IQ3_S)
+DEFINE_GRID_SPAN(grid8_iq1s_span, 0, GGML_TYPE_IQ1_S)
+DEFINE_GRID_SPAN(grid16_iq2_span, 1, GGML_TYPE_IQ2_XS) /* IQ2_XS and IQ2_S: one table */
+DEFINE_GRID_SPAN(grid16_iq1m_span, 1, GGML_TYPE_IQ1_M)
+
 /* Rows [s0, s0+ns) over blocks [b0, b1), in balanced groups of at most GRP
  * (9 rows with GRP 6: 5 + 4). */
 #define DEFINE_ROWS(name, span, GRP, CHUNK)                                                                    \
@@ -272,6 +328,12 @@ DEFINE_ROWS(q3_k_rows, q3_k_span, Q3K_GRP, Q3K_CHUNK)
 DEFINE_ROWS(iq4_nl_rows, iq4_nl_span, IQ4_GRP, IQ4NL_CHUNK)
 DEFINE_ROWS(iq4_xs_rows, iq4_xs_span, IQ4_GRP, IQ4XS_CHUNK)
 DEFINE_ROWS(mxfp4_rows, mxfp4_span, IQ4_GRP, IQ4NL_CHUNK)
+DEFINE_ROWS(iq2_xxs_rows, grid8_iq2xxs_span, IQ4_GRP, GRID_CHUNK8)
+DEFINE_ROWS(iq3_xxs_rows, grid8_iq3xxs_span, IQ4_GRP, GRID_CHUNK8)
+DEFINE_ROWS(iq3_s_rows, grid8_iq3s_span, IQ4_GRP, GRID_CHUNK8)
+DEFINE_ROWS(iq1_s_rows, grid8_iq1s_span, IQ4_GRP, GRID_CHUNK8)
+DEFINE_ROWS(iq2_16_rows, grid16_iq2_span, IQ4_GRP, GRID_CHUNK16)
+DEFINE_ROWS(iq1_m_rows, grid16_iq1m_span, IQ4_GRP, GRID_CHUNK16)
 
 /* Blocks per span (about 4-5 KB, as the Q4_K tiles). */
 #define SPAN_BYTES 4864
@@ -283,6 +345,13 @@ bool sd_lowbit_avx2_tile(uint32_t type, const uint8_t *tile, const sd_act *a, in
     case GGML_TYPE_IQ4_NL: sd_avx2_span_tile(iq4_nl_rows, IQ4_GRP, SPAN_BYTES / IQ4NL_CHUNK, tile, a, s0, ns, acc); return true;
     case GGML_TYPE_IQ4_XS: sd_avx2_span_tile(iq4_xs_rows, IQ4_GRP, SPAN_BYTES / IQ4XS_CHUNK, tile, a, s0, ns, acc); return true;
     case GGML_TYPE_MXFP4: sd_avx2_span_tile(mxfp4_rows, IQ4_GRP, SPAN_BYTES / IQ4NL_CHUNK, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ2_XXS: sd_avx2_span_tile(iq2_xxs_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK8, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ3_XXS: sd_avx2_span_tile(iq3_xxs_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK8, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ3_S: sd_avx2_span_tile(iq3_s_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK8, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ1_S: sd_avx2_span_tile(iq1_s_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK8, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ2_XS:
+    case GGML_TYPE_IQ2_S: sd_avx2_span_tile(iq2_16_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK16, tile, a, s0, ns, acc); return true;
+    case GGML_TYPE_IQ1_M: sd_avx2_span_tile(iq1_m_rows, IQ4_GRP, SPAN_BYTES / GRID_CHUNK16, tile, a, s0, ns, acc); return true;
     default: return false;
     }
 }
@@ -293,7 +362,14 @@ int sd_lowbit_avx2_pass_rows(uint32_t type) {
     case GGML_TYPE_Q3_K: return Q3K_GRP;
     case GGML_TYPE_IQ4_NL:
     case GGML_TYPE_IQ4_XS:
-    case GGML_TYPE_MXFP4: return IQ4_GRP;
+    case GGML_TYPE_MXFP4:
+    case GGML_TYPE_IQ1_S:
+    case GGML_TYPE_IQ1_M:
+    case GGML_TYPE_IQ2_XXS:
+    case GGML_TYPE_IQ2_XS:
+    case GGML_TYPE_IQ2_S:
+    case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ3_S: return IQ4_GRP;
     default: return 0;
     }
 }

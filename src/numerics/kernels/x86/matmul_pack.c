@@ -37,11 +37,23 @@
  *   IQ4_XS (1120): [0,1024) 32 vectors of table indices, vector 4j+i: low nibble =
  *                value 32j+4i+t, high = 32j+16+4i+t; [1024,1088) scales - 32,
  *                i8 [sub j][row]; [1088,1120) d[8]
+ *   grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): the IQ4_XS
+ *                tile over the type's level table (sd_grid_tile_table): [0,1024)
+ *                32 vectors of 4-bit indices as IQ4_XS; then the odd sub-block
+ *                scales i8 [sub j][row] (8 of 32: 1120 bytes, at [1024,1088), d
+ *                f32[8] at [1088,1120); 16 of 16 for IQ2_XS, IQ2_S, IQ1_M: 1184
+ *                bytes, scales at [1024,1152), d at [1152,1184)); d is the
+ *                descriptor's (the file's scale times its power of two)
  * Memory: 272/272 (Q8_0), 160/144 (Q4_0), 192/160 (Q4_1), 192/176 (Q5_0),
  * 224/192 (Q5_1), 1184/1152 (Q4_K), 1472/1408 (Q5_K), 1696/1680 (Q6_K),
  * 704/672 (Q2_K), 928/880 (Q3_K), 160/144 (IQ4_NL), 1120/1088 (IQ4_XS),
- * 160/136 (MXFP4, the IQ4_NL tile with MXFP4's table and f32 scales) of
- * the GGUF bytes. The loader gives the file pages of a packed matrix back as
+ * 160/136 (MXFP4, the IQ4_NL tile with MXFP4's table and f32 scales);
+ * grid types 1120/66 (IQ2_XXS, 2.1x), 1184/74 (IQ2_XS, 2.0x), 1184/82
+ * (IQ2_S, 1.8x), 1120/98 (IQ3_XXS, 1.43x), 1120/110 (IQ3_S, 1.27x),
+ * 1120/50 (IQ1_S, 2.8x), 1184/56 (IQ1_M, 2.6x), per 8 rows for the tile and
+ * per row for the block, of the GGUF bytes: 4.375 / 4.625 bits per weight
+ * (a 3-bit form would do for the 6-level IQ1/IQ2 types, at a costlier
+ * unpack; --no-repack keeps the file's bytes). The loader gives the file pages of a packed matrix back as
  * the slabs are done (sd_matrix_opts.packed_rows, gguf_release), so the copy
  * replaces the mapping's pages rather than doubling them; get_row still reads
  * the mapping (faulting back in only the rows it looks up). */
@@ -58,6 +70,46 @@ static int iq4_index(const int8_t *table, int8_t v) {
     int i = 0;
     while (i < 15 && table[i] != v) i++;
     return i;
+}
+
+/* The level tables of the grid types: every value sd_wblock_decode gives
+ * (grid level times sign; IQ1: 8 * level + delta). Sorted; 0 pads. */
+static const int8_t k_grid_iq2[16] = {-43, -25, -8, 0, 8, 25, 43};
+static const int8_t k_grid_iq3xxs[16] = {-62, -52, -44, -36, -28, -20, -12, -4, 4, 12, 20, 28, 36, 44, 52, 62};
+static const int8_t k_grid_iq3s[16] = {-15, -13, -11, -9, -7, -5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15};
+static const int8_t k_grid_iq1[16] = {-9, -7, -1, 1, 7, 9};
+
+const int8_t *sd_grid_tile_table(uint32_t type, int *nsub) {
+    *nsub = 8;
+    switch (type) {
+    case GGML_TYPE_IQ2_XXS: return k_grid_iq2;
+    case GGML_TYPE_IQ3_XXS: return k_grid_iq3xxs;
+    case GGML_TYPE_IQ3_S: return k_grid_iq3s;
+    case GGML_TYPE_IQ1_S: return k_grid_iq1;
+    default: break;
+    }
+    *nsub = 16;
+    switch (type) {
+    case GGML_TYPE_IQ2_XS:
+    case GGML_TYPE_IQ2_S: return k_grid_iq2;
+    case GGML_TYPE_IQ1_M: return k_grid_iq1;
+    default: return NULL;
+    }
+}
+
+/* A grid type's block: indices as IQ4_XS, then scales and d (the layout above). */
+static void pack_row_grid(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
+    int nsub;
+    const int8_t *tb = sd_grid_tile_table(type, &nsub);
+    uint8_t inv[256] = {0}; /* value -> index; each value decode gives is in tb */
+    for (int i = 15; i >= 0; i--) inv[(uint8_t)tb[i]] = (uint8_t)i;
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 4; i++)
+            for (int t = 0; t < 4; t++)
+                *at(c, 4 * j + i, r, t) = (uint8_t)(inv[(uint8_t)wb->q[32 * j + 4 * i + t]] |
+                                                    inv[(uint8_t)wb->q[32 * j + 16 + 4 * i + t]] << 4);
+    for (int j = 0; j < nsub; j++) c[1024 + 8 * j + r] = (uint8_t)(int8_t)wb->sc[j];
+    ((float *)(c + 1024 + 8 * nsub))[r] = wb->d;
 }
 
 /* Q2_K / Q3_K: bits 2p of vector v = bits `bit`, `bit` + 1 of value 4(v+16p)+t. */
@@ -183,6 +235,15 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     case GGML_TYPE_IQ4_XS:
     case GGML_TYPE_MXFP4:
         pack_row_iq4(type, wb, r, c);
+        break;
+    case GGML_TYPE_IQ1_S:
+    case GGML_TYPE_IQ1_M:
+    case GGML_TYPE_IQ2_XXS:
+    case GGML_TYPE_IQ2_XS:
+    case GGML_TYPE_IQ2_S:
+    case GGML_TYPE_IQ3_XXS:
+    case GGML_TYPE_IQ3_S:
+        pack_row_grid(type, wb, r, c);
         break;
     }
 }
