@@ -782,9 +782,9 @@ typedef struct specdec_stats {
      * a block drafter, DFlash); gate_cv[S], the verify cost c_v(S) of S rows
      * relative to one, for S = 1..SPECDEC_GATE_N - 1 (measured where the
      * call ran S rows, else extrapolated; 0 unknown); gate_accept[i], a block
-     * drafter's acceptance at block position i (the share of its i-th drafts
-     * that matched the committed text where drafts 1..i-1 did; 0 for other
-     * drafters). Index 0 is unused. */
+     * drafter's acceptance at block position i over the whole call (the share
+     * of its i-th drafts that matched the committed text where drafts 1..i-1
+     * did, verified or not; 0 for other drafters). Index 0 is unused. */
     int32_t gate_k;
     double gate_r;
     double gate_cv[SPECDEC_GATE_N], gate_accept[SPECDEC_GATE_N];

@@ -45,6 +45,7 @@ typedef struct decoder {
     int32_t *sh_tok;       /* [SD_SHADOWS][blk]: recent blocks being scored against the committed text */
     int32_t sh_start[SD_SHADOWS], sh_len[SD_SHADOWS], sh_done[SD_SHADOWS]; /* sh_len 0 = free slot */
     int32_t sh_next;
+    int64_t pos_hit[SD_STATS_GATE_N], pos_try[SD_STATS_GATE_N]; /* the run's block-position outcomes */
     int32_t *hist, n_hist; /* committed tokens: prompt, generated (a0 included once committed) */
     int32_t *batch;        /* [K+1]: a0, d1..dK */
     float *logits;         /* [max(K+1, n_batch)][n_vocab] */
@@ -137,6 +138,7 @@ static void shadow_score(decoder *d) {
         while (d->sh_done[i] < d->sh_len[i] && d->sh_start[i] + d->sh_done[i] < d->n_hist) {
             const bool hit = d->hist[d->sh_start[i] + d->sh_done[i]] == tok[d->sh_done[i]];
             sd_gate_position(&d->gate, ++d->sh_done[i], hit);
+            if (d->sh_done[i] < SD_STATS_GATE_N) d->pos_try[d->sh_done[i]]++, d->pos_hit[d->sh_done[i]] += hit;
             if (!hit) d->sh_len[i] = 0;
         }
         if (d->sh_done[i] >= d->sh_len[i]) d->sh_len[i] = 0;
@@ -345,6 +347,9 @@ static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_m
             *guess = d->blk_buf[0];
             got = 1;
         }
+        /* the same block forward a round pays: r keeps learning while closed
+         * (one slow first block, a preempted thread, would else keep it shut) */
+        if (got > 0) sd_gate_time_draft(g, d->blk, sd_now_s() - t0);
         sd_gate_time_probe(g, sd_now_s() - t0);
     } else if (*ran_model) {
         got = d->dr->guess ? d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err)
@@ -559,13 +564,14 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
         stats->grammar_masks = sd_gmatch_n_masks(p->grammar) - masks0;
     }
     stats->gate_open = drafter && d.gate.open;
+    if (st == SD_OK && d.blk) shadow_score(&d); /* the last blocks against the last tokens */
     if (drafter) {
         stats->gate_k = sd_gate_k(&d.gate);
         stats->gate_r = d.gate.t_fwd[1] > 0 ? d.gate.t_draft / d.gate.t_fwd[1] : 0;
         for (int32_t S = 1; S < SD_STATS_GATE_N; S++) {
             const double cv = sd_gate_cv(&d.gate, S);
             stats->gate_cv[S] = cv > 0 ? cv : 0;
-            stats->gate_accept[S] = sd_gate_accept_at(&d.gate, S);
+            stats->gate_accept[S] = d.pos_try[S] ? (double)d.pos_hit[S] / (double)d.pos_try[S] : 0;
         }
     }
     stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;

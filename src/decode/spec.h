@@ -134,7 +134,8 @@ typedef struct sd_spec_stats {
      * closed, or t(1) unknown), r = the drafter's cost per drafted token (per
      * block for a block drafter) in target steps, c_v(S) at index S =
      * 1..SD_STATS_GATE_N - 1 (measured or extrapolated; 0 unknown), and a
-     * block drafter's acceptance per position at index i (0 otherwise). */
+     * block drafter's acceptance at block position i over the whole call
+     * (i-th drafts that matched where drafts 1..i-1 did; 0 otherwise). */
     int32_t gate_k;
     double gate_r;
     double gate_cv[SD_STATS_GATE_N], gate_accept[SD_STATS_GATE_N];
