@@ -34,13 +34,15 @@ b=$("$bin" generate "${m[@]}" -p "$code" -n 16 --temp 0.8 --seed 5 --spec dflash
   fail "auto with dflash: $(cat "$tmp/err")"
 grep -q "spec auto (ngram + dflash).*LOSSLESS 20/20" "$tmp/err" || fail "auto with dflash: $(cat "$tmp/err")"
 j=$("$bin" generate "${m[@]}" -p "$code" -n 12 --spec dflash -md "$tmp/dflash.gguf" --json 2>/dev/null)
-python3 - "$j" <<'PY' || fail "dflash --json: the speedup model's inputs missing or malformed: $j"
+jf=$("$bin" generate "${m[@]}" -p "$code" -n 12 --spec dflash -md "$tmp/dflash.gguf" --json --fixed-k --gate 0 2>/dev/null)
+python3 - "$j" "$jf" <<'PY' || fail "dflash --json: the speedup model's inputs missing or malformed: $j $jf"
 import json, sys
-o = json.loads(sys.argv[1])
-assert len(o["gate_cv"]) == 16 and o["gate_cv"][0] in (0, 1), o["gate_cv"]  # c_v(1) = 1 once timed
-assert len(o["gate_accept"]) == 16 and all(0 <= x <= 1 for x in o["gate_accept"])
-assert o["gate_accept"][4] > 0 and o["gate_accept"][5] == 0  # a block of 6: positions 1..5
-assert 0 <= o["gate_k"] <= 5 and o["gate_r"] >= 0
+o, f = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for x in (o, f):
+    assert len(x["gate_cv"]) == 16 and len(x["gate_accept"]) == 16
+    assert all(0 <= a <= 1 for a in x["gate_accept"]) and not any(x["gate_accept"][5:])  # a block of 6: 5 positions
+assert o["gate_cv"][0] == 1 and 0 <= o["gate_k"] <= 5 and o["gate_r"] > 0  # gate on: t(1) and the block timed
+assert f["gate_k"] == 5 and 0 < f["drafted"] <= 5 * f["rounds"] and f["gate_closed_steps"] == 0  # gate off: K = 5
 PY
 expect_exit 2 "--spec dflash needs a DFlash draft" "${m[@]}" -p hi --spec dflash
 expect_exit 1 "not a DFlash draft" "${m[@]}" -p hi --spec dflash -md models/fixture-draft.gguf
