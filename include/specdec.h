@@ -745,7 +745,8 @@ typedef struct specdec_stats {
     int64_t gate_closed_steps, n_probes, n_probe_hits;
     bool gate_open;
     /* The drafter that ran: "none", "ngram", "draft", "eagle3", "mtp", "suffix", "auto (ngram)",
-     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)", and with a suffix
+     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)", "auto (ngram + dflash)",
+     * "dflash", and with a suffix
      * memory "auto (suffix + ngram)", "auto (suffix + ngram + draft)", ... Static storage. */
     const char *drafter;
     specdec_stop_reason stop_reason;
