@@ -722,6 +722,8 @@ typedef enum specdec_stop_reason {
 /* "length", "eog", "stop", "cancelled", "context", "grammar". */
 SPECDEC_API const char *specdec_stop_reason_name(specdec_stop_reason reason);
 
+#define SPECDEC_GATE_N 17 /* specdec_stats.gate_cv / gate_accept: indices 1..16 */
+
 /* What one generate call did. Counters are for this call only. */
 typedef struct specdec_stats {
     int32_t n_prompt; /* prompt tokens */
@@ -743,7 +745,8 @@ typedef struct specdec_stats {
     int64_t gate_closed_steps, n_probes, n_probe_hits;
     bool gate_open;
     /* The drafter that ran: "none", "ngram", "draft", "eagle3", "mtp", "suffix", "auto (ngram)",
-     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)", and with a suffix
+     * "auto (ngram + draft)", "auto (ngram + eagle3)", "auto (ngram + mtp)", "auto (ngram + dflash)",
+     * "dflash", and with a suffix
      * memory "auto (suffix + ngram)", "auto (suffix + ngram + draft)", ... Static storage. */
     const char *drafter;
     specdec_stop_reason stop_reason;
@@ -773,6 +776,19 @@ typedef struct specdec_stats {
      * per-state cache or were not needed). */
     double grammar_ms, grammar_rounds_ms;
     int64_t n_grammar_masks;
+    /* The speedup model as the call ended (docs/ARCHITECTURE.md §2; the
+     * hit-rate gate's measured inputs): gate_k, the draft length it would
+     * pick next (0: drafting stopped, or no drafter); gate_r, the drafter's
+     * cost per drafted token in target decode steps (per block forward for
+     * a block drafter, DFlash); gate_cv[S], the verify cost c_v(S) of S rows
+     * relative to one, for S = 1..SPECDEC_GATE_N - 1 (measured where the
+     * call ran S rows, else extrapolated; 0 unknown); gate_accept[i], a block
+     * drafter's acceptance at block position i over the whole call (the share
+     * of its i-th drafts that matched the committed text where drafts 1..i-1
+     * did, verified or not; 0 for other drafters). Index 0 is unused. */
+    int32_t gate_k;
+    double gate_r;
+    double gate_cv[SPECDEC_GATE_N], gate_accept[SPECDEC_GATE_N];
 } specdec_stats;
 
 /* One piece of generated text for the streaming callback. */

@@ -373,7 +373,8 @@ class Stats:
     "eog", "stop", "cancelled", "context", "grammar"), stop_index, lossless_checked,
     lossless_first_diff, plain_n_gen, plain_decode_ms, rollback, n_rollbacks,
     n_redecoded, rollback_ms, rollback_bytes_moved, rollback_bytes_held,
-    grammar_ms, grammar_rounds_ms, n_grammar_masks) and
+    grammar_ms, grammar_rounds_ms, n_grammar_masks, gate_k, gate_r, and
+    gate_cv / gate_accept as lists indexed from S = 1 / position 1) and
     the figures `specdec generate` derives from them, under its --json names,
     None where there is nothing to measure (its n/a): prefill_tok_s,
     decode_tok_s, acceptance (α), accepted_per_round, tokens_per_forward,
@@ -383,6 +384,7 @@ class Stats:
     def __init__(self, c_stats):
         for name, _ in _c.Stats._fields_:
             setattr(self, name, getattr(c_stats, name))
+        self.gate_cv, self.gate_accept = list(self.gate_cv)[1:], list(self.gate_accept)[1:]
         self.drafter, self.rollback = _str(self.drafter), _str(self.rollback)
         self.stop_reason = _str(_c.lib().specdec_stop_reason_name(self.stop_reason))
         self.lossless = bool(c_stats.lossless) if self.lossless_checked else None

@@ -87,6 +87,9 @@ class LogitBias(ctypes.Structure):
     _fields_ = [("token", ctypes.c_int32), ("bias", ctypes.c_float)]
 
 
+GATE_N = 17  # SPECDEC_GATE_N
+
+
 class Stats(ctypes.Structure):
     _fields_ = [
         ("n_prompt", ctypes.c_int32),
@@ -120,6 +123,10 @@ class Stats(ctypes.Structure):
         ("grammar_ms", ctypes.c_double),
         ("grammar_rounds_ms", ctypes.c_double),
         ("n_grammar_masks", ctypes.c_int64),
+        ("gate_k", ctypes.c_int32),
+        ("gate_r", ctypes.c_double),
+        ("gate_cv", ctypes.c_double * GATE_N),
+        ("gate_accept", ctypes.c_double * GATE_N),
     ]
 
 

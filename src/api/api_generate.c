@@ -224,6 +224,7 @@ static const char *auto_name(sd_drafter_kind costly, bool suffix) {
         case SD_DRAFTER_MTP_SIDECAR: return "auto (suffix + ngram + mtp)";
         case SD_DRAFTER_EAGLE3: return "auto (suffix + ngram + eagle3)";
         case SD_DRAFTER_MODEL: return "auto (suffix + ngram + draft)";
+        case SD_DRAFTER_DFLASH: return "auto (suffix + ngram + dflash)";
         default: return "auto (suffix + ngram)";
         }
     switch (costly) {
@@ -231,6 +232,7 @@ static const char *auto_name(sd_drafter_kind costly, bool suffix) {
     case SD_DRAFTER_MTP_SIDECAR: return "auto (ngram + mtp)";
     case SD_DRAFTER_EAGLE3: return "auto (ngram + eagle3)";
     case SD_DRAFTER_MODEL: return "auto (ngram + draft)";
+    case SD_DRAFTER_DFLASH: return "auto (ngram + dflash)";
     default: return "auto (ngram)";
     }
 }
@@ -399,6 +401,11 @@ static void final_stats(run *r, specdec_stats *stats) {
     r->pub.grammar_ms = r->ist.t_grammar_s * 1e3;
     r->pub.grammar_rounds_ms = r->ist.t_grammar_rounds_s * 1e3;
     r->pub.n_grammar_masks = r->ist.grammar_masks;
+    r->pub.gate_k = r->ist.gate_k;
+    r->pub.gate_r = r->ist.gate_r;
+    _Static_assert(SPECDEC_GATE_N == SD_STATS_GATE_N, "gate report sizes");
+    memcpy(r->pub.gate_cv, r->ist.gate_cv, sizeof r->pub.gate_cv);
+    memcpy(r->pub.gate_accept, r->ist.gate_accept, sizeof r->pub.gate_accept);
     if (r->c->tl.hybrid) {
         const sd_hybrid_stats *h = &r->c->tl.hybrid->st;
         r->pub.n_rollbacks = h->rollbacks;

@@ -119,8 +119,8 @@ static specdec_status load_models(const gen_opts *o, engine *e, specdec_error *e
     if (o->run.gen.spec == SPECDEC_SPEC_DFLASH && !dflash)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: not a DFlash draft (architecture '%s'; --spec dflash needs dflash)",
                                  dp, specdec_model_arch(e->draft));
-    if (o->run.gen.spec != SPECDEC_SPEC_DFLASH && dflash)
-        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: a DFlash draft: use --spec dflash", dp);
+    if (o->run.gen.spec != SPECDEC_SPEC_DFLASH && o->run.gen.spec != SPECDEC_SPEC_AUTO && dflash)
+        return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: a DFlash draft: use --spec dflash or auto", dp);
     if (o->run.gen.spec == SPECDEC_SPEC_DRAFT && head)
         return specdec_error_set(err, SPECDEC_ERR_ARG, "%s: an EAGLE-3 head, not a draft model: use --spec eagle3", dp);
     return SPECDEC_OK;

@@ -212,6 +212,15 @@ bool gen_print_json(const gen_result *r) {
     json_object_set_new(o, "grammar_ms", json_real(st->grammar_ms));
     json_object_set_new(o, "grammar_rounds_ms", json_real(st->grammar_rounds_ms));
     json_object_set_new(o, "grammar_masks", json_integer(st->n_grammar_masks));
+    json_object_set_new(o, "gate_k", json_integer(st->gate_k));
+    json_object_set_new(o, "gate_r", json_real(st->gate_r));
+    json_t *cv = json_array(), *acc = json_array();
+    for (int S = 1; S < SPECDEC_GATE_N; S++) {
+        json_array_append_new(cv, json_real(st->gate_cv[S]));
+        json_array_append_new(acc, json_real(st->gate_accept[S]));
+    }
+    json_object_set_new(o, "gate_cv", cv);           /* c_v(S) for S = 1.. */
+    json_object_set_new(o, "gate_accept", acc);      /* a block drafter's acceptance at position 1.. */
     if (r->n_top >= 0 && r->model) json_object_set_new(o, "logprobs", logprobs_json(r));
     char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(o);

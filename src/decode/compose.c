@@ -56,6 +56,7 @@ const char *sd_drafter_kind_name(sd_drafter_kind k) {
 sd_drafter_kind sd_drafter_auto_costly(const sd_drafter_inputs *in) {
     /* the target's own head before a separate draft */
     if (in->mtp_sidecar) return SD_DRAFTER_MTP_SIDECAR;
+    if (in->dflash) return SD_DRAFTER_DFLASH;
     if (!in->eagle3 && in->target && sd_context_model(in->target)->nextn.present) return SD_DRAFTER_MTP;
     if (in->eagle3) return SD_DRAFTER_EAGLE3;
     return in->draft_lm ? SD_DRAFTER_MODEL : SD_DRAFTER_NGRAM;

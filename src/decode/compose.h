@@ -82,9 +82,12 @@ typedef struct sd_drafter_inputs {
 const char *sd_drafter_kind_name(sd_drafter_kind k);
 
 /* The costly drafter AUTO puts behind n-gram with these inputs: an MTP
- * sidecar, else the target's own MTP block unless an EAGLE-3 head is given,
- * else the EAGLE-3 head, else the draft model; SD_DRAFTER_NGRAM when there
- * is none (AUTO is then n-gram alone). */
+ * sidecar, else a DFlash draft, else the target's own MTP block unless an
+ * EAGLE-3 head is given, else the EAGLE-3 head, else the draft model;
+ * SD_DRAFTER_NGRAM when there is none (AUTO is then n-gram alone). A given
+ * file wins over the target's own block, as the user named it; a DFlash
+ * draft drafts only the block length the speedup model picks, and not at
+ * all where no length pays (gate.h block mode). */
 sd_drafter_kind sd_drafter_auto_costly(const sd_drafter_inputs *in);
 
 /* Builds the drafter of kind k from in into *out (free with

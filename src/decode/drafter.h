@@ -31,6 +31,16 @@ typedef struct sd_drafter {
     /* Proposals are sampled (a draft model at temperature > 0): propose fills
      * q with their distributions. False = deterministic, q is one-hot. */
     bool stochastic;
+    /* A block drafter (DFlash): one forward yields up to `block` drafts
+     * whatever k is asked for, so the decode loop asks for all of them,
+     * verifies the first K the speedup model picks (gate.h block mode) and
+     * scores every row against the tokens committed later (its acceptance
+     * per position). 0 for drafters that pay per drafted token. */
+    int32_t block;
+    /* Block drafters behind another (auto): whether the last proposal came
+     * from the block forward (true) or from elsewhere (a free lookup). NULL:
+     * every proposal of a block drafter does. */
+    bool (*last_was_block)(void *self);
     /* Coupled drafting at temperature > 0, for deterministic drafters that
      * run a model (draft model, MTP and EAGLE-3 heads); May be NULL. The
      * decode loop calls it at the start of every generation with the
@@ -164,7 +174,7 @@ sd_status sd_drafter_mtp_sidecar_init(sd_drafter *d, const sd_model *sidecar, sd
  * outlive the drafter) for them, injects the rows of the committed context
  * into its own context (n_ctx as the target's, n_batch rows per inject
  * forward, n_threads), and proposes up to min(k, block - 1, n_batch - 1)
- * tokens from ONE block forward: each row's argmax mapped through d2t, or
+ * tokens from ONE forward of the whole block (sd_drafter.block = block - 1): each row's argmax mapped through d2t, or
  * coupled draws at temperature > 0 (couple above; deterministic either
  * way); tree candidates are each row's w best. Rolls back with the target as
  * the head drafters do. head must outlive the drafter; freeing turns a hook

@@ -11,7 +11,10 @@
  * that round committed, so it keeps the lead where it would have gone on).
  * With a cross-request suffix memory, suffix drafting goes before the n-gram
  * (it sees the context too, and earlier outputs). A stochastic draft model
- * makes this drafter stochastic: n-gram proposals then report one-hot q rows. */
+ * makes this drafter stochastic: n-gram proposals then report one-hot q rows.
+ * A block drafter (DFlash) behind it makes this one a block drafter: the
+ * decode loop asks for a whole block and scores only the block drafter's
+ * proposals per position (last_was_block). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +122,8 @@ static void auto_accepted(void *self, const int32_t *ctx, int32_t n, int n_accep
     if (a->draft.accepted) a->draft.accepted(a->draft.self, ctx, n, n_accepted);
 }
 
+static bool auto_last_was_block(void *self) { return ((auto_drafter *)self)->draft_proposed; }
+
 static int64_t auto_n_forwards(void *self) {
     auto_drafter *a = self;
     return a->draft.n_forwards ? a->draft.n_forwards(a->draft.self) : 0;
@@ -149,7 +154,8 @@ sd_status sd_drafter_auto_init(sd_drafter *d, sd_drafter *ngram, sd_drafter *dra
                       .propose = auto_propose, .probe = auto_probe, .accepted = auto_accepted,
                       .propose_free = a->draft.propose ? auto_propose_free : NULL, .prefill = auto_prefill,
                       .guess = a->draft.propose ? auto_guess : NULL, .couple = auto_couple,
-                      .n_forwards = auto_n_forwards, .free = auto_free};
+                      .n_forwards = auto_n_forwards, .free = auto_free, .block = a->draft.block,
+                      .last_was_block = a->draft.block > 0 ? auto_last_was_block : NULL};
     return SD_OK;
 }
 

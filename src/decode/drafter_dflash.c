@@ -4,7 +4,8 @@
  * (model.h sd_dflash_inject); with the committed context ctx[0..N) (ctx[N-1]
  * = a0, not yet run by the target) one block forward of [a0, mask, ...] at
  * positions N-1.. gives up to block - 1 drafts at once (sd_dflash_block),
- * argmax per row (or the coupled draw, drafter.h couple).
+ * argmax per row (or the coupled draw, drafter.h couple). The forward is
+ * always the whole block; a request for fewer drafts only returns fewer.
  *
  * Rollback: injected position P depends on ctx[0..P] (the target's row P),
  * so the next propose keeps the positions whose tokens still match and
@@ -92,7 +93,9 @@ static int32_t pick_coupled(dflash *e, const float *lg, int64_t pos) {
 /* The block after ctx[0..n): up to k drafts, each with its w best in out[k][w]. */
 static int dflash_block_run(dflash *e, const int32_t *ctx, int32_t n, int k, int w, int32_t *out, sd_err *err) {
     if (n < 2 || sd_context_len(e->tctx) < n - 1) return 0;
-    int32_t B = k + 1 < e->block ? k + 1 : e->block;
+    /* always the whole block (the rows attend to each other: a shorter
+     * block is another forward than the one trained); k only cuts the output */
+    int32_t B = e->block;
     const int32_t room = sd_context_n_ctx(e->hc) - (n - 1);
     if (B > room) B = room;
     if (B < 2) return 0;
@@ -101,7 +104,8 @@ static int dflash_block_run(dflash *e, const int32_t *ctx, int32_t n, int k, int
     for (int32_t i = 1; i < B; i++) e->tokens[i] = e->head->hp.mask_token;
     if (sd_dflash_block(e->hc, e->target, e->tokens, B, e->logits, err) != SD_OK) return -1;
     e->n_forwards++;
-    for (int32_t i = 0; i < B - 1; i++) {
+    const int32_t nd = B - 1 < k ? B - 1 : k;
+    for (int32_t i = 0; i < nd; i++) {
         const float *lg = e->logits + (int64_t)i * e->n_logits;
         int32_t *tok = out + (size_t)i * (size_t)w;
         if (w == 1 && e->cs.s.temp > 0) {
@@ -112,7 +116,7 @@ static int dflash_block_run(dflash *e, const int32_t *ctx, int32_t n, int k, int
         else sd_top_w(lg, e->n_logits, w, tok);
         for (int r = 0; r < w; r++) tok[r] = tok[r] < 0 ? -1 : to_target(e, tok[r]);
     }
-    return B - 1;
+    return nd;
 }
 
 static int dflash_propose(void *self, const int32_t *ctx, int32_t n, int k, int32_t *out, float *q, sd_err *err) {
@@ -195,7 +199,8 @@ sd_status sd_drafter_dflash_init(sd_drafter *d, const sd_model *head, sd_context
         dflash_free(e);
         return st;
     }
-    *d = (sd_drafter){.name = "dflash", .self = e, .costly = true, .stochastic = false, .reset = dflash_reset,
+    *d = (sd_drafter){.name = "dflash", .self = e, .costly = true, .stochastic = false, .block = e->block - 1,
+                      .reset = dflash_reset,
                       .propose = dflash_propose, .propose_top = dflash_propose_top, .prefill = dflash_prefill,
                       .couple = dflash_couple, .n_forwards = dflash_n_forwards, .free = dflash_free};
     return SD_OK;

@@ -36,6 +36,7 @@ int32_t sd_gate_k(const sd_gate *g) {
      * later cost a costly drafter two more failing rounds (an MTP head at
      * α = 0 on a mixture of experts lost ~5% of a 64-token decode). */
     if (g->economic && !t1_known(g)) return 0;
+    if (g->block > 0 && g->economic) return sd_gate_best_k(g, &(double){0}); /* on the newest evidence */
     return g->k;
 }
 
@@ -70,17 +71,41 @@ double sd_gate_cv(const sd_gate *g, int32_t S) {
     return cv + slope * (double)(S - s);
 }
 
+void sd_gate_set_block(sd_gate *g, int32_t n) {
+    if (n < 1) n = 1;
+    if (n > SD_GATE_MAX_BLOCK) n = SD_GATE_MAX_BLOCK;
+    g->block = n;
+    if (g->k_max > n) g->k_max = n;
+    for (int32_t i = 0; i <= SD_GATE_MAX_BLOCK; i++) g->pos_hits[i] = 0.5, g->pos_trials[i] = 1.0;
+    g->k = g->adaptive && g->economic ? 1 : g->k_max;
+}
+
+void sd_gate_position(sd_gate *g, int32_t i, bool hit) {
+    if (g->block < 1 || i < 1 || i > g->block) return;
+    g->pos_hits[i] = ALPHA_DECAY * g->pos_hits[i] + hit;
+    g->pos_trials[i] = ALPHA_DECAY * g->pos_trials[i] + 1;
+}
+
+double sd_gate_accept_at(const sd_gate *g, int32_t i) {
+    if (g->block < 1 || i < 1 || i > g->block) return 0;
+    return g->pos_hits[i] / g->pos_trials[i];
+}
+
 double sd_gate_predicted_speedup(const sd_gate *g, int32_t k) {
     double cv = sd_gate_cv(g, k + 1);
     if (cv < 0 || k < 1) return -1;
+    if (g->block > 0) { /* E from the per-position products; one draft forward per round */
+        double e = 1, run = 1;
+        for (int32_t i = 1; i <= k && i <= g->block; i++) e += run *= sd_gate_accept_at(g, i);
+        return e / (cv + g->t_draft / g->t_fwd[1]);
+    }
     double a = sd_gate_alpha(g);
     double e = a >= 1 ? k + 1.0 : (1 - pow(a, k + 1)) / (1 - a);
     double r = g->t_draft / g->t_fwd[1]; /* 0 until the drafter was timed */
     return e / (cv + k * r);
 }
 
-/* The K in 1..k_max with the highest predicted speedup, and that speedup. */
-static int32_t best_k(const sd_gate *g, double *speedup) {
+int32_t sd_gate_best_k(const sd_gate *g, double *speedup) {
     int32_t best = 1;
     *speedup = sd_gate_predicted_speedup(g, 1);
     for (int32_t k = 2; k <= g->k_max; k++) {
@@ -91,7 +116,7 @@ static int32_t best_k(const sd_gate *g, double *speedup) {
 }
 
 void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
-    if (g->adaptive) {
+    if (g->adaptive && g->block == 0) {
         if (j == k && g->k < g->k_max) g->k = 2 * g->k < g->k_max ? 2 * g->k : g->k_max;
         if (j == 0 && g->k > 1) g->k /= 2;
     }
@@ -114,8 +139,9 @@ void sd_gate_round(sd_gate *g, int32_t k, int32_t j) {
      * a mixture of experts, not a cheap draft on a dense model). */
     if (!g->economic || !t1_known(g)) return;
     double speedup;
-    int32_t kb = best_k(g, &speedup);
+    int32_t kb = sd_gate_best_k(g, &speedup);
     if (speedup < 1.0) close_gate(g);
+    else if (g->block > 0) g->k = kb; /* the model picks the block length outright */
     else if (g->k > kb) g->k = kb;
 }
 
@@ -140,13 +166,14 @@ void sd_gate_probe_result(sd_gate *g, bool hit, bool ran_model) {
     if (g->streak < (ran_model ? 1 : 2)) return;
     if (g->economic && t1_known(g)) {
         double speedup;
-        (void)best_k(g, &speedup);
+        (void)sd_gate_best_k(g, &speedup);
         if (speedup < REOPEN_GAIN) return;
     }
     g->open = true;
     g->probation = !g->costly;
     g->misses = 0;
     g->k = g->adaptive ? 1 : g->k_max;
+    if (g->block > 0 && g->economic && t1_known(g)) g->k = sd_gate_best_k(g, &(double){0});
 }
 
 static void smooth(double *est, double x) {
@@ -168,5 +195,5 @@ void sd_gate_time_probe(sd_gate *g, double seconds) {
 }
 
 void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds) {
-    if (k >= 1 && isfinite(seconds)) smooth(&g->t_draft, seconds / k);
+    if (k >= 1 && isfinite(seconds)) smooth(&g->t_draft, g->block > 0 ? seconds : seconds / k);
 }

@@ -26,7 +26,20 @@
  *   short that probes take more than ~0.5% of the time. Two free hits
  *   in a row, or one model-probe hit, reopen the gate — if the speedup model,
  *   updated with the probes, predicts a gain of at least 5% (hysteresis).
- * G = 0 turns the gate off altogether (every round drafts, K as adaptive_k). */
+ * G = 0 turns the gate off altogether (every round drafts, K as adaptive_k).
+ *
+ * A block drafter (DFlash: one draft forward yields a whole block of drafts,
+ * drafter.h `block`) is priced per round, not per token, and its acceptance
+ * is not one α: its row i is trained to guess further ahead than row i - 1.
+ * In block mode (sd_gate_set_block) the gate keeps a decayed acceptance per
+ * block position, a_i = P(draft i matches | drafts 1..i-1 matched), fed by
+ * sd_gate_position from every block the drafter made (the decode loop scores
+ * all its rows against the tokens committed later, verified or not: free),
+ * and K is the argmax over 1..min(k_max, block) of
+ *   (1 + sum_{i<=K} a_1·...·a_i) / (c_v(K+1) + r),  r = t_block / t(1),
+ * the same §2 model with E summed over the measured per-position products
+ * and the draft cost paid once per round. adaptive_k does not apply; with G
+ * = 0 K stays k_max (a fixed length). */
 #ifndef SD_DECODE_GATE_H
 #define SD_DECODE_GATE_H
 
@@ -36,6 +49,7 @@
 #include "decode/spec.h"
 
 #define SD_GATE_MAX_S 64 /* forwards over more rows are not timed */
+#define SD_GATE_MAX_BLOCK 64 /* block positions the gate keeps acceptance for */
 
 typedef struct sd_gate {
     int32_t k_max, misses_to_close, probe0;
@@ -47,6 +61,8 @@ typedef struct sd_gate {
     double t_fwd[SD_GATE_MAX_S + 1];   /* smoothed seconds of a target forward over S rows, 0 = unseen */
     double t_draft;                    /* smoothed drafter seconds per proposed token, 0 = unseen */
     double t_probe;                    /* smoothed seconds of a model probe, 0 = unseen */
+    int32_t block;                     /* block mode: drafts per block forward; 0 = per-token drafter */
+    double pos_hits[SD_GATE_MAX_BLOCK + 1], pos_trials[SD_GATE_MAX_BLOCK + 1]; /* [i], i = 1..block */
 } sd_gate;
 
 void sd_gate_init(sd_gate *g, const sd_spec_params *p, bool costly_drafter);
@@ -71,6 +87,20 @@ void sd_gate_time_draft(sd_gate *g, int32_t k, double seconds);
  * decode time (interval >= 200 x t_probe / t(1)), whatever the interval
  * doubling says — on a tiny target a draft-model probe costs about a step. */
 void sd_gate_time_probe(sd_gate *g, double seconds);
+/* Block mode for a drafter whose one forward yields up to n drafts
+ * (n clipped to 1..SD_GATE_MAX_BLOCK; K then never exceeds it): t_draft is
+ * per round, K comes from the per-position acceptance (above). */
+void sd_gate_set_block(sd_gate *g, int32_t n);
+/* Block mode: draft i (1-based) of a block whose drafts 1..i-1 matched the
+ * committed text did (hit) or did not match it. Ignored outside block mode
+ * or past the block. */
+void sd_gate_position(sd_gate *g, int32_t i, bool hit);
+/* Block mode: the estimate of a_i in [0, 1] (prior 0.5 worth one trial). */
+double sd_gate_accept_at(const sd_gate *g, int32_t i);
+/* The K in 1..k_max (block mode: ..min(k_max, block)) with the highest
+ * predicted speedup, which goes to *speedup (negative while t(1) is
+ * unknown: then K is 1). */
+int32_t sd_gate_best_k(const sd_gate *g, double *speedup);
 /* The acceptance estimate α̂ in [0, 1]. */
 double sd_gate_alpha(const sd_gate *g);
 /* c_v(S) from the measured times: t(S) / t(1); an unmeasured S is

@@ -27,6 +27,10 @@ sd_spec_params sd_spec_default_params(void) {
     };
 }
 
+/* Blocks of a block drafter scored at once: with K = 1 a block of 7 needs up
+ * to 7 rounds to be known; an older one still open is dropped. */
+#define SD_SHADOWS 16
+
 typedef struct decoder {
     sd_lm *lm;
     sd_drafter *dr;
@@ -36,6 +40,12 @@ typedef struct decoder {
     sd_gate gate_free;     /* its free source alone (dr->propose_free), used while `gate` is closed */
     bool has_free;
     sd_gate *src;          /* the gate of the current round's proposal */
+    int32_t blk;           /* a block drafter's drafts per forward (chain rounds), 0 = none */
+    int32_t *blk_buf;      /* [blk] the drafts of the last block */
+    int32_t *sh_tok;       /* [SD_SHADOWS][blk]: recent blocks being scored against the committed text */
+    int32_t sh_start[SD_SHADOWS], sh_len[SD_SHADOWS], sh_done[SD_SHADOWS]; /* sh_len 0 = free slot */
+    int32_t sh_next;
+    int64_t pos_hit[SD_STATS_GATE_N], pos_try[SD_STATS_GATE_N]; /* the run's block-position outcomes */
     int32_t *hist, n_hist; /* committed tokens: prompt, generated (a0 included once committed) */
     int32_t *batch;        /* [K+1]: a0, d1..dK */
     float *logits;         /* [max(K+1, n_batch)][n_vocab] */
@@ -85,6 +95,14 @@ static sd_status decoder_init(decoder *d, int32_t n_prompt, sd_err *err) {
     sd_gate_init(&d->gate, p, d->dr && d->dr->costly);
     d->has_free = d->dr && d->dr->costly && d->dr->propose_free;
     sd_gate_init(&d->gate_free, p, false);
+    d->blk = d->dr && d->dr->block > 0 && !d->tree_on && !d->dr->stochastic ? d->dr->block : 0;
+    if (d->blk > SD_GATE_MAX_BLOCK) d->blk = SD_GATE_MAX_BLOCK;
+    if (d->blk) {
+        d->blk_buf = sd_malloc_array((size_t)d->blk, sizeof *d->blk_buf);
+        d->sh_tok = sd_malloc_array((size_t)SD_SHADOWS * (size_t)d->blk, sizeof *d->sh_tok);
+        if (!d->blk_buf || !d->sh_tok) return sd_err_set(err, SD_ERR_NOMEM, "decode buffers: out of memory");
+        sd_gate_set_block(&d->gate, d->blk);
+    }
     return SD_OK;
 }
 
@@ -98,6 +116,38 @@ static void decoder_free(decoder *d) {
     free(d->cand);
     free(d->gst);
     free(d->pen.count);
+    free(d->blk_buf);
+    free(d->sh_tok);
+}
+
+/* A block drafter's block of n drafts for the positions from start on (hist
+ * index of its first draft), kept to be scored as the text is committed. */
+static void shadow_add(decoder *d, int32_t start, const int32_t *tok, int32_t n) {
+    int32_t i = d->sh_next;
+    d->sh_next = (i + 1) % SD_SHADOWS;
+    memcpy(d->sh_tok + (size_t)i * (size_t)d->blk, tok, (size_t)n * sizeof *tok);
+    d->sh_start[i] = start, d->sh_len[i] = n, d->sh_done[i] = 0;
+}
+
+/* Each open block's drafts against the tokens committed since: draft j + 1
+ * of a block whose drafts 1..j matched is a trial of position j + 1 (gate.h
+ * block mode), whether or not the round verified it; a miss closes the block. */
+static void shadow_score(decoder *d) {
+    for (int32_t i = 0; i < SD_SHADOWS; i++) {
+        const int32_t *tok = d->sh_tok + (size_t)i * (size_t)d->blk;
+        while (d->sh_done[i] < d->sh_len[i] && d->sh_start[i] + d->sh_done[i] < d->n_hist) {
+            const bool hit = d->hist[d->sh_start[i] + d->sh_done[i]] == tok[d->sh_done[i]];
+            sd_gate_position(&d->gate, ++d->sh_done[i], hit);
+            if (d->sh_done[i] < SD_STATS_GATE_N) d->pos_try[d->sh_done[i]]++, d->pos_hit[d->sh_done[i]] += hit;
+            if (!hit) d->sh_len[i] = 0;
+        }
+        if (d->sh_done[i] >= d->sh_len[i]) d->sh_len[i] = 0;
+    }
+}
+
+/* Whether the drafter's last proposal came from its block forward. */
+static bool from_block(const decoder *d) {
+    return d->blk && (!d->dr->last_was_block || d->dr->last_was_block(d->dr->self));
 }
 
 /* Where the log-probabilities of this round's row 0 go (the next output position), or NULL. */
@@ -245,7 +295,9 @@ static int propose_forced(decoder *d, int k, sd_err *err) {
 }
 
 static int propose(decoder *d, int32_t n, sd_err *err) {
+    if (d->blk) shadow_score(d);
     int k = plan_k(d, &d->gate, n), got = 0;
+    bool block_round = false;
     d->src = &d->gate;
     double t0 = sd_now_s();
     d->tree_round = false;
@@ -258,6 +310,12 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
     } else if (k > 0 && d->tree_on) {
         got = d->dr->propose_top(d->dr->self, d->hist, d->n_hist, k, d->p->tree_width, d->cand, err);
         if (got > 0) got = plan_tree(d, n, got);
+    } else if (k > 0 && d->blk) { /* the whole block, verified up to k; every row scored later */
+        got = d->dr->propose(d->dr->self, d->hist, d->n_hist, d->blk, d->blk_buf, d->q, err);
+        block_round = got > 0 && from_block(d);
+        if (block_round) shadow_add(d, d->n_hist, d->blk_buf, got);
+        if (got > k) got = k;
+        if (got > 0) memcpy(d->batch + 1, d->blk_buf, (size_t)got * sizeof *d->blk_buf);
     } else if (k > 0) {
         got = d->dr->propose(d->dr->self, d->hist, d->n_hist, k, d->batch + 1, d->q, err);
     } else if (d->has_free && (k = plan_k(d, &d->gate_free, n)) > 0) {
@@ -266,7 +324,9 @@ static int propose(decoder *d, int32_t n, sd_err *err) {
     }
     double dt = sd_now_s() - t0;
     d->st->t_draft_s += dt;
-    if (got > 0 && d->dr && !d->forced) sd_gate_time_draft(d->src, got, dt);
+    /* a block drafter's time is per block (its free lookups are not timed) */
+    if (got > 0 && d->dr && !d->forced && (!d->blk || d->src != &d->gate || block_round))
+        sd_gate_time_draft(d->src, got, dt);
     return got;
 }
 
@@ -279,7 +339,19 @@ static sd_status probe_guess(decoder *d, sd_gate *g, int32_t *guess, bool *ran_m
     if (!sd_gate_probe_due(g, ran_model)) return SD_OK;
     int got = 0;
     double t0 = sd_now_s();
-    if (*ran_model) {
+    if (*ran_model && d->blk && g == &d->gate && !d->dr->last_was_block) { /* a whole block: all rows scored */
+        shadow_score(d);
+        got = d->dr->propose(d->dr->self, d->hist, d->n_hist, d->blk, d->blk_buf, d->q, err);
+        if (got > 0) {
+            shadow_add(d, d->n_hist, d->blk_buf, got);
+            *guess = d->blk_buf[0];
+            got = 1;
+        }
+        /* the same block forward a round pays: r keeps learning while closed
+         * (one slow first block, a preempted thread, would else keep it shut) */
+        if (got > 0) sd_gate_time_draft(g, d->blk, sd_now_s() - t0);
+        sd_gate_time_probe(g, sd_now_s() - t0);
+    } else if (*ran_model) {
         got = d->dr->guess ? d->dr->guess(d->dr->self, d->hist, d->n_hist, guess, err)
                            : d->dr->propose(d->dr->self, d->hist, d->n_hist, 1, guess, d->q, err);
         sd_gate_time_probe(g, sd_now_s() - t0); /* spaces the next probes */
@@ -296,6 +368,8 @@ static void probe_score(decoder *d, sd_gate *g, int32_t guess, bool ran_model, i
     if (guess < 0) return;
     d->st->probes++;
     d->st->probe_hits += guess == next_a0;
+    /* a block drafter's probe behind auto (no block to score): its first position */
+    if (ran_model && d->blk && g == &d->gate && d->dr->last_was_block) sd_gate_position(g, 1, guess == next_a0);
     sd_gate_probe_result(g, guess == next_a0, ran_model);
 }
 
@@ -490,6 +564,16 @@ sd_status sd_spec_generate(sd_lm *target, sd_drafter *drafter, const int32_t *pr
         stats->grammar_masks = sd_gmatch_n_masks(p->grammar) - masks0;
     }
     stats->gate_open = drafter && d.gate.open;
+    if (st == SD_OK && d.blk) shadow_score(&d); /* the last blocks against the last tokens */
+    if (drafter) {
+        stats->gate_k = sd_gate_k(&d.gate);
+        stats->gate_r = d.gate.t_fwd[1] > 0 ? d.gate.t_draft / d.gate.t_fwd[1] : 0;
+        for (int32_t S = 1; S < SD_STATS_GATE_N; S++) {
+            const double cv = sd_gate_cv(&d.gate, S);
+            stats->gate_cv[S] = cv > 0 ? cv : 0;
+            stats->gate_accept[S] = d.pos_try[S] ? (double)d.pos_hit[S] / (double)d.pos_try[S] : 0;
+        }
+    }
     stats->draft_forwards = drafter && drafter->n_forwards ? drafter->n_forwards(drafter->self) : 0;
     *n_out = d.n_out;
     decoder_free(&d);

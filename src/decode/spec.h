@@ -102,6 +102,8 @@ typedef struct sd_spec_params {
  * gate_probe 16, n_batch 64, greedy, stop at EOG. */
 sd_spec_params sd_spec_default_params(void);
 
+#define SD_STATS_GATE_N 17 /* c_v(S) and acceptance per position reported for 1..16 */
+
 typedef struct sd_spec_stats {
     int64_t n_prompt, n_gen;
     int64_t rounds;          /* verify rounds (target forwards with >= 1 draft token) */
@@ -128,6 +130,15 @@ typedef struct sd_spec_stats {
      * walk each; the others came from the per-state cache or were not needed). */
     double t_grammar_s, t_grammar_rounds_s;
     int64_t grammar_masks;
+    /* The speedup model at the end (gate.h): the K it would draft next (0:
+     * closed, or t(1) unknown), r = the drafter's cost per drafted token (per
+     * block for a block drafter) in target steps, c_v(S) at index S =
+     * 1..SD_STATS_GATE_N - 1 (measured or extrapolated; 0 unknown), and a
+     * block drafter's acceptance at block position i over the whole call
+     * (i-th drafts that matched where drafts 1..i-1 did; 0 otherwise). */
+    int32_t gate_k;
+    double gate_r;
+    double gate_cv[SD_STATS_GATE_N], gate_accept[SD_STATS_GATE_N];
 } sd_spec_stats;
 
 /* Called with each committed token in order; return false to stop early.

@@ -244,6 +244,77 @@ static void test_moe_never_slower(void **state) {
 }
 
 /* G = 0: the gate is off, whatever the costs say. */
+
+/* Block mode (a DFlash drafter): the draft cost is paid once per round, the
+ * acceptance is per position, and K is the argmax of the §2 model over those,
+ * checked against a brute-force evaluation from the same inputs; a cheap long
+ * window lengthens K, a cliff in c_v shortens it, and where no K pays the gate
+ * closes. With the gate off, K is the fixed k_max (the block, at most). */
+static double block_speedup(const double *a, int k, double cv, double r) {
+    double e = 1, run = 1;
+    for (int i = 1; i <= k; i++) e += run *= a[i];
+    return e / (cv + r);
+}
+
+static void teach_positions(sd_gate *g, const double *a, int n_block) {
+    for (int rep = 0; rep < 60; rep++) /* exact running rates: hit while below round(a·trials) */
+        for (int i = 1; i <= n_block; i++) {
+            double h = g->pos_hits[i], t = g->pos_trials[i];
+            sd_gate_position(g, i, h + 1 <= a[i] * (t + 1) + 0.5 * (1 - a[i]));
+        }
+}
+
+static void test_block_mode(void **state) {
+    (void)state;
+    sd_gate g = make(true, 4);
+    sd_gate_set_block(&g, 7);
+    assert_int_equal(g.k_max, 7);
+    assert_int_equal(sd_gate_k(&g), 0); /* t(1) unknown: a plain step first */
+    const double a[8] = {0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2};
+    teach_positions(&g, a, 7);
+    for (int i = 1; i <= 7; i++) assert_true(fabs(sd_gate_accept_at(&g, i) - a[i]) < 0.1);
+    assert_true(sd_gate_accept_at(&g, 1) > sd_gate_accept_at(&g, 4)); /* per position, not one α */
+    /* a cheap window (c_v 1 + 0.02 per row), a block forward of 0.3 target steps */
+    for (int S = 1; S <= 8; S++) sd_gate_time_forward(&g, S, 1 + 0.02 * (S - 1));
+    sd_gate_time_draft(&g, 7, 0.3); /* per round: NOT divided by the 7 drafts */
+    double est[8], sp;
+    for (int i = 1; i <= 7; i++) est[i] = sd_gate_accept_at(&g, i);
+    int brute = 1;
+    for (int k = 1; k <= 7; k++) {
+        double want = block_speedup(est, k, sd_gate_cv(&g, k + 1), 0.3);
+        assert_float_equal(sd_gate_predicted_speedup(&g, k), want, 1e-12);
+        if (want > block_speedup(est, brute, sd_gate_cv(&g, brute + 1), 0.3)) brute = k;
+    }
+    assert_int_equal(sd_gate_best_k(&g, &sp), brute);
+    assert_int_equal(sd_gate_k(&g), brute);
+    assert_true(brute >= 4); /* the cheap window pays for the long tail */
+    /* the same acceptance behind a costly window (+0.3 per row): a shorter K */
+    sd_gate h = make(true, 4);
+    sd_gate_set_block(&h, 7);
+    teach_positions(&h, a, 7);
+    for (int S = 1; S <= 8; S++) sd_gate_time_forward(&h, S, 1 + 0.3 * (S - 1));
+    sd_gate_time_draft(&h, 7, 0.3);
+    assert_true(sd_gate_k(&h) >= 1 && sd_gate_k(&h) < brute);
+    /* a drafter whose first row is rarely right: no K pays, a zero round closes the gate */
+    sd_gate z = make(true, 4);
+    sd_gate_set_block(&z, 7);
+    const double bad[8] = {0, 0.05, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9};
+    teach_positions(&z, bad, 7);
+    for (int S = 1; S <= 8; S++) sd_gate_time_forward(&z, S, 1 + 0.05 * (S - 1));
+    sd_gate_time_draft(&z, 7, 0.3);
+    (void)sd_gate_best_k(&z, &sp);
+    assert_true(sp < 1);
+    sd_gate_round(&z, sd_gate_k(&z), 0);
+    assert_int_equal(sd_gate_k(&z), 0);
+    /* gate off: the fixed length, whatever the model says */
+    sd_gate f = make(true, 0);
+    f.adaptive = false;
+    sd_gate_set_block(&f, 5);
+    teach_positions(&f, bad, 5);
+    sd_gate_time_forward(&f, 1, 1.0);
+    assert_int_equal(sd_gate_k(&f), 5);
+}
+
 static void test_gate_off(void **state) {
     (void)state;
     sd_gate g = make(true, 0);
@@ -262,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_probe_budget),
         cmocka_unit_test(test_k_follows_costs),
         cmocka_unit_test(test_gate_off),
+        cmocka_unit_test(test_block_mode),
         cmocka_unit_test(test_moe_extrapolation),
         cmocka_unit_test(test_moe_never_slower),
     };

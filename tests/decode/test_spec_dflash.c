@@ -4,7 +4,8 @@
  *  - LOSSLESS: speculative output == plain decoding on the dense, hybrid
  *    (qwen35) and MoE (qwen3moe, qwen35moe) fixture targets, every hybrid
  *    rollback discipline, greedy and seeded temperature 0.8, with a full
- *    and a reduced (d2t) draft vocabulary;
+ *    and a reduced (d2t) draft vocabulary, at a fixed block length, at the
+ *    length the speedup model picks (gate.h block mode), and behind auto;
  *  - one block forward is the same for any batch split of the injected
  *    positions, thread count and n_batch (bitwise), and leaves the length;
  *  - a draft that does not fit the target (width, target layers,
@@ -36,9 +37,14 @@ static sd_model *write_load(const char *target_path, const tiny_dflash_spec *sp,
     return m;
 }
 
+/* How a run drafts: --spec dflash at the fixed K = 7 (gate off), at the K
+ * the speedup model picks (gate on), or auto with the DFlash draft. */
+enum { FIXED, PICKED, AUTO, N_MODES };
+static const char *const MODE_NAMES[N_MODES] = {"fixed", "picked", "auto"};
+
 /* Plain vs dflash on one prompt under discipline d; adds to drafted/accepted. */
-static void check_prompt(sd_model *target, sd_model *head, sd_rollback d, const int32_t *prompt, int32_t n_prompt,
-                         float temp, int64_t *drafted, int64_t *accepted) {
+static void check_prompt_as(sd_model *target, sd_model *head, sd_rollback d, const int32_t *prompt, int32_t n_prompt,
+                            float temp, int mode, int64_t *drafted, int64_t *accepted) {
     const int32_t n_predict = 16, K = 7;
     sd_err err = {0};
     sd_context *tc = NULL;
@@ -52,27 +58,35 @@ static void check_prompt(sd_model *target, sd_model *head, sd_rollback d, const 
     p.draft_max = K;
     p.is_eog = eog;
     p.stop_at_eog = false;
-    p.gate_misses = 0, p.adaptive_k = false;
+    if (mode == FIXED) p.gate_misses = 0, p.adaptive_k = false;
     if (temp > 0) p.sampling = (sd_sampling){.temp = temp, .top_k = 40, .top_p = 0.95f, .seed = 77 + (uint64_t)n_prompt};
     int32_t want[64], got[64], n_want = 0, n_got = 0;
     assert_int_equal(sd_spec_generate(&tl.lm, NULL, prompt, n_prompt, &p, NULL, target->tok, want, &n_want, NULL, &err),
                      SD_OK);
     assert_int_equal(tl.lm.truncate(tl.lm.self, 0, &err), SD_OK);
     sd_drafter dr = {0};
-    const sd_drafter_inputs in = {.target = tc, .dflash = head, .n_threads = 2, .n_batch = 16};
-    assert_int_equal(sd_compose_drafter(&dr, SD_DRAFTER_DFLASH, &in, &err), SD_OK);
+    const sd_drafter_inputs in = {.target = tc, .dflash = head, .n_threads = 2, .n_batch = 16, .ngram_min = 1, .ngram_max = 3};
+    assert_int_equal(sd_compose_drafter(&dr, mode == AUTO ? SD_DRAFTER_AUTO : SD_DRAFTER_DFLASH, &in, &err), SD_OK);
+    assert_int_equal(dr.block, head->hp.dflash_block - 1);
     sd_spec_stats st;
     if (sd_spec_generate(&tl.lm, &dr, prompt, n_prompt, &p, NULL, target->tok, got, &n_got, &st, &err) != SD_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(n_got, n_want);
     for (int i = 0; i < n_want; i++)
-        if (got[i] != want[i]) fail_msg("disc %d temp %.1f: token %d differs (%d vs %d)", d, temp, i, got[i], want[i]);
+        if (got[i] != want[i])
+            fail_msg("disc %d temp %.1f %s: token %d differs (%d vs %d)", d, temp, MODE_NAMES[mode], i, got[i], want[i]);
+    assert_true(st.drafted <= st.rounds * (int64_t)K); /* never more than the block length asked for */
     *drafted += st.drafted;
     *accepted += st.accepted;
     sd_drafter_free(&dr);
     assert_null(sd_context_hidden(tc, 0)); /* freeing the drafter turned the hook off */
     sd_model_lm_free(&tl);
     sd_context_free(tc);
+}
+
+static void check_prompt(sd_model *target, sd_model *head, sd_rollback d, const int32_t *prompt, int32_t n_prompt,
+                         float temp, int64_t *drafted, int64_t *accepted) {
+    check_prompt_as(target, head, d, prompt, n_prompt, temp, FIXED, drafted, accepted);
 }
 
 static void lossless_on(const char *target_path) {
@@ -93,8 +107,9 @@ static void lossless_on(const char *target_path) {
                 size_t n = 0;
                 int32_t *ids = bench_prompt(target, prompts[i], &n);
                 if (n > 48) n = 48; /* the prompt's head: the same paths, a fraction of the prefill */
-                check_prompt(target, (d + t + i) % 2 ? reduced : full, (sd_rollback)d, ids, (int32_t)n,
-                             t ? 0.8f : 0, &drafted, &accepted);
+                /* every discipline meets each mode: fixed K, the model's K, auto */
+                check_prompt_as(target, (d + t + i) % 2 ? reduced : full, (sd_rollback)d, ids, (int32_t)n,
+                                t ? 0.8f : 0, (d + 2 * t + i) % N_MODES, &drafted, &accepted);
                 free(ids);
             }
     printf("%s: accepted %lld of %lld drafted (random drafts)\n", target_path, (long long)accepted, (long long)drafted);
@@ -112,8 +127,8 @@ static void test_lossless_moe(void **state) {
     lossless_on("models/fixture-q35moe-target.gguf"); /* a hybrid MoE: every discipline again */
 }
 
-/* The committed trained draft (tools/fixtures/train_dflash.py) on its target: LOSSLESS, and some of
- * its drafts are accepted (free text, where it learnt the most). */
+/* The committed trained drafts (tools/fixtures/train_dflash.py) on their targets: LOSSLESS, and some
+ * of their drafts are accepted (text like what they learnt from). */
 static void test_trained_fixture(void **state) {
     (void)state;
     sd_model *target = load("models/fixture-target.gguf"), *head = load("models/fixture-dflash.gguf");
@@ -123,7 +138,21 @@ static void test_trained_fixture(void **state) {
     int64_t drafted = 0, accepted = 0;
     check_prompt(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0, &drafted, &accepted);
     check_prompt(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0.8f, &drafted, &accepted);
+    if (!getenv("SD_ASAN")) { /* the lossless tests above already run both modes under the sanitizers */
+        check_prompt_as(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0, PICKED, &drafted, &accepted);
+        check_prompt_as(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0.8f, AUTO, &drafted, &accepted);
+    }
     printf("fixture-dflash: accepted %lld of %lld drafted\n", (long long)accepted, (long long)drafted);
+    assert_true(accepted > 0);
+    free(ids);
+    sd_model_free(head);
+    sd_model_free(target);
+    /* the hybrid pair: models/fixture-q35-dflash.gguf, distilled on the qwen35 fixture target */
+    target = load("models/fixture-q35-target.gguf"), head = load("models/fixture-q35-dflash.gguf");
+    ids = bench_prompt(target, "bench/prompts/rag-spec.txt", &n);
+    drafted = accepted = 0;
+    check_prompt(target, head, SD_ROLLBACK_REPLAY, ids, (int32_t)n, 0, &drafted, &accepted);
+    printf("fixture-q35-dflash: accepted %lld of %lld drafted\n", (long long)accepted, (long long)drafted);
     assert_true(accepted > 0);
     free(ids);
     sd_model_free(head);
