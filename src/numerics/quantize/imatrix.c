@@ -111,7 +111,11 @@ static bool ends_with(const char *s, const char *suf, size_t *stem) {
 static sd_status load_gguf(const char *path, sd_imatrix *im, sd_err *err) {
     gguf_ctx *g = NULL;
     sd_status st = gguf_open(path, &g, err);
-    if (st != SD_OK) return st;
+    if (st != SD_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return sd_err_set(err, st, "imatrix: %s", msg);
+    }
     int64_t nt = gguf_n_tensors(g);
     im->e = sd_calloc(nt ? (size_t)nt : 1, sizeof *im->e);
     if (!im->e) {
