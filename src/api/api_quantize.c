@@ -34,14 +34,14 @@ static void free_overrides(quant_options *o) {
     free(o->overrides);
 }
 
-/* Parses the "REGEX=TYPE" strings (the last '=' splits them). */
+/* Parses the "REGEX=TYPE" strings (the first '=' splits them, as llama-quantize). */
 static specdec_status parse_overrides(const specdec_quantize_params *p, quant_options *o, specdec_error *err) {
     if (p->n_tensor_types <= 0) return SPECDEC_OK;
     if (!p->tensor_types) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_quantize_file: tensor_types is NULL");
     o->overrides = calloc((size_t)p->n_tensor_types, sizeof *o->overrides);
     if (!o->overrides) return sd_api_fail(err, SPECDEC_ERR_NOMEM, "specdec_quantize_file: out of memory");
     for (int i = 0; i < p->n_tensor_types; i++) {
-        const char *s = p->tensor_types[i], *eq = s ? strrchr(s, '=') : NULL;
+        const char *s = p->tensor_types[i], *eq = s ? strchr(s, '=') : NULL;
         if (!eq || eq == s || !eq[1])
             return sd_api_fail(err, SPECDEC_ERR_ARG, "--tensor-type '%s': needs PATTERN=TYPE", s ? s : "(null)");
         uint32_t t = writable_type(eq + 1);
