@@ -48,7 +48,7 @@ typedef struct tcase {
 } tcase;
 
 static const tcase k_types[] = {
-    {"iq2_xxs", 2.0625}, {"iq2_xs", 2.3125}, {"iq2_s", 2.5625}, {"iq3_xxs", 3.0625},
+    {"iq1_s", 1.5625},   {"iq2_xxs", 2.0625}, {"iq2_xs", 2.3125}, {"iq2_s", 2.5625}, {"iq3_xxs", 3.0625},
     {"iq3_s", 3.4375},   {"mxfp4", 4.25},    {"iq4_nl", 4.5},   {"iq4_xs", 4.25},
 };
 
@@ -135,7 +135,7 @@ static void test_extremes(void **state) {
             for (int j = 0; j < N; j++) assert_true(isfinite(y[j]));
             /* an isolated spike: the 2-bit grids hold level 43 beside seven 8s
              * only at some positions, so the spike may take level 25 */
-            const float tol = k_types[k].bits < 3 ? 0.6f : 0.35f;
+            const float tol = k_types[k].bits < 2 ? 0.75f : k_types[k].bits < 3 ? 0.6f : 0.35f;
             if (!(fabsf(y[5] - x[5]) <= tol * mags[m]) || !(fabsf(y[300] - x[300]) <= tol * mags[m]))
                 printf("%s magnitude %g: %g -> %g, %g -> %g\n", k_types[k].name, (double)mags[m], (double)x[5],
                        (double)y[5], (double)x[300], (double)y[300]);

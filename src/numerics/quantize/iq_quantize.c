@@ -23,6 +23,8 @@
  *     smaller trials); per group s is the rounded (S / dc - 1) / 2 or its
  *     neighbour, each checked by re-choosing the entries at the quantized
  *     scale. The trial d with the least block error is written.
+ * IQ1_S: the same search with a signed grid of -1, 0, 1, no signs, 3-bit
+ *     scales and a shift of +-1/8 per 32 values, both shifts tried in step 2.
  * MXFP4 (block 32, E8M0 exponent): every exponent within 2 of
  *     log2(max|x| / 6) is tried with each value at its nearest code.
  * IQ4_NL (block 32) and IQ4_XS (256, 6-bit signed sub-scales): per 32, 2 x
@@ -45,7 +47,7 @@ enum { K_NBR = 16 };
 
 /* ---- grids and their neighbour tables ---- */
 
-enum { G_IQ2XXS, G_IQ2XS, G_IQ2S, G_IQ3XXS, G_IQ3S, G_COUNT };
+enum { G_IQ2XXS, G_IQ2XS, G_IQ2S, G_IQ3XXS, G_IQ3S, G_IQ1S, G_COUNT };
 
 typedef struct grid {
     int P, N, nlev, nlat; /* values per entry, entries, levels, nlev^P */
@@ -99,7 +101,8 @@ static void build_all(void) {
                  build_grid(&g_grids[G_IQ2XS], sd_iq2xs_grid, 512, 8, lv2, 3) &&
                  build_grid(&g_grids[G_IQ2S], sd_iq2s_grid, 1024, 8, lv2, 3) &&
                  build_grid(&g_grids[G_IQ3XXS], sd_iq3xxs_grid, 256, 4, sd_iq3xxs_levels, 8) &&
-                 build_grid(&g_grids[G_IQ3S], sd_iq3s_grid, 512, 4, sd_iq3s_levels, 8);
+                 build_grid(&g_grids[G_IQ3S], sd_iq3s_grid, 512, 4, sd_iq3s_levels, 8) &&
+                 build_grid(&g_grids[G_IQ1S], sd_iq1s_grid, 2048, 8, sd_iq1s_levels, 3);
 }
 
 static const grid *get_grid(int id) {
@@ -144,6 +147,8 @@ typedef struct gtype {
     int sg;     /* scale group length: 32 or 16 */
     int parity; /* 7 stored sign bits per 8 values, even count of minus signs */
     float c;    /* value = d c (2s + 1) grid sign */
+    int iq1;    /* IQ1_S: signed grid {-1, 0, 1}, no signs, value = d (2s + 1)
+                 * (grid + delta), delta +-1/8 per scale group, s 3 bits */
 } gtype;
 
 typedef struct gres {
@@ -151,35 +156,42 @@ typedef struct gres {
     int s[16];
     uint16_t idx[64]; /* per entry of P values, in order */
     uint8_t sign[32]; /* per 8 values: bit j = value j negative */
+    int neg_delta[16]; /* IQ1_S: delta -1/8 in this scale group */
 } gres;
 
-/* Entries of one scale group at scale S: sum of the errors; idx filled. */
-static float pick_group(const grid *g, const float *t, const float *w, int len, float S, uint16_t *idx) {
-    float tot = 0, e;
+/* Entries of one scale group at scale S (values S (grid + delta)): sum of
+ * the errors; idx filled. */
+static float pick_group_d(const grid *g, const float *t, const float *w, int len, float S, float delta,
+                          uint16_t *idx) {
+    float tot = 0, e, ts[32];
+    for (int j = 0; j < len; j++) ts[j] = t[j] - S * delta;
     for (int k = 0; k < len / g->P; k++) {
-        idx[k] = (uint16_t)best_entry(g, t + k * g->P, w + k * g->P, S, &e);
+        idx[k] = (uint16_t)best_entry(g, ts + k * g->P, w + k * g->P, S, &e);
         tot += e;
     }
     return tot;
 }
 
-/* The float scale of least error for a scale group (0 if nothing to fit). */
-static float fit_group(const grid *g, const float *t, const float *w, int len) {
+
+/* The float scale of least error for a scale group (0 if nothing to fit).
+ * iq1: also the delta sign (*neg), each tried. */
+static float fit_group(const grid *g, const float *t, const float *w, int len, int iq1, int *neg) {
     float tmax = 0;
     for (int j = 0; j < len; j++)
-        if (t[j] > tmax) tmax = t[j];
+        if ((iq1 ? fabsf(t[j]) : t[j]) > tmax) tmax = iq1 ? fabsf(t[j]) : t[j];
     if (tmax <= 0) return 0;
-    const float top = g->lev[g->nlev - 1];
+    const float top = g->lev[g->nlev - 1] + (iq1 ? 0.125f : 0.0f);
     float best_S = tmax / top, best_e = INFINITY;
     uint16_t idx[32];
-    for (int it = 0; it < 24; it++) {
-        const float S0 = tmax / top * (0.45f + 0.05f * (float)it);
-        pick_group(g, t, w, len, S0, idx);
+    for (int it = 0; it < 24 * (iq1 ? 2 : 1); it++) {
+        const float delta = iq1 ? (it & 1 ? -0.125f : 0.125f) : 0.0f;
+        const float S0 = tmax / top * (0.45f + 0.05f * (float)(iq1 ? it / 2 : it));
+        pick_group_d(g, t, w, len, S0, delta, idx);
         double num = 0, den = 0, tt = 0;
         for (int k = 0; k < len / g->P; k++)
             for (int j = 0; j < g->P; j++) {
                 const int e = k * g->P + j;
-                const double v = g->val[(size_t)idx[k] * g->P + j];
+                const double v = g->val[(size_t)idx[k] * g->P + j] + delta;
                 num += (double)w[e] * t[e] * v;
                 den += (double)w[e] * v * v;
                 tt += (double)w[e] * t[e] * t[e];
@@ -189,6 +201,7 @@ static float fit_group(const grid *g, const float *t, const float *w, int len) {
         if (err < best_e) {
             best_e = (float)err;
             best_S = (float)(num / den);
+            if (neg) *neg = delta < 0;
         }
     }
     return best_S;
@@ -197,8 +210,10 @@ static float fit_group(const grid *g, const float *t, const float *w, int len) {
 static void quantize_grid_block(const gtype *gt, const grid *g, const float *x, const float *w, gres *r) {
     float t[QKK];
     memset(r, 0, sizeof *r);
-    /* 1. signs */
-    for (int gi = 0; gi < 32; gi++) {
+    /* 1. signs (IQ1_S: none, the grid is signed) */
+    for (int gi = 0; gi < 32 && gt->iq1; gi++)
+        for (int j = 0; j < 8; j++) t[8 * gi + j] = x[8 * gi + j];
+    for (int gi = 0; gi < 32 && !gt->iq1; gi++) {
         uint8_t sb = 0;
         for (int j = 0; j < 8; j++) {
             const float v = x[8 * gi + j];
@@ -218,12 +233,14 @@ static void quantize_grid_block(const gtype *gt, const grid *g, const float *x, 
     const int ng = QKK / gt->sg, per = gt->sg / g->P;
     float S[16], smax = 0;
     for (int k = 0; k < ng; k++) {
-        S[k] = fit_group(g, t + k * gt->sg, w + k * gt->sg, gt->sg);
+        S[k] = fit_group(g, t + k * gt->sg, w + k * gt->sg, gt->sg, gt->iq1, &r->neg_delta[k]);
         if (S[k] > smax) smax = S[k];
     }
     if (smax <= 0) return; /* d 0: all zero */
     /* 3. block scale trials */
-    static const float trial[5] = {31.f, 30.f, 29.f, 32.f, 27.f};
+    static const float trial31[5] = {31.f, 30.f, 29.f, 32.f, 27.f}, trial15[5] = {15.f, 14.f, 13.f, 16.f, 12.f};
+    const float *trial = gt->iq1 ? trial15 : trial31;
+    const int s_top = gt->iq1 ? 7 : 15;
     float best = INFINITY;
     gres cur;
     for (int tr = 0; tr < 5; tr++) {
@@ -238,18 +255,19 @@ static void quantize_grid_block(const gtype *gt, const grid *g, const float *x, 
             int s0 = (int)floorf((S[k] / (dq * gt->c) - 1.0f) * 0.5f);
             float be = INFINITY;
             uint16_t idx[32];
+            const float delta = gt->iq1 ? (r->neg_delta[k] ? -0.125f : 0.125f) : 0.0f;
             for (int s = s0; s <= s0 + 1; s++) {
-                if (s < 0 || s > 15) continue;
-                float e = pick_group(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * s + 1), idx);
+                if (s < 0 || s > s_top) continue;
+                float e = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * s + 1), delta, idx);
                 if (e < be) {
                     be = e;
                     cur.s[k] = s;
                     memcpy(cur.idx + k * per, idx, (size_t)per * sizeof idx[0]);
                 }
             }
-            if (be == INFINITY) { /* scale above 15: take 15 */
-                cur.s[k] = s0 < 0 ? 0 : 15;
-                be = pick_group(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * cur.s[k] + 1), cur.idx + k * per);
+            if (be == INFINITY) { /* scale above the top: take the top */
+                cur.s[k] = s0 < 0 ? 0 : s_top;
+                be = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * cur.s[k] + 1), delta, cur.idx + k * per);
             }
             tot += be;
         }
@@ -314,14 +332,24 @@ static void pack_grid(uint32_t t, const gres *r, uint8_t *b) {
         for (int gi = 0; gi < 32; gi++) b[74 + gi] = r->sign[gi];
         for (int ib = 0; ib < 8; ib++) b[106 + ib / 2] |= (uint8_t)(r->s[ib] << 4 * (ib % 2));
         break;
+    case GGML_TYPE_IQ1_S:
+        for (int ib = 0; ib < 8; ib++) {
+            uint16_t h = (uint16_t)(r->s[ib] << 12 | (r->neg_delta[ib] ? 0x8000 : 0));
+            for (int l = 0; l < 4; l++) {
+                b[2 + 4 * ib + l] = (uint8_t)r->idx[4 * ib + l];
+                h |= (uint16_t)((r->idx[4 * ib + l] >> 8) << 3 * l);
+            }
+            put16(b + 34 + 2 * ib, h);
+        }
+        break;
     default: break;
     }
 }
 
 static const gtype *grid_type(uint32_t t, int *bytes) {
     static const gtype T[] = {
-        {G_IQ2XXS, 32, 1, 0.125f}, {G_IQ2XS, 16, 1, 0.125f}, {G_IQ2S, 16, 0, 0.125f},
-        {G_IQ3XXS, 32, 1, 0.25f},  {G_IQ3S, 32, 0, 1.0f},
+        {G_IQ2XXS, 32, 1, 0.125f, 0}, {G_IQ2XS, 16, 1, 0.125f, 0}, {G_IQ2S, 16, 0, 0.125f, 0},
+        {G_IQ3XXS, 32, 1, 0.25f, 0}, {G_IQ3S, 32, 0, 1.0f, 0}, {G_IQ1S, 32, 0, 1.0f, 1},
     };
     switch (t) {
     case GGML_TYPE_IQ2_XXS: *bytes = 66; return &T[0];
@@ -329,6 +357,7 @@ static const gtype *grid_type(uint32_t t, int *bytes) {
     case GGML_TYPE_IQ2_S: *bytes = 82; return &T[2];
     case GGML_TYPE_IQ3_XXS: *bytes = 98; return &T[3];
     case GGML_TYPE_IQ3_S: *bytes = 110; return &T[4];
+    case GGML_TYPE_IQ1_S: *bytes = 50; return &T[5];
     default: return NULL;
     }
 }
