@@ -3,13 +3,14 @@
 # imatrix files (tests/data/iq/imatrix.gguf and the legacy imatrix.dat, both
 # from llama-imatrix on the fixture; make.sh):
 #  - each file type loads, carries its types (inspect), and decodes greedily
-#    with speculation byte for byte (LOSSLESS n/n): iq2_xxs, iq2_s (IQ2_XS +
+#    with speculation byte for byte (LOSSLESS n/n): iq1_s, iq2_xxs, iq2_s (IQ2_XS +
 #    IQ3_S), iq2_m (IQ2_S), iq3_xs (IQ3_S + IQ3_XXS), and mxfp4_moe on the
 #    MoE fixture (MXFP4 experts), so every new quantizer runs;
 #  - the imatrix-weighted error against the Q8_0 source (sd-quant_compare)
 #    is no worse than llama-quantize's own IQ2_XXS / IQ3_XXS files of that
 #    source and imatrix (committed in tests/data/iq), and the others stay
-#    under 3 x 2^-4, the Gaussian bound at 2 bits times 3 (test_iq_quantize);
+#    under 3 x 2^-4, the Gaussian bound at 2 bits times 3 (test_iq_quantize),
+#    iq1_s under 3 x 2^-3.125 (its 1.5625 bits);
 #  - the .dat and the GGUF form of one calibration both load and write the
 #    same types;
 #  - per-tensor overrides land where they say; a row that a type cannot take
@@ -30,7 +31,7 @@ prompt=$'class Parser:\n    def __init__(self, text):'
 # all_e FILE THEIRS: the weighted error of FILE in sd-quant_compare's last row
 all_e() { "$cmp" models/fixture-target.gguf "$1" "$2" "$d/imatrix.gguf" | tail -n 1 | awk -F'|' '{print $8, $9}'; }
 
-for t in iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs; do
+for t in iq1_s:iq1_s iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs; do
   name=${t%%:*}; want=${t##*:}
   "$bin" quantize --threads 2 --imatrix "$d/imatrix.gguf" models/fixture-target.gguf "$tmp/$name.gguf" "$name" \
     >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "$name: quantize failed"; }
@@ -55,6 +56,8 @@ for name in iq2_s iq2_m iq3_xs; do
   read -r ours _ < <(all_e "$tmp/$name.gguf" "$tmp/$name.gguf")
   awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 / 16) }' || fail "$name: error $ours above 3/16"
 done
+read -r ours _ < <(all_e "$tmp/iq1_s.gguf" "$tmp/iq1_s.gguf")
+awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 * 2 ^ -3.125) }' || fail "iq1_s: error $ours above 3 x 2^-3.125"
 
 # the legacy .dat form: same types as the GGUF form
 "$bin" quantize --threads 2 --imatrix "$d/imatrix.dat" models/fixture-target.gguf "$tmp/dat.gguf" iq2_xxs >/dev/null 2>&1 \
