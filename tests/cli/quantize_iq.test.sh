@@ -31,7 +31,10 @@ prompt=$'class Parser:\n    def __init__(self, text):'
 # all_e FILE THEIRS: the weighted error of FILE in sd-quant_compare's last row
 all_e() { "$cmp" models/fixture-target.gguf "$1" "$2" "$d/imatrix.gguf" | tail -n 1 | awk -F'|' '{print $8, $9}'; }
 
-for t in iq1_s:iq1_s iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs; do
+types="iq1_s:iq1_s iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs"
+# under the sanitizers (scripts/test.sh --asan) two file types: the grid search runs ~10x slower there
+[ -n "${SD_ASAN:-}" ] && types="iq2_xxs:iq2_xxs iq3_xs:iq3_xxs"
+for t in $types; do
   name=${t%%:*}; want=${t##*:}
   "$bin" quantize --threads 2 --imatrix "$d/imatrix.gguf" models/fixture-target.gguf "$tmp/$name.gguf" "$name" \
     >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; fail "$name: quantize failed"; }
@@ -53,11 +56,14 @@ for t in IQ2_XXS IQ3_XXS; do
   awk -v a="$ours" -v b="$theirs" 'BEGIN { exit !(a > 0 && a <= b) }' || fail "$t: error $ours above llama.cpp's $theirs"
 done
 for name in iq2_s iq2_m iq3_xs; do
+  [ -f "$tmp/$name.gguf" ] || continue
   read -r ours _ < <(all_e "$tmp/$name.gguf" "$tmp/$name.gguf")
   awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 / 16) }' || fail "$name: error $ours above 3/16"
 done
-read -r ours _ < <(all_e "$tmp/iq1_s.gguf" "$tmp/iq1_s.gguf")
-awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 * 2 ^ -3.125) }' || fail "iq1_s: error $ours above 3 x 2^-3.125"
+if [ -f "$tmp/iq1_s.gguf" ]; then
+  read -r ours _ < <(all_e "$tmp/iq1_s.gguf" "$tmp/iq1_s.gguf")
+  awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 * 2 ^ -3.125) }' || fail "iq1_s: error $ours above 3 x 2^-3.125"
+fi
 
 # the legacy .dat form: same types as the GGUF form
 "$bin" quantize --threads 2 --imatrix "$d/imatrix.dat" models/fixture-target.gguf "$tmp/dat.gguf" iq2_xxs >/dev/null 2>&1 \
