@@ -1311,10 +1311,13 @@ SPECDEC_API bool specdec_gguf_tensor_get(const specdec_gguf *g, int64_t i, specd
 /* The TYPE names specdec_quantize_file takes (case-insensitive):
  *   f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k: every matrix
  *     in that type;
- *   q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs: llama.cpp's mixed file
- *     types of those names, without an importance matrix (the per-tensor
- *     rules of llama.cpp src/llama-quant.cpp: output.weight Q6_K, bigger
- *     types for some attn_v / ffn_down / attn_output matrices).
+ *   q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs iq1_s iq2_xxs iq2_xs
+ *     iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m mxfp4_moe: llama.cpp's mixed file
+ *     types of those names (the per-tensor rules of llama.cpp
+ *     src/llama-quant.cpp, re-stated in numerics/quantize/quantize_mix.c:
+ *     output.weight Q6_K or Q5_K, bigger types for some attn_v / ffn_down /
+ *     attn_output matrices, experts MXFP4 in mxfp4_moe). The IQ types are
+ *     meant to be used with an importance matrix (params.imatrix).
  * True when name is one of them; *canonical (if not NULL) gets its lower-case
  * spelling and *file_type (if not NULL) the LLAMA_FTYPE_* value (llama.cpp
  * include/llama.h) written to general.file_type. */
@@ -1323,6 +1326,18 @@ SPECDEC_API bool specdec_quantize_type_find(const char *name, const char **canon
 typedef struct specdec_quantize_params {
     int32_t n_threads; /* conversion threads; <= 0: specdec_default_threads(). The output does not depend on it */
     bool pure;         /* a mixed type puts every matrix in its base type (llama-quantize --pure) */
+    /* llama.cpp importance matrix (llama-imatrix's GGUF or legacy .dat), or
+     * NULL. Its column means weight the error the IQ / MXFP4 / IQ4 searches
+     * minimise; an entry whose size does not fit its tensor is an error. */
+    const char *imatrix;
+    /* llama-quantize --tensor-type: n_tensor_types strings "REGEX=TYPE",
+     * REGEX a POSIX extended regular expression searched anywhere in the
+     * tensor name, TYPE a ggml type name (q4_k, iq2_xxs, ...); the first
+     * match wins and replaces the mix rule (the row fallback still applies). */
+    const char *const *tensor_types;
+    int32_t n_tensor_types;
+    const char *token_embedding_type; /* ggml type name for token_embd.weight, or NULL */
+    const char *output_tensor_type;   /* ggml type name for output.weight (and a tied token_embd), or NULL */
 } specdec_quantize_params;
 
 /* Called before tensor i (0-based) of n is converted: its name and its type
@@ -1333,6 +1348,8 @@ typedef void (*specdec_quantize_progress)(void *user, int64_t i, int64_t n, cons
 typedef struct specdec_quantize_stats {
     int64_t n_tensors, n_converted; /* tensors written; those whose type changed */
     uint64_t bytes_in, bytes_out;   /* tensor data bytes read and written */
+    int64_t n_fallback;             /* matrices whose row length forced another type than chosen */
+    char fallbacks[1024];           /* the first of them, "name (row N) from->to, ..." */
 } specdec_quantize_stats;
 
 /* Rewrites the GGUF model in_path as out_path with its weight matrices in
@@ -1343,14 +1360,20 @@ typedef struct specdec_quantize_stats {
  * pos_embd and token_types; every other tensor keeps its type, widened to f32
  * when it is not f32. Rows a 256-block type does not divide fall back as
  * llama.cpp does (q2_k/q3_k -> q4_0, q4_k -> q5_0, q5_k -> q5_1, q6_k ->
- * q8_0, iq4_xs -> iq4_nl), then to f16 if 32 does not divide them. Each row
- * is dequantized to f32 and quantized with the reference row quantizers,
- * whose bytes equal ggml's. The file is written to out_path.tmp and renamed:
+ * q8_0, iq1/iq2/iq3/iq4_xs -> iq4_nl), then to f16 if 32 does not divide
+ * them; stats names them. Each row is dequantized to f32 and quantized with
+ * the reference row quantizers, whose bytes equal ggml's; the IQ grid types
+ * (IQ1_S, IQ2_*, IQ3_*; IQ1_M is not written)
+ * and MXFP4 (and IQ4_NL / IQ4_XS with an importance matrix) use our own
+ * weighted search (numerics/quantize/iq_quantize.c), whose bytes differ
+ * from llama-quantize's while the weighted error is compared in
+ * bench/RESULTS.md. The file is written to out_path.tmp and renamed:
  * a failure never leaves a partial out_path. params NULL = defaults
  * (specdec_quantize_params zeroed); progress may be NULL; *stats (if not
  * NULL) is filled on success.
- * Errors: SPECDEC_ERR_ARG (a NULL path, an unknown type), SPECDEC_ERR_IO,
- * SPECDEC_ERR_FORMAT (malformed input), SPECDEC_ERR_UNSUPPORTED (a tensor
+ * Errors: SPECDEC_ERR_ARG (a NULL path, an unknown type, a bad
+ * tensor_types string or type name), SPECDEC_ERR_IO, SPECDEC_ERR_FORMAT
+ * (malformed input or importance matrix), SPECDEC_ERR_UNSUPPORTED (a tensor
  * type that cannot be read or written), SPECDEC_ERR_NOMEM. */
 SPECDEC_API specdec_status specdec_quantize_file(const char *in_path, const char *out_path, const char *type,
                                                  const specdec_quantize_params *params,

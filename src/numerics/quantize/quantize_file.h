@@ -12,11 +12,14 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "numerics/quantize/imatrix.h"
 #include "numerics/quantize/quantize_mix.h"
 
 typedef struct sd_quantize_totals {
     int64_t n_tensors, n_converted; /* tensors written; those whose type changed */
     uint64_t bytes_in, bytes_out;   /* tensor data bytes read and written */
+    int64_t n_fallback;             /* matrices whose row length forced another type */
+    char fallbacks[1024];           /* the first of them: "name (row N) from->to, ..." */
 } sd_quantize_totals;
 
 /* Called before tensor i of n is converted, with its name and the ggml type
@@ -24,15 +27,18 @@ typedef struct sd_quantize_totals {
 typedef void (*sd_quantize_progress)(void *user, int64_t i, int64_t n, const char *name, const char *from,
                                      const char *to);
 
-/* Rewrites in_path as out_path under plan (pure: see quant_choose_types),
+/* Rewrites in_path as out_path under plan and opt (quant_choose_types;
+ * opt may be NULL), with the importance matrix of imatrix_path (NULL: none;
+ * imatrix.h reads it; an entry whose size does not fit its tensor is an
+ * error; tensors without an entry get unit weights),
  * rows converted on n_threads OpenMP threads; every row is independent, so the
  * output does not depend on the thread count. Written to out_path.tmp and
  * renamed: a failure never leaves a partial out_path. progress may be NULL.
  * *tot is filled on success. Errors: those of gguf_open and
  * gguf_writer_write, SD_ERR_UNSUPPORTED (a type that cannot be converted),
  * SD_ERR_FORMAT (a bad row size), SD_ERR_NOMEM. */
-sd_status sd_quantize_file(const char *in_path, const char *out_path, const quant_plan *plan, bool pure,
-                           int n_threads, sd_quantize_progress progress, void *user, sd_quantize_totals *tot,
-                           sd_err *err);
+sd_status sd_quantize_file(const char *in_path, const char *out_path, const quant_plan *plan,
+                           const quant_options *opt, const char *imatrix_path, int n_threads,
+                           sd_quantize_progress progress, void *user, sd_quantize_totals *tot, sd_err *err);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <regex.h>
 
 #include "core/status.h"
 #include "format/gguf.h"
@@ -21,10 +22,31 @@ typedef struct quant_plan {
 /* The plan for a TYPE name (case-insensitive), or NULL. */
 const quant_plan *quant_find_plan(const char *name);
 
+/* Per-tensor choices on top of the plan (llama-quantize's --pure,
+ * --tensor-type, --token-embedding-type, --output-tensor-type). Types are
+ * stored plus one, so 0 means "not given". */
+typedef struct quant_override {
+    regex_t re;    /* POSIX extended regex, searched anywhere in the name */
+    uint32_t type; /* GGML_TYPE_* */
+} quant_override;
+
+typedef struct quant_options {
+    bool pure;             /* every matrix in the base type (overrides still apply) */
+    bool has_imatrix;      /* an importance matrix is given (changes the IQ3_XXS / IQ4 mixes) */
+    uint32_t token_embd_type; /* GGML_TYPE_* + 1 for token_embd.weight, or 0 */
+    uint32_t output_type;     /* GGML_TYPE_* + 1 for output.weight (and a tied token_embd), or 0 */
+    int n_overrides;
+    quant_override *overrides; /* first match wins, in order given */
+} quant_options;
+
 /* Fills types[i] with the output type of every tensor i of in (input order).
- * pure: every converted matrix in the base type (llama-quantize --pure);
- * row-length fallbacks still apply. Errors: SD_ERR_NOMEM. */
-sd_status quant_choose_types(const gguf_ctx *in, const quant_plan *plan, bool pure, uint32_t *types,
-                             sd_err *err);
+ * opt (NULL = none): the order is llama.cpp's llama_tensor_get_type: not a
+ * weight matrix -> kept; --token-embedding-type / --output-tensor-type ->
+ * that type as given; else the first matching --tensor-type pattern, or the
+ * mix rule (not with pure); then the row-length fallback. wanted (may be
+ * NULL) gets each tensor's type before that fallback (UINT32_MAX where no
+ * fallback applies), so a caller can say which tensors fell back. Errors: SD_ERR_NOMEM. */
+sd_status quant_choose_types(const gguf_ctx *in, const quant_plan *plan, const quant_options *opt,
+                             uint32_t *types, uint32_t *wanted, sd_err *err);
 
 #endif

@@ -5,7 +5,9 @@
 # bench/vs-llamacpp/node_modules (node-llama-cpp) give llama.cpp's greedy ids.
 #  1. calib.txt: the calibration text (committed; it was the head of
 #     docs/ARCHITECTURE.md, docs/MODELS.md and README.md, 60000 bytes at most).
-#  2. imatrix.gguf: llama-imatrix over calib.txt on models/fixture-target.gguf.
+#  2. imatrix.gguf: llama-imatrix over calib.txt on models/fixture-target.gguf;
+#     imatrix.dat: the same in the legacy format, 8 chunks (the quantizer's tests
+#     read both forms).
 #  3. fixture-target-TYPE.gguf: llama-quantize --allow-requantize --imatrix of
 #     the Q8_0 fixture into llama.cpp's file types IQ2_XXS and IQ3_XXS (every
 #     matrix row is 256 or 768 wide, so each tensor may carry an IQ type).
@@ -15,6 +17,8 @@ set -euo pipefail
 d=tests/data/iq
 : "${LLAMA_BIN:?LLAMA_BIN=DIR with llama-imatrix and llama-quantize}"
 "$LLAMA_BIN/llama-imatrix" -m models/fixture-target.gguf -f "$d/calib.txt" -o "$d/imatrix.gguf" -c 256 -t 2
+"$LLAMA_BIN/llama-imatrix" -m models/fixture-target.gguf -f "$d/calib.txt" -o "$d/imatrix.dat" --output-format dat \
+  -c 256 -t 1 --chunks 8
 for t in IQ2_XXS IQ3_XXS; do
   "$LLAMA_BIN/llama-quantize" --allow-requantize --imatrix "$d/imatrix.gguf" models/fixture-target.gguf \
     "$d/fixture-target-$t.gguf" "$t" 2
