@@ -49,8 +49,8 @@ ap.add_argument("--cache-ram", default="64")
 ap.add_argument("--out", default="")
 ap.add_argument("--hostile", action="store_true")
 ap.add_argument("--mem-detail", action="store_true",
-                help="also sample where the RSS is (heap, thread stacks, other anonymous maps), the thread count "
-                     "and the prefix cache's bytes (the JSON's \"mem\")")
+                help="also sample where the RSS is (heap, thread stacks, other anonymous maps), the thread count, "
+                     "the prefix cache's bytes and malloc's live and free bytes (the JSON's \"mem\")")
 ap.add_argument("serve", nargs="*")
 a = ap.parse_args()
 SERVE = a.serve or ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf", "-t", "1", "-c", "2048"]
@@ -430,6 +430,13 @@ def mem_sample(pid, status, port, t):
                 elif line.startswith("Rss:") and cur:
                     out[cur] += int(line.split()[1])
     except OSError:
+        pass
+    try:  # glibc's own count (/metrics, where the server has mallinfo2): live bytes and free bytes it keeps
+        m = urllib_get(port, "/metrics")
+        for k in ("in_use", "mmapped", "free", "arena"):
+            g = re.search(r"^specdec_malloc_%s_bytes (\S+)" % k, m, re.M)
+            if g: out["malloc_" + k] = int(float(g.group(1))) // 1024
+    except Exception:
         pass
     return out
 
