@@ -19,7 +19,8 @@ clean close, injections their control-token check), 5% wrong or missing keys
 0.3 s, then dropped), 5% clients that never read their stream (the server must
 cut them: --write-timeout).
 The server's RSS (VmRSS) is sampled every 2 s with the bytes of its two
-bounded memories (/metrics): the prefix cache's states and the suffix memory;
+bounded memories (/metrics, read just before and just after VmRSS; a sample
+in which they changed is taken again): the prefix cache's states and the suffix memory;
 after the warm-up (the first 20% of the run) the RSS less those bytes must
 stay within 5% of its post-warm-up mean, and the cache within its
 --cache-ram (both are live data, bounded and accounted for: how full they
@@ -49,8 +50,8 @@ ap.add_argument("--cache-ram", default="64")
 ap.add_argument("--out", default="")
 ap.add_argument("--hostile", action="store_true")
 ap.add_argument("--mem-detail", action="store_true",
-                help="also sample where the RSS is (heap, thread stacks, other anonymous maps), the thread count "
-                     "and the prefix cache's bytes (the JSON's \"mem\")")
+                help="also sample where the RSS is (heap, thread stacks, other anonymous maps), the thread count, "
+                     "the prefix cache's bytes and malloc's live and free bytes (the JSON's \"mem\")")
 ap.add_argument("serve", nargs="*")
 a = ap.parse_args()
 SERVE = a.serve or ["-m", "models/fixture-target.gguf", "-md", "models/fixture-draft.gguf", "-t", "1", "-c", "2048"]
@@ -336,10 +337,18 @@ def main():
     def sampler():
         t0 = time.time()
         while time.time() < t_end:
-            with open("/proc/%d/status" % sp.pid) as f:
-                st = f.read()
+            # The caches' bytes are read just before and just after VmRSS: a prefix-cache state
+            # stored or evicted in between (one is up to a few MB) would put the subtraction off
+            # by that much, so such a sample is taken again (up to 5 tries; then the later read).
+            # The suffix memory moves by a few kB an answer: not waited for.
+            for _ in range(5):
+                before = cache_kb(port)
+                with open("/proc/%d/status" % sp.pid) as f:
+                    st = f.read()
+                after = cache_kb(port)
+                if before[1] == after[1]: break
             kb = int(re.search(r"VmRSS:\s+(\d+)", st).group(1))
-            rss.append((round(time.time() - t0, 1), kb, *cache_kb(port)))
+            rss.append((round(time.time() - t0, 1), kb, *after))
             if a.mem_detail:
                 mem.append(mem_sample(sp.pid, st, port, round(time.time() - t0, 1)))
             time.sleep(2)
@@ -430,6 +439,13 @@ def mem_sample(pid, status, port, t):
                 elif line.startswith("Rss:") and cur:
                     out[cur] += int(line.split()[1])
     except OSError:
+        pass
+    try:  # glibc's own count (/metrics, where the server has mallinfo2): live bytes and free bytes it keeps
+        m = urllib_get(port, "/metrics")
+        for k in ("in_use", "mmapped", "free", "arena"):
+            g = re.search(r"^specdec_malloc_%s_bytes (\S+)" % k, m, re.M)
+            if g: out["malloc_" + k] = int(float(g.group(1))) // 1024
+    except Exception:
         pass
     return out
 

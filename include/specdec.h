@@ -1502,6 +1502,21 @@ SPECDEC_API bool specdec_batch_slot_is_free(const specdec_batch *b, int32_t slot
  * forwards run only inside specdec_batch_step. */
 SPECDEC_API specdec_context *specdec_batch_slot_context(specdec_batch *b, int32_t slot);
 
+/* Makes the batch's memory resident now, contents unchanged: every slot's
+ * KV caches (target and draft) and hidden-state rows, the draft contexts'
+ * activations, the step's activations and the logits of its largest step
+ * (grown to n_slots * n_batch rows now, not as verify windows first ask).
+ * Untouched, those pages come in as each slot first reaches a position or
+ * a step first reaches a size: a long-running server's RSS then creeps up
+ * for hours to the same bound (every slot's longest request so far).
+ * Committed at start, the RSS is at its working size from the start, as
+ * llama.cpp's, which clears its KV buffers at init; a machine without the
+ * memory fails then, not hours later. The pages are read and written back
+ * (glibc's malloc_usable_size gives a block's size; elsewhere only the
+ * logits room is grown). Call from the batch's thread, not inside a step.
+ * Errors: SPECDEC_ERR_ARG (NULL b), SPECDEC_ERR_NOMEM (the logits room). */
+SPECDEC_API specdec_status specdec_batch_commit_memory(specdec_batch *b, specdec_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -473,6 +473,19 @@ specdec_status specdec_batch_init(const specdec_model *model, const specdec_batc
     return SPECDEC_OK;
 }
 
+specdec_status specdec_batch_commit_memory(specdec_batch *b, specdec_error *err) {
+    if (!b) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_batch_commit_memory: batch is NULL");
+    sd_err e = {0};
+    if (sd_ctx_group_commit(b->g, &e) != SD_OK) return sd_api_error(err, &e);
+    for (int32_t i = 0; i < b->n_slots; i++) {
+        /* a slot's target forwards run in the group's activations (slot_forward);
+         * its draft's in the draft context's own */
+        sd_context_commit(b->slots[i].ctx->tctx, false);
+        if (b->slots[i].ctx->dctx) sd_context_commit(b->slots[i].ctx->dctx, true);
+    }
+    return SPECDEC_OK;
+}
+
 void specdec_batch_free(specdec_batch *b) {
     if (!b) return;
     if (b->slots) {

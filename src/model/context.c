@@ -59,6 +59,12 @@ void sd_context_free(sd_context *c) {
     free(c);
 }
 
+void sd_context_commit(sd_context *c, bool activations) {
+    sd_kv_cache_commit(&c->kv);
+    sd_hidden_hook_commit(&c->hid);
+    if (activations) sd_scratch_commit(&c->sc);
+}
+
 void sd_context_reset_pending(sd_context *c) {
     sd_kv_cache_reset_pending(&c->kv);
     sd_scratch_reset_pending(&c->sc);

@@ -65,6 +65,17 @@ void sd_ctx_group_free(sd_ctx_group *g) {
     free(g);
 }
 
+static sd_status logits_room(sd_ctx_group *g, int32_t n, sd_err *err);
+
+sd_status sd_ctx_group_commit(sd_ctx_group *g, sd_err *err) {
+    sd_status st = logits_room(g, g->lead.n_batch, err);
+    if (st != SD_OK) return st;
+    sd_scratch_commit(&g->lead.sc);
+    sd_memory_commit(g->logits);
+    sd_memory_commit(g->row_of);
+    return SD_OK;
+}
+
 static sd_status check(const sd_ctx_group *g, const sd_ragged_seq *seqs, int32_t n_seq, sd_err *err) {
     const sd_context *lead = &g->lead;
     int64_t rows = 0;

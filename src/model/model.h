@@ -236,6 +236,12 @@ sd_status sd_context_init_kv(const sd_model *m, int32_t n_ctx, int32_t n_batch, 
 /* The ggml types of c's K and V cache rows. */
 void sd_context_kv_types(const sd_context *c, uint32_t *type_k, uint32_t *type_v);
 void sd_context_free(sd_context *c);
+/* Every page of c's buffers of positions (KV rows, hidden-state rows when
+ * hooked), and of its activations when activations is set, resident now,
+ * contents unchanged (memory/memory.h sd_memory_commit): a server's memory
+ * at its working size from the start, not paged in as its slots first
+ * reach long positions. */
+void sd_context_commit(sd_context *c, bool activations);
 
 int32_t sd_context_n_ctx(const sd_context *c);
 /* Rows per forward batch (larger forwards are split). */
@@ -582,6 +588,10 @@ typedef struct sd_ctx_group sd_ctx_group;
 sd_status sd_ctx_group_init(const sd_model *m, int32_t n_ctx, int32_t max_rows, int n_threads, sd_ctx_group **out,
                             sd_err *err);
 void sd_ctx_group_free(sd_ctx_group *g);
+/* The group's activations and the logits of all max_rows rows resident now
+ * (the logits room is grown to max_rows rows here, not as verify windows
+ * first ask for it; as sd_context_commit). Errors: SD_ERR_NOMEM. */
+sd_status sd_ctx_group_commit(sd_ctx_group *g, sd_err *err);
 
 /* One sequence's part of a ragged batch: tokens[S] (S >= 1) appended at
  * positions len(c)..len(c)+S-1, the logits of its LAST n_tail rows (0..S) to

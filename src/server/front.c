@@ -219,6 +219,13 @@ bool front_load(server *s) {
         fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
         return false;
     }
+    /* Every slot's KV cache and the step's buffers resident from the start: a
+     * slot's pages would otherwise come in as its longest request so far grows,
+     * and the RSS creep up for hours to the same bound (docs/SERVER.md). */
+    if (specdec_batch_commit_memory(s->batch, &err)) {
+        fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
+        return false;
+    }
     specdec_context *c0 = specdec_batch_slot_context(s->batch, 0);
     s->n_ctx = specdec_context_n_ctx(c0);
     if (s->opts.n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */

@@ -3,6 +3,11 @@
  * tools/server/README.md) with the prefix `specdec_`. */
 #include "server/server.h"
 
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h> /* mallinfo2 */
+#define SD_HAVE_MALLINFO2 1
+#endif
+
 void metrics_record(metrics *m, const job *j) {
     const specdec_stats *st = &j->stats;
     pthread_mutex_lock(&m->mu);
@@ -82,4 +87,18 @@ void metrics_text(server *s, sd_strbuf *o) {
     specdec_suffix_cache_get_info(s->suffix, &si);
     gauge(o, "suffix_cache_tokens", "Tokens the suffix memory holds (--suffix-tokens).", (double)si.n_tokens);
     gauge(o, "suffix_cache_bytes", "Bytes the suffix memory holds now.", (double)si.bytes);
+#ifdef SD_HAVE_MALLINFO2
+    /* The C library's heap (glibc, summed over its arenas): what the process holds
+     * live against what malloc keeps free inside its arenas. A growing live figure
+     * is a structure that grows; a growing free figure with a flat live one is
+     * fragmentation (memory freed but not given back). */
+    struct mallinfo2 mi = mallinfo2();
+    gauge(o, "malloc_in_use_bytes", "Bytes allocated by malloc and not freed (arenas and mmapped blocks).",
+          (double)(mi.uordblks + mi.hblkhd));
+    gauge(o, "malloc_mmapped_bytes", "Of those, bytes in blocks malloc mmapped on their own.", (double)mi.hblkhd);
+    gauge(o, "malloc_free_bytes", "Bytes free inside malloc's arenas (kept, not returned to the system).",
+          (double)mi.fordblks);
+    gauge(o, "malloc_arena_bytes", "Bytes of the arenas (in use and free, mmapped blocks not counted).",
+          (double)mi.arena);
+#endif
 }

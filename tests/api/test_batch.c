@@ -149,6 +149,9 @@ static void check_config(const char *target, const char *draft_path, specdec_spe
     specdec_batch *b = NULL;
     specdec_error err = {0};
     if (specdec_batch_init(m, &bp, &b, &err) != SPECDEC_OK) fail_msg("batch: %s", err.message);
+    /* as the server does: every slot's memory resident first; the answers
+     * below must still be the lone runs' (a commit changes no byte) */
+    if (specdec_batch_commit_memory(b, &err) != SPECDEC_OK) fail_msg("commit: %s", err.message);
     assert_int_equal(specdec_batch_n_slots(b), N_SLOTS);
     int next = 0, steps = 0, max_active = 0;
     for (; next < N_SLOTS; next++) add(b, m, next, temp, spec, &got[next]);
@@ -264,6 +267,7 @@ static void test_batch_refusals(void **state) {
     assert_non_null(specdec_batch_slot_context(b, 1));
     assert_null(specdec_batch_slot_context(b, 2));
     assert_null(specdec_batch_slot_context(NULL, 0));
+    assert_int_equal(specdec_batch_commit_memory(NULL, &err), SPECDEC_ERR_ARG);
     assert_true(specdec_batch_slot_is_free(b, 0) && specdec_batch_slot_is_free(b, 1));
     assert_false(specdec_batch_slot_is_free(b, 2) || specdec_batch_slot_is_free(b, -1) ||
                  specdec_batch_slot_is_free(NULL, 0));

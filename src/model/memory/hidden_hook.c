@@ -18,6 +18,8 @@ void sd_hidden_hook_free(sd_hidden_hook *h) {
     h->n = 0;
 }
 
+void sd_hidden_hook_commit(sd_hidden_hook *h) { sd_memory_commit(h->rows); }
+
 sd_status sd_hidden_hook_request(sd_hidden_hook *h, const int32_t *layer_ids, int n_ids, int32_t n_layer,
                                  sd_err *err) {
     if (n_ids < 0 || n_ids > SD_HIDDEN_MAX_IDS || (n_ids > 0 && !layer_ids))

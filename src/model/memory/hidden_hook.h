@@ -23,6 +23,8 @@ typedef struct sd_hidden_hook {
 /* An empty hook for n_ctx positions of n_embd floats (allocates nothing). */
 void sd_hidden_hook_build(sd_hidden_hook *h, int32_t n_ctx, int32_t n_embd);
 void sd_hidden_hook_free(sd_hidden_hook *h);
+/* Its rows resident now, when it stores any (memory.h sd_memory_commit). */
+void sd_hidden_hook_commit(sd_hidden_hook *h);
 /* Stores layer_ids[n_ids] (each in 0..n_layer) from now on; model.h
  * sd_context_request_hidden has the contract and messages. */
 sd_status sd_hidden_hook_request(sd_hidden_hook *h, const int32_t *layer_ids, int n_ids, int32_t n_layer,

@@ -72,6 +72,11 @@ void sd_kv_cache_free(sd_kv_cache *kv) {
     kv->k = kv->v = NULL;
 }
 
+void sd_kv_cache_commit(sd_kv_cache *kv) {
+    sd_memory_commit(kv->k);
+    sd_memory_commit(kv->v);
+}
+
 double sd_kv_cache_bytes(const sd_kv_cache *kv) {
     const double layers = kv->n_layers > 0 ? kv->n_layers : 1;
     return layers * (double)kv->n_ctx * (double)kv->n_head_kv * (double)(kv->row_k + kv->row_v);

@@ -70,6 +70,8 @@ sd_status sd_kv_type_check(uint32_t t, int32_t head_dim, const char *what, sd_er
 /* Floats of the per-call tile a quantized row run is widened into (stack). */
 #define SD_KV_TILE 4096
 void sd_kv_cache_free(sd_kv_cache *kv);
+/* Every page of the K and V rows resident now, contents unchanged (memory.h sd_memory_commit). */
+void sd_kv_cache_commit(sd_kv_cache *kv);
 /* Bytes of K and V together (for messages). */
 double sd_kv_cache_bytes(const sd_kv_cache *kv);
 /* Bytes a cache of hp's attention layers, n_ctx slots and these row types

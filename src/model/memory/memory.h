@@ -44,4 +44,15 @@ static inline void *sd_memory_alloc(size_t a, size_t b, size_t c, size_t elem, b
     return p;
 }
 
+/* Makes every page of the malloc'd block p resident now (NULL: no-op), its
+ * bytes unchanged: each page is read and written back. A buffer sized for
+ * n_ctx positions is otherwise paged in as positions are first reached, so
+ * a long-running process's RSS creeps up to its working size over hours
+ * (each slot's longest request so far); committed at start, the RSS is at
+ * that size from the start (llama.cpp clears its KV buffers at init, to
+ * the same effect). The block's size is the C library's
+ * (malloc_usable_size); where that is not known (not glibc) nothing is done.
+ * Not while another thread uses the block. memory_commit.c. */
+void sd_memory_commit(void *p);
+
 #endif

@@ -55,6 +55,12 @@ void sd_scratch_free(sd_scratch *sc) {
     memset(sc, 0, sizeof *sc);
 }
 
+void sd_scratch_commit(sd_scratch *sc) {
+    float *bufs[] = {sc->x,   sc->xb,   sc->q,   sc->k,    sc->v, sc->att_out, sc->hb,   sc->hb2,  sc->att,
+                     sc->qg,  sc->gate, sc->mix, sc->conv, sc->z, sc->gdn_o,   sc->beta, sc->alpha};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_memory_commit(bufs[i]);
+}
+
 void sd_scratch_reset_pending(sd_scratch *sc) {
     sc->head_S = 0;
     sc->head_n = 0;

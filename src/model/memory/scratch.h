@@ -49,6 +49,9 @@ typedef struct sd_scratch {
 sd_status sd_scratch_build(sd_scratch *sc, const sd_hparams *hp, int32_t n_batch, int32_t n_ctx, int n_threads,
                            sd_err *err);
 void sd_scratch_free(sd_scratch *sc);
+/* Every page of the activation buffers resident now (memory.h sd_memory_commit;
+ * the MoE routing buffers, a few rows' worth, are left to be paged in). */
+void sd_scratch_commit(sd_scratch *sc);
 /* Nothing to resume: another forward, a truncate or a restore came. */
 void sd_scratch_reset_pending(sd_scratch *sc);
 
