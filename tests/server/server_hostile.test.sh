@@ -16,8 +16,10 @@ GOOD='{"messages":[{"role":"user","content":"def add(a, b):"}],"max_tokens":16,"
 ref=$(curl -sf -H "Authorization: Bearer $KEY" "$BASE/v1/chat/completions" -d "$GOOD") || fail "reference request"
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 $PY tests/server/hostile.py replay "$BASE" "$KEY" || fail "first replay"
+sleep 1.5 # the server gives free heap pages back within a second of requests ending (malloc_trim)
 rss1=$(rss)
 $PY tests/server/hostile.py replay "$BASE" "$KEY" || fail "second replay"
+sleep 1.5
 rss2=$(rss)
 echo "RSS after the first replay ${rss1} kB, after the second ${rss2} kB"
 # Under the sanitizers (SD_ASAN) freed memory waits in ASan's quarantine: RSS
