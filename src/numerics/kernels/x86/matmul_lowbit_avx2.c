@@ -362,14 +362,10 @@ int sd_lowbit_avx2_pass_rows(uint32_t type) {
     case GGML_TYPE_Q3_K: return Q3K_GRP;
     case GGML_TYPE_IQ4_NL:
     case GGML_TYPE_IQ4_XS:
-    case GGML_TYPE_MXFP4:
-    case GGML_TYPE_IQ1_S:
-    case GGML_TYPE_IQ1_M:
-    case GGML_TYPE_IQ2_XXS:
-    case GGML_TYPE_IQ2_XS:
-    case GGML_TYPE_IQ2_S:
-    case GGML_TYPE_IQ3_XXS:
-    case GGML_TYPE_IQ3_S: return IQ4_GRP;
-    default: return 0;
+    case GGML_TYPE_MXFP4: return IQ4_GRP;
+    default: { /* the grid types run on the IQ4_XS tile */
+        int nsub;
+        return sd_grid_tile_table(type, &nsub) ? IQ4_GRP : 0;
+    }
     }
 }

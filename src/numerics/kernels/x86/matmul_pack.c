@@ -236,15 +236,11 @@ static void pack_row(uint32_t type, const sd_wblock *wb, int r, uint8_t *c) {
     case GGML_TYPE_MXFP4:
         pack_row_iq4(type, wb, r, c);
         break;
-    case GGML_TYPE_IQ1_S:
-    case GGML_TYPE_IQ1_M:
-    case GGML_TYPE_IQ2_XXS:
-    case GGML_TYPE_IQ2_XS:
-    case GGML_TYPE_IQ2_S:
-    case GGML_TYPE_IQ3_XXS:
-    case GGML_TYPE_IQ3_S:
-        pack_row_grid(type, wb, r, c);
+    default: { /* the grid types: the one list of them is sd_grid_tile_table */
+        int nsub;
+        if (sd_grid_tile_table(type, &nsub)) pack_row_grid(type, wb, r, c);
         break;
+    }
     }
 }
 
