@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/json_text.h"
 #include "specdec.h"
 
 #define N_FIRST 8 /* array elements shown */
@@ -232,34 +233,9 @@ static void print_loaded(const loaded *l) {
 
 /* ---- JSON ---- */
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (!len || len > n) return 0;
-    uint32_t cp = len == 1 ? s[0] : len == 2 ? s[0] & 0x1fu : len == 3 ? s[0] & 0x0fu : s[0] & 0x07u;
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xc0) != 0x80) return 0;
-        cp = cp << 6 | (s[k] & 0x3fu);
-    }
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return len;
-}
-
 /* JSON string of file bytes; invalid UTF-8 bytes become U+FFFD each. */
 static json_t *jstr(const char *s, uint64_t len) {
-    json_t *j = json_stringn(s, (size_t)len);
-    if (j) return j;
-    char *clean = malloc((size_t)len * 3 + 1);
-    if (!clean) return json_null();
-    size_t o = 0;
-    for (size_t k = 0; k < len;) {
-        size_t l = utf8_len((const unsigned char *)s + k, (size_t)len - k);
-        if (l) memcpy(clean + o, s + k, l), o += l, k += l;
-        else memcpy(clean + o, "\xef\xbf\xbd", 3), o += 3, k++;
-    }
-    j = json_stringn(clean, o);
-    free(clean);
+    json_t *j = cli_json_text(s, (size_t)len);
     return j ? j : json_null();
 }
 

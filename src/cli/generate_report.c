@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/generate.h"
+#include "cli/json_text.h"
 
 static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 
@@ -131,25 +132,8 @@ void gen_print_logprobs(const gen_result *r) {
 
 /* A token's text as a JSON string (bytes that are not UTF-8: U+FFFD each). */
 static json_t *token_json(const specdec_model *m, specdec_token t) {
-    char buf[256], out[3 * 256];
-    size_t n = token_bytes(m, t, buf, sizeof buf), o = 0;
-    json_t *v = json_stringn(buf, n);
-    if (v) return v;
-    for (size_t i = 0; i < n;) {
-        size_t len = specdec_utf8_char_len(buf + i, n - i);
-        json_t *probe = len ? json_stringn(buf + i, len) : NULL;
-        if (probe) {
-            memcpy(out + o, buf + i, len);
-            o += len;
-            i += len;
-            json_decref(probe);
-        } else {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    v = json_stringn(out, o);
+    char buf[256];
+    json_t *v = cli_json_text(buf, token_bytes(m, t, buf, sizeof buf));
     return v ? v : json_string("");
 }
 
