@@ -11,6 +11,11 @@
 #include "specdec.h"
 
 /* The model at path (default params). */
+/* Under the sanitizers (SD_ASAN, a Debug build) or an emulator (SD_TEST_EMULATED:
+ * scripts/test_aarch64.sh) forwards are slow: the sweeps then cover every
+ * path once rather than every combination. */
+static inline bool api_test_slow(void) { return getenv("SD_ASAN") || getenv("SD_TEST_EMULATED"); }
+
 static inline specdec_model *api_load(const char *path) {
     specdec_model *m = NULL;
     specdec_error err = {0};

@@ -122,7 +122,7 @@ static void test_lossless_every_drafter(void **state) {
     (void)state;
     /* under the sanitizers or an emulator (a Debug build: forwards are slow):
      * one prompt, and the JSON-shape and reasoning grammars; every drafter still runs */
-    const bool slow = getenv("SD_ASAN") || getenv("SD_TEST_EMULATED");
+    const bool slow = api_test_slow();
     const int n_prompts = slow ? 1 : N_PROMPTS, g_first = slow ? 1 : 0, g_end = N_GRAMMARS;
     char *P[N_PROMPTS];
     for (int i = 0; i < N_PROMPTS; i++) P[i] = api_bench_prompt(PROMPTS[i], NULL, 0);

@@ -43,7 +43,7 @@ static int read_prompts(prompt *p) {
     glob_t g;
     assert_int_equal(glob("bench/prompts/*.txt", 0, NULL, &g), 0);
     int n = 0;
-    for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += getenv("SD_ASAN") || getenv("SD_TEST_EMULATED") ? 3 : 1, n++) {
+    for (size_t i = 0; i < g.gl_pathc && n < MAX_PROMPTS; i += api_test_slow() ? 3 : 1, n++) {
         const char *base = strrchr(g.gl_pathv[i], '/') + 1;
         snprintf(p[n].name, sizeof p[n].name, "%.*s", (int)(strlen(base) - 4), base);
         p[n].text = api_bench_prompt(g.gl_pathv[i], p[n].cls, sizeof p[n].cls);
@@ -132,7 +132,7 @@ static void test_every_class_every_drafter(void **state) {
         }
     assert_true(sampled_differs > 0);
     int runs = 0;
-    const bool slow = getenv("SD_ASAN") || getenv("SD_TEST_EMULATED");
+    const bool slow = api_test_slow();
     for (int k = 0; k < N_SETUPS; k++) {
         const setup *u = &SETUPS[k];
         long long drafted = 0, accepted = 0;

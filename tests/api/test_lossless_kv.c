@@ -136,7 +136,7 @@ static void check_fixture(const fixture *fx, specdec_cache_type tk, specdec_cach
 }
 
 static int load_prompts(char **p) {
-    const int n = getenv("SD_ASAN") || getenv("SD_TEST_EMULATED") ? 1 : N_PROMPTS;
+    const int n = api_test_slow() ? 1 : N_PROMPTS;
     for (int i = 0; i < n; i++) p[i] = api_bench_prompt(PROMPTS[i], NULL, 0);
     return n;
 }

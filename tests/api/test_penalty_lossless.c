@@ -83,7 +83,7 @@ static specdec_generate_params params(specdec_spec_mode spec, bool sampled, int 
 
 static void test_lossless_every_drafter(void **state) {
     (void)state;
-    const bool slow = getenv("SD_ASAN") || getenv("SD_TEST_EMULATED");
+    const bool slow = api_test_slow();
     const int n_prompts = slow ? 1 : N_PROMPTS;
     char *P[N_PROMPTS];
     for (int i = 0; i < N_PROMPTS; i++) P[i] = api_bench_prompt(PROMPTS[i], NULL, 0);
@@ -239,7 +239,7 @@ static void test_logprobs(void **state) {
     static lp_sink want, got;
     int runs = 0;
     /* under the sanitizers or an emulator: the penalised setting only; every way still runs */
-    const bool slow = getenv("SD_ASAN") || getenv("SD_TEST_EMULATED");
+    const bool slow = api_test_slow();
     for (int pi = slow ? 0 : -1; pi < (slow ? 1 : N_PEN); pi++)
         for (int gr = 0; gr < 2; gr++)
             for (int s = 0; s < 2; s++) {
