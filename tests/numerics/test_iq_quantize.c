@@ -48,7 +48,7 @@ typedef struct tcase {
 } tcase;
 
 static const tcase k_types[] = {
-    {"iq1_s", 1.5625},   {"iq2_xxs", 2.0625}, {"iq2_xs", 2.3125}, {"iq2_s", 2.5625}, {"iq3_xxs", 3.0625},
+    {"iq1_s", 1.5625},   {"iq1_m", 1.75},     {"iq2_xxs", 2.0625}, {"iq2_xs", 2.3125}, {"iq2_s", 2.5625}, {"iq3_xxs", 3.0625},
     {"iq3_s", 3.4375},   {"mxfp4", 4.25},    {"iq4_nl", 4.5},   {"iq4_xs", 4.25},
 };
 

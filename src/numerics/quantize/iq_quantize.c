@@ -147,8 +147,9 @@ typedef struct gtype {
     int sg;     /* scale group length: 32 or 16 */
     int parity; /* 7 stored sign bits per 8 values, even count of minus signs */
     float c;    /* value = d c (2s + 1) grid sign */
-    int iq1;    /* IQ1_S: signed grid {-1, 0, 1}, no signs, value = d (2s + 1)
-                 * (grid + delta), delta +-1/8 per scale group, s 3 bits */
+    int iq1;    /* 1 (IQ1_S): signed grid {-1, 0, 1}, no signs, value = d (2s + 1)
+                 * (grid + delta), delta +-1/8 per scale group, s 3 bits;
+                 * 2 (IQ1_M): the same with delta +-1/8 per 8 values */
 } gtype;
 
 typedef struct gres {
@@ -157,13 +158,32 @@ typedef struct gres {
     uint16_t idx[64]; /* per entry of P values, in order */
     uint8_t sign[32]; /* per 8 values: bit j = value j negative */
     int neg_delta[16]; /* IQ1_S: delta -1/8 in this scale group */
+    uint8_t neg8[32];  /* IQ1_M: delta -1/8 for this entry of 8 */
 } gres;
 
 /* Entries of one scale group at scale S (values S (grid + delta)): sum of
- * the errors; idx filled. */
+ * the errors; idx filled. neg8 != NULL (IQ1_M): each entry takes the delta
+ * sign (+-1/8) of its lesser error, written to neg8; delta is then unused. */
 static float pick_group_d(const grid *g, const float *t, const float *w, int len, float S, float delta,
-                          uint16_t *idx) {
+                          uint16_t *idx, uint8_t *neg8) {
     float tot = 0, e, ts[32];
+    if (neg8) {
+        for (int k = 0; k < len / g->P; k++) {
+            float best = INFINITY;
+            for (int ng = 0; ng < 2; ng++) {
+                const float dl = ng ? -0.125f : 0.125f;
+                for (int j = 0; j < g->P; j++) ts[j] = t[k * g->P + j] - S * dl;
+                const int i = best_entry(g, ts, w + k * g->P, S, &e);
+                if (e < best) {
+                    best = e;
+                    idx[k] = (uint16_t)i;
+                    neg8[k] = (uint8_t)ng;
+                }
+            }
+            tot += best;
+        }
+        return tot;
+    }
     for (int j = 0; j < len; j++) ts[j] = t[j] - S * delta;
     for (int k = 0; k < len / g->P; k++) {
         idx[k] = (uint16_t)best_entry(g, ts + k * g->P, w + k * g->P, S, &e);
@@ -183,15 +203,17 @@ static float fit_group(const grid *g, const float *t, const float *w, int len, i
     const float top = g->lev[g->nlev - 1] + (iq1 ? 0.125f : 0.0f);
     float best_S = tmax / top, best_e = INFINITY;
     uint16_t idx[32];
-    for (int it = 0; it < 24 * (iq1 ? 2 : 1); it++) {
-        const float delta = iq1 ? (it & 1 ? -0.125f : 0.125f) : 0.0f;
-        const float S0 = tmax / top * (0.45f + 0.05f * (float)(iq1 ? it / 2 : it));
-        pick_group_d(g, t, w, len, S0, delta, idx);
+    uint8_t n8[32];
+    const int per8 = iq1 == 2, tries = iq1 == 1 ? 2 : 1;
+    for (int it = 0; it < 24 * tries; it++) {
+        const float delta = iq1 == 1 ? (it & 1 ? -0.125f : 0.125f) : 0.0f;
+        const float S0 = tmax / top * (0.45f + 0.05f * (float)(it / tries));
+        pick_group_d(g, t, w, len, S0, delta, idx, per8 ? n8 : NULL);
         double num = 0, den = 0, tt = 0;
         for (int k = 0; k < len / g->P; k++)
             for (int j = 0; j < g->P; j++) {
                 const int e = k * g->P + j;
-                const double v = g->val[(size_t)idx[k] * g->P + j] + delta;
+                const double v = g->val[(size_t)idx[k] * g->P + j] + (per8 ? (n8[k] ? -0.125 : 0.125) : delta);
                 num += (double)w[e] * t[e] * v;
                 den += (double)w[e] * v * v;
                 tt += (double)w[e] * t[e] * t[e];
@@ -201,7 +223,7 @@ static float fit_group(const grid *g, const float *t, const float *w, int len, i
         if (err < best_e) {
             best_e = (float)err;
             best_S = (float)(num / den);
-            if (neg) *neg = delta < 0;
+            if (neg && !per8) *neg = delta < 0;
         }
     }
     return best_S;
@@ -255,19 +277,23 @@ static void quantize_grid_block(const gtype *gt, const grid *g, const float *x, 
             int s0 = (int)floorf((S[k] / (dq * gt->c) - 1.0f) * 0.5f);
             float be = INFINITY;
             uint16_t idx[32];
+            uint8_t n8[32];
+            uint8_t *n8p = gt->iq1 == 2 ? n8 : NULL;
             const float delta = gt->iq1 ? (r->neg_delta[k] ? -0.125f : 0.125f) : 0.0f;
             for (int s = s0; s <= s0 + 1; s++) {
                 if (s < 0 || s > s_top) continue;
-                float e = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * s + 1), delta, idx);
+                float e = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * s + 1), delta, idx, n8p);
                 if (e < be) {
                     be = e;
                     cur.s[k] = s;
                     memcpy(cur.idx + k * per, idx, (size_t)per * sizeof idx[0]);
+                    if (n8p) memcpy(cur.neg8 + k * per, n8, (size_t)per);
                 }
             }
             if (be == INFINITY) { /* scale above the top: take the top */
                 cur.s[k] = s0 < 0 ? 0 : s_top;
-                be = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * cur.s[k] + 1), delta, cur.idx + k * per);
+                be = pick_group_d(g, tk, wk, gt->sg, dq * gt->c * (float)(2 * cur.s[k] + 1), delta, cur.idx + k * per,
+                                  n8p ? cur.neg8 + k * per : NULL);
             }
             tot += be;
         }
@@ -288,7 +314,7 @@ static void put32(uint8_t *p, uint32_t v) {
 
 /* Writes r in type t's layout (the byte maps of quant/<type>.c). */
 static void pack_grid(uint32_t t, const gres *r, uint8_t *b) {
-    put16(b, sd_fp32_to_fp16(r->d));
+    if (t != GGML_TYPE_IQ1_M) put16(b, sd_fp32_to_fp16(r->d));
     switch (t) {
     case GGML_TYPE_IQ2_XXS:
         memset(b + 2, 0, 64);
@@ -342,6 +368,22 @@ static void pack_grid(uint32_t t, const gres *r, uint8_t *b) {
             put16(b + 34 + 2 * ib, h);
         }
         break;
+    case GGML_TYPE_IQ1_M: { /* quant/iq1_m.c: no fp16 field, d in the top nibbles of the scales */
+        const uint16_t d16 = sd_fp32_to_fp16(r->d);
+        for (int e = 0; e < 32; e++) {
+            b[e] = (uint8_t)r->idx[e];
+            const uint8_t h = (uint8_t)((r->idx[e] >> 8) | (r->neg8[e] ? 8 : 0));
+            if (e % 2) b[32 + e / 2] |= (uint8_t)(h << 4);
+            else b[32 + e / 2] = h;
+        }
+        for (int u = 0; u < 4; u++) {
+            uint16_t v = (uint16_t)(((d16 >> 4 * u) & 0xF) << 12);
+            for (int half = 0; half < 2; half++) /* sub-block 2u + half: its two 3-bit scales */
+                v |= (uint16_t)((r->s[4 * u + 2 * half] | r->s[4 * u + 2 * half + 1] << 3) << 6 * half);
+            put16(b + 48 + 2 * u, v);
+        }
+        break;
+    }
     default: break;
     }
 }
@@ -350,6 +392,7 @@ static const gtype *grid_type(uint32_t t, int *bytes) {
     static const gtype T[] = {
         {G_IQ2XXS, 32, 1, 0.125f, 0}, {G_IQ2XS, 16, 1, 0.125f, 0}, {G_IQ2S, 16, 0, 0.125f, 0},
         {G_IQ3XXS, 32, 1, 0.25f, 0}, {G_IQ3S, 32, 0, 1.0f, 0}, {G_IQ1S, 32, 0, 1.0f, 1},
+        {G_IQ1S, 16, 0, 1.0f, 2},
     };
     switch (t) {
     case GGML_TYPE_IQ2_XXS: *bytes = 66; return &T[0];
@@ -358,6 +401,7 @@ static const gtype *grid_type(uint32_t t, int *bytes) {
     case GGML_TYPE_IQ3_XXS: *bytes = 98; return &T[3];
     case GGML_TYPE_IQ3_S: *bytes = 110; return &T[4];
     case GGML_TYPE_IQ1_S: *bytes = 50; return &T[5];
+    case GGML_TYPE_IQ1_M: *bytes = 56; return &T[6];
     default: return NULL;
     }
 }

@@ -72,6 +72,7 @@ static const quant_plan PLANS[] = {
      * llama_ftype_get_default_type: IQ2_S is IQ2_XS-based, IQ2_M IQ2_S-based,
      * IQ3_XS / IQ3_M IQ3_S-based) */
     {"iq1_s", GGML_TYPE_IQ1_S, FT_IQ1_S, true},
+    {"iq1_m", GGML_TYPE_IQ1_M, FT_IQ1_M, true},
     {"iq2_xxs", GGML_TYPE_IQ2_XXS, FT_IQ2_XXS, true},
     {"iq2_xs", GGML_TYPE_IQ2_XS, FT_IQ2_XS, true},
     {"iq2_s", GGML_TYPE_IQ2_XS, FT_IQ2_S, true},
