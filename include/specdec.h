@@ -1311,8 +1311,8 @@ SPECDEC_API bool specdec_gguf_tensor_get(const specdec_gguf *g, int64_t i, specd
 /* The TYPE names specdec_quantize_file takes (case-insensitive):
  *   f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k: every matrix
  *     in that type;
- *   q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs iq1_s iq2_xxs iq2_xs
- *     iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m mxfp4_moe: llama.cpp's mixed file
+ *   q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs iq1_s iq1_m iq2_xxs
+ *     iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m mxfp4_moe: llama.cpp's mixed file
  *     types of those names (the per-tensor rules of llama.cpp
  *     src/llama-quant.cpp, re-stated in numerics/quantize/quantize_mix.c:
  *     output.weight Q6_K or Q5_K, bigger types for some attn_v / ffn_down /
@@ -1363,7 +1363,7 @@ typedef struct specdec_quantize_stats {
  * q8_0, iq1/iq2/iq3/iq4_xs -> iq4_nl), then to f16 if 32 does not divide
  * them; stats names them. Each row is dequantized to f32 and quantized with
  * the reference row quantizers, whose bytes equal ggml's; the IQ grid types
- * (IQ1_S, IQ2_*, IQ3_*; IQ1_M is not written)
+ * (IQ1_S, IQ1_M, IQ2_*, IQ3_*)
  * and MXFP4 (and IQ4_NL / IQ4_XS with an importance matrix) use our own
  * weighted search (numerics/quantize/iq_quantize.c), whose bytes differ
  * from llama-quantize's while the weighted error is compared in

@@ -33,7 +33,7 @@ static void usage(FILE *f) {
             "TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k\n"
             "          every matrix in TYPE\n"
             "      q2_k q3_k_s q3_k_m q3_k_l q4_k_m iq4_nl iq4_xs\n"
-            "      iq1_s iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m mxfp4_moe\n"
+            "      iq1_s iq1_m iq2_xxs iq2_xs iq2_s iq2_m iq3_xxs iq3_xs iq3_s iq3_m mxfp4_moe\n"
             "          llama.cpp's mixed file types of those names: output.weight Q6_K\n"
             "          (Q5_K for the IQ2/IQ3_XXS types, Q8_0 in mxfp4_moe), bigger types for\n"
             "          attn_v / ffn_down / attn_output as llama-quantize picks them; the IQ\n"

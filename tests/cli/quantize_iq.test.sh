@@ -3,14 +3,15 @@
 # imatrix files (tests/data/iq/imatrix.gguf and the legacy imatrix.dat, both
 # from llama-imatrix on the fixture; make.sh):
 #  - each file type loads, carries its types (inspect), and decodes greedily
-#    with speculation byte for byte (LOSSLESS n/n): iq1_s, iq2_xxs, iq2_s (IQ2_XS +
+#    with speculation byte for byte (LOSSLESS n/n): iq1_s, iq1_m, iq2_xxs, iq2_s (IQ2_XS +
 #    IQ3_S), iq2_m (IQ2_S), iq3_xs (IQ3_S + IQ3_XXS), and mxfp4_moe on the
 #    MoE fixture (MXFP4 experts), so every new quantizer runs;
 #  - the imatrix-weighted error against the Q8_0 source (sd-quant_compare)
 #    is no worse than llama-quantize's own IQ2_XXS / IQ3_XXS files of that
 #    source and imatrix (committed in tests/data/iq), and the others stay
 #    under 3 x 2^-4, the Gaussian bound at 2 bits times 3 (test_iq_quantize),
-#    iq1_s under 3 x 2^-3.125 (its 1.5625 bits);
+#    iq1_s under 3 x 2^-3.125 (its 1.5625 bits), iq1_m under 3 x 2^-3.5 (its
+#    1.75 bits);
 #  - the .dat and the GGUF form of one calibration both load and write the
 #    same types;
 #  - per-tensor overrides land where they say; a row that a type cannot take
@@ -31,7 +32,7 @@ prompt=$'class Parser:\n    def __init__(self, text):'
 # all_e FILE THEIRS: the weighted error of FILE in sd-quant_compare's last row
 all_e() { "$cmp" models/fixture-target.gguf "$1" "$2" "$d/imatrix.gguf" | tail -n 1 | awk -F'|' '{print $8, $9}'; }
 
-types="iq1_s:iq1_s iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs"
+types="iq1_s:iq1_s iq1_m:iq1_m iq2_xxs:iq2_xxs iq2_s:iq2_xs iq2_m:iq2_s iq3_xs:iq3_xxs"
 # under the sanitizers (scripts/test.sh --asan) one file type, its comparison and the hostile files: the
 # grid search runs ~10x slower there
 full=1
@@ -65,6 +66,10 @@ done
 if [ -f "$tmp/iq1_s.gguf" ]; then
   read -r ours _ < <(all_e "$tmp/iq1_s.gguf" "$tmp/iq1_s.gguf")
   awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 * 2 ^ -3.125) }' || fail "iq1_s: error $ours above 3 x 2^-3.125"
+fi
+if [ -f "$tmp/iq1_m.gguf" ]; then
+  read -r ours _ < <(all_e "$tmp/iq1_m.gguf" "$tmp/iq1_m.gguf")
+  awk -v a="$ours" 'BEGIN { exit !(a > 0 && a <= 3 * 2 ^ -3.5) }' || fail "iq1_m: error $ours above 3 x 2^-3.5"
 fi
 
 if [ -n "$full" ]; then

@@ -25,6 +25,11 @@
  *     scale. The trial d with the least block error is written.
  * IQ1_S: the same search with a signed grid of -1, 0, 1, no signs, 3-bit
  *     scales and a shift of +-1/8 per 32 values, both shifts tried in step 2.
+ * IQ1_M (layout in quant/iq1_m.c, after ggml-common.h block_iq1_m): the IQ1_S
+ *     grid with 3-bit scales per 16 values and the +-1/8 shift per 8 values:
+ *     wherever entries are chosen (steps 2 and 3) each group of 8 tries both
+ *     shifts and keeps the one of lesser weighted error. d, stored as four
+ *     nibbles in the scale words, is the same fp16 value.
  * MXFP4 (block 32, E8M0 exponent): every exponent within 2 of
  *     log2(max|x| / 6) is tried with each value at its nearest code.
  * IQ4_NL (block 32) and IQ4_XS (256, 6-bit signed sub-scales): per 32, 2 x

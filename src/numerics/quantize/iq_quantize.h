@@ -1,5 +1,5 @@
 /* Importance-weighted row quantizers of the quantizer (numerics/quantize/):
- * the lookup-grid types IQ1_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, and MXFP4,
+ * the lookup-grid types IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, and MXFP4,
  * IQ4_NL, IQ4_XS, each minimising the weighted squared error
  * sum_j w[j] (x[j] - q[j])^2 of a row with our own search (iq_quantize.c
  * describes it). The layouts written are llama.cpp's (ggml-common.h); the
