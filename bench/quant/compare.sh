@@ -56,7 +56,7 @@ run() {
     >>"$summary"
 }
 
-for t in IQ1_S IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M; do
+for t in IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS IQ3_XS IQ3_S IQ3_M; do
   run "$t" dense "$im" "$t"
 done
 run MXFP4_MOE moe "$tmp/moe-imatrix.gguf" MXFP4_MOE
