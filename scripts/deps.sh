@@ -65,11 +65,11 @@ fi
 # fetch into its config directory on a first run. `npm install` (not `npm ci`):
 # the lock lists opencode's binary packages for linux-x64 only, and npm ci
 # refuses a lock without the other platforms'; install honours the lock's
-# versions and integrity all the same. Scripts stay off as above; the one
-# opencode-ai needs (links the binary for this CPU, AVX2 or not, as
-# bin/opencode.exe; no network) is run by hand.
+# versions and integrity all the same (--no-save: the lock is left as it is).
+# Scripts stay off as above; the one opencode-ai needs (it links the binary
+# for this CPU, AVX2 or not, as bin/opencode.exe; no network) is run by hand.
 if ! cmp -s tests/agent/package-lock.json tests/agent/node_modules/.lock-installed 2>/dev/null; then
-  (cd tests/agent && npm install --ignore-scripts --no-audit --no-fund >/dev/null &&
+  (cd tests/agent && npm install --no-save --ignore-scripts --no-audit --no-fund >/dev/null &&
    (cd node_modules/opencode-ai && node postinstall.mjs >/dev/null) &&
    cp package-lock.json node_modules/.lock-installed)
 fi
