@@ -6,12 +6,15 @@
 #                            cmocka, python3 with torch (the float64 reference),
 #                            pip and setuptools (installing python/),
 #                            clang (libFuzzer), tmux (the terminal chat test),
-#                            node/npm with the server's npm packages, chromium,
+#                            node/npm with the server's npm packages and the
+#                            coding agent its agent test runs (tests/agent,
+#                            ~420 MB: kept out of the plain install), chromium,
 #                            nginx (the scale-out test: replicas behind a balancer),
 #                            python3-jsonschema and python3-rfc3339 (the JSON
 #                            Schema converter's reference validator)
 # Every dependency is a Debian package or, for the server's client tests, an npm
-# package pinned by tests/server/package-lock.json; see docs/DEPENDENCIES.md.
+# package pinned by tests/server/package-lock.json or tests/agent/package-lock.json;
+# see docs/DEPENDENCIES.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test_deps=false
@@ -55,5 +58,18 @@ $test_deps || exit 0
 # node_modules/.lock-installed remembers which lock file was installed.
 if ! cmp -s tests/server/package-lock.json tests/server/node_modules/.lock-installed 2>/dev/null; then
   (cd tests/server && npm ci --ignore-scripts --no-audit --no-fund >/dev/null &&
+   cp package-lock.json node_modules/.lock-installed)
+fi
+# The npm coding agent (opencode-ai) that tests/server/server_agent.test.sh
+# points at `specdec serve`, with the plugin package opencode would otherwise
+# fetch into its config directory on a first run. `npm install` (not `npm ci`):
+# the lock lists opencode's binary packages for linux-x64 only, and npm ci
+# refuses a lock without the other platforms'; install honours the lock's
+# versions and integrity all the same (--no-save: the lock is left as it is).
+# Scripts stay off as above; the one opencode-ai needs (it links the binary
+# for this CPU, AVX2 or not, as bin/opencode.exe; no network) is run by hand.
+if ! cmp -s tests/agent/package-lock.json tests/agent/node_modules/.lock-installed 2>/dev/null; then
+  (cd tests/agent && npm install --no-save --ignore-scripts --no-audit --no-fund >/dev/null &&
+   (cd node_modules/opencode-ai && node postinstall.mjs >/dev/null) &&
    cp package-lock.json node_modules/.lock-installed)
 fi

@@ -219,13 +219,14 @@ static json_t *function_of(json_t *tool) {
     return json_is_object(f) ? f : tool;
 }
 
-/* The reasoning section before the answer, as the template starts it. */
+/* The reasoning section before the answer, as the template starts it, and
+ * the bounded whitespace after it. */
 static void reasoning_prefix(const sd_tool_gbnf_opts *o, sd_strbuf *out) {
     if (o->think == SD_THINK_OPEN && !o->think_tokens) /* spelled out: reasoning without "</", then the tag */
-        sd_strbuf_puts(out, "pre ::= xml-text \"</think>\" [\\n]*\n");
+        sd_strbuf_puts(out, "pre ::= xml-text \"</think>\" gap\n");
     else if (!o->think_tokens || o->think == SD_THINK_NONE) sd_strbuf_puts(out, "pre ::= \"\"\n");
-    else if (o->think == SD_THINK_OPEN) sd_strbuf_puts(out, "pre ::= (!<</think>>)* <</think>> [\\n]*\n");
-    else sd_strbuf_puts(out, "pre ::= ( <<think>> (!<</think>>)* <</think>> [\\n]* )?\n");
+    else if (o->think == SD_THINK_OPEN) sd_strbuf_puts(out, "pre ::= (!<</think>>)* <</think>> gap\n");
+    else sd_strbuf_puts(out, "pre ::= ( <<think>> (!<</think>>)* <</think>> gap )?\n");
 }
 
 static sd_status build(json_t *tools, const sd_tool_gbnf_opts *o, sd_strbuf *out, sd_err *err) {
@@ -254,9 +255,14 @@ static sd_status build(json_t *tools, const sd_tool_gbnf_opts *o, sd_strbuf *out
         bool many = o->parallel && o->syntax != SD_TOOL_LLAMA3;
         sd_strbuf_puts(out, many ? "calls ::= call ( \"\\n\" call )*\n" : "calls ::= call\n");
         sd_strbuf_puts(out, "xml-text ::= ( [^<] | \"<\" [^/] )*\n");
+        /* Whitespace between the parts of the answer: nothing, one space, or
+         * one or two newlines and up to 20 spaces/tabs of indentation. Never
+         * unbounded: a weak model offered whitespace forever can take it until
+         * max_tokens (llama.cpp bounds its tool grammars' whitespace alike). */
+        sd_strbuf_puts(out, "gap ::= ( \" \" | \"\\n\"{1,2} [ \\t]{0,20} )?\n");
         reasoning_prefix(o, out);
         if (o->choice != SD_TOOL_CHOICE_AUTO) sd_strbuf_puts(out, "root ::= pre calls\n");
-        else if (o->syntax == SD_TOOL_LLAMA3) sd_strbuf_puts(out, "root ::= pre [ \\t\\n]* ( calls | [^{ \\t\\n] .* )?\n");
+        else if (o->syntax == SD_TOOL_LLAMA3) sd_strbuf_puts(out, "root ::= pre gap ( calls | [^{ \\t\\n] .* )?\n");
         else sd_strbuf_puts(out, "root ::= pre (!<<tool_call>>)* calls?\n");
     }
     sd_strbuf_free(&alts);

@@ -231,7 +231,11 @@ bool front_load(server *s) {
     if (s->opts.n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
         fprintf(stderr, "specdec: warning: -c %d exceeds the model's trained context %d\n", s->opts.n_ctx,
                 specdec_model_n_ctx_train(s->model));
-    if (specdec_generate_params_check(c0, &s->opts.gen, &err)) { /* e.g. --spec eagle3 without a head */
+    /* --spec grammar drafts what each request's own grammar forces
+     * (response_format, tools): none is needed here. */
+    specdec_generate_params g0 = s->opts.gen;
+    if (g0.spec == SPECDEC_SPEC_GRAMMAR && !g0.grammar) g0.spec = SPECDEC_SPEC_NONE;
+    if (specdec_generate_params_check(c0, &g0, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
     }

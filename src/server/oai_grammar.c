@@ -18,7 +18,10 @@
 
 /* The rule that puts a reasoning section before the answer's root. */
 #define REASONING_ROOT "sd-reasoning-root"
-static const char reasoning_rule[] = "\n" REASONING_ROOT " ::= (!<</think>>)* <</think>> [\\n]* root\n";
+/* after </think>: nothing, a space, or a newline or two and some indentation
+ * before the answer; never unbounded whitespace (src/chat/tool_grammar.c) */
+static const char reasoning_rule[] =
+    "\n" REASONING_ROOT " ::= (!<</think>>)* <</think>> ( \" \" | \"\\n\"{1,2} [ \\t]{0,20} )? root\n";
 
 /* True when the vocabulary has a </think> token (the reasoning wrap needs it). */
 static bool has_think_end(const specdec_model *m) {

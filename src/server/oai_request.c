@@ -284,6 +284,9 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (ok && r->prompt_out) sd_strbuf_add(r->prompt_out, sd_strbuf_str(&prompt), prompt.len);
     if (ok) ok = oai_get_grammar(s, body, j, r->kind == JOB_CHAT && opens_reasoning(&prompt), e);
     if (ok && r->kind == JOB_CHAT) ok = oai_tool_grammar(s, body, r, j, e);
+    /* --spec grammar drafts only what the request's grammar forces: without
+     * one there is nothing to draft, and the request decodes plainly. */
+    if (ok && j->gp.spec == SPECDEC_SPEC_GRAMMAR && !j->gp.grammar) j->gp.spec = SPECDEC_SPEC_NONE;
     sd_strbuf_free(&prompt);
     if (!ok) return false;
     int n_ctx = s->n_ctx;

@@ -210,9 +210,66 @@ static void test_auto_and_errors(void **state) {
     specdec_model_free(m);
 }
 
+/* Whitespace the model can write is bounded everywhere outside free text: a
+ * grammar that lets it emit whitespace forever keeps a weak model doing so
+ * until max_tokens (as llama.cpp's tool grammars, a newline or two and some
+ * indentation, or one space). After the reasoning section with parallel calls
+ * on, and before a Llama 3 call. */
+static bool accepts_tool_text(const specdec_model *m, const char *tmpl, int think, specdec_tool_choice choice,
+                              const char *text) {
+    specdec_chat_params cp = specdec_chat_default_params();
+    cp.template_name = tmpl;
+    cp.enable_thinking = think;
+    const char *tools = tools_json();
+    specdec_error err = {0};
+    char *gbnf = NULL;
+    size_t glen = 0;
+    assert_int_equal(specdec_tool_grammar(m, &cp, tools, strlen(tools), choice, NULL, true, &gbnf, &glen, &err),
+                     SPECDEC_OK);
+    specdec_grammar *g = NULL;
+    assert_int_equal(specdec_grammar_init(m, gbnf, glen, NULL, &g, &err), SPECDEC_OK);
+    bool ok = specdec_grammar_accepts(g, text, strlen(text));
+    specdec_grammar_free(g);
+    specdec_free(gbnf);
+    return ok;
+}
+
+static void test_whitespace_bounded(void **state) {
+    (void)state;
+    specdec_model *m = api_load("models/fixture-target.gguf");
+    static const char xml_call[] = "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n"
+                                   "<parameter=ok>\ntrue\n</parameter>\n</function>\n</tool_call>";
+    static const char json_call[] = "{\"name\": \"add\", \"parameters\": {\"a\": 1, \"ok\": true}}";
+    char text[1024];
+    static const char *const sep[] = {"", "\n", "\n\n", " ", "\n    "};
+    for (int i = 0; i < 5; i++) { /* what templates and models write there */
+        snprintf(text, sizeof text, "Call add.</think>%s%s\n%s", sep[i], xml_call, xml_call);
+        assert_true(accepts_tool_text(m, "qwen35", 1, SPECDEC_TOOL_CHOICE_REQUIRED, text));
+        snprintf(text, sizeof text, "%s%s", sep[i], json_call);
+        assert_true(accepts_tool_text(m, "llama31", -1, SPECDEC_TOOL_CHOICE_AUTO, text));
+        if (i == 0) assert_true(accepts_tool_text(m, "llama31", -1, SPECDEC_TOOL_CHOICE_REQUIRED, text));
+    }
+    char ws[200];
+    static const char ws_chars[] = {'\n', ' ', '\t'};
+    for (int k = 0; k < 3; k++) { /* a long run of one whitespace character is refused */
+        memset(ws, ws_chars[k], 100);
+        ws[100] = 0;
+        snprintf(text, sizeof text, "Call add.</think>%s%s", ws, xml_call);
+        assert_false(accepts_tool_text(m, "qwen35", 1, SPECDEC_TOOL_CHOICE_REQUIRED, text));
+        snprintf(text, sizeof text, "%s%s", ws, json_call);
+        assert_false(accepts_tool_text(m, "llama31", -1, SPECDEC_TOOL_CHOICE_AUTO, text));
+        assert_false(accepts_tool_text(m, "llama31", -1, SPECDEC_TOOL_CHOICE_REQUIRED, text));
+        assert_false(accepts_tool_text(m, "llama31", -1, SPECDEC_TOOL_CHOICE_AUTO, ws)); /* an answer of whitespace only */
+        snprintf(text, sizeof text, "%s%s%s", xml_call, ws, xml_call); /* between parallel calls */
+        assert_false(accepts_tool_text(m, "qwen35", 0, SPECDEC_TOOL_CHOICE_REQUIRED, text));
+    }
+    specdec_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auto_and_errors),
+        cmocka_unit_test(test_whitespace_bounded),
         cmocka_unit_test(test_forced_calls_parse_and_validate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
