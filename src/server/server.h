@@ -56,6 +56,10 @@ typedef struct job_piece {
     int32_t n_lp;
 } job_piece;
 
+/* Pieces a job keeps apart while its connection has not formatted them;
+ * beyond, new ones are appended to the last (job_on_piece). */
+#define JOB_PIECES_BEHIND 64
+
 typedef enum job_kind { JOB_CHAT, JOB_COMPLETION } job_kind;
 
 /* A request's generation and the channel that carries its output. */
