@@ -7,7 +7,9 @@
 # take: with the opt-out the RSS must be lower by at least 90% of the KV
 # caches plus the hidden rows; a server whose default drafts without a head
 # (--spec ngram) must be lower by at least 90% of the hidden rows alone. The
-# opt-out changes no answer.
+# opt-out changes no answer. And a stream read only after its whole answer is
+# generated (slow_reader_client.py) has the non-streamed text, in fewer events
+# than tokens: what a lagging client has not read is held merged.
 . "$(dirname "$0")/lib.sh"
 
 MT=models/fixture-target.gguf
@@ -39,6 +41,8 @@ complete() {
 start_server "${SERVE[@]}" --spec eagle3
 a_kb=$(rss_kb "$SERVER_PID")
 want=$(complete)
+# A stream read only once its answer is generated: the same text, its backlog merged.
+python3 tests/server/slow_reader_client.py "$BASE" || { echo "FAIL: the late-read stream"; exit 1; }
 stop_server "$SERVER_PID"
 
 start_server "${SERVE[@]}" --spec eagle3 --no-commit-memory
