@@ -42,7 +42,12 @@ start_server "${SERVE[@]}" --spec eagle3
 a_kb=$(rss_kb "$SERVER_PID")
 want=$(complete)
 # A stream read only once its answer is generated: the same text, its backlog merged.
-python3 tests/server/slow_reader_client.py "$BASE" || { echo "FAIL: the late-read stream"; exit 1; }
+# It needs ~2 MB of events to fill the socket buffers (1500 tokens): not under the
+# sanitizers (SD_ASAN, ~100x slower), where the never-reader of server_limits
+# still run the merge.
+if [ -z "${SD_ASAN:-}" ]; then
+  python3 tests/server/slow_reader_client.py "$BASE" || { echo "FAIL: the late-read stream"; exit 1; }
+fi
 stop_server "$SERVER_PID"
 
 start_server "${SERVE[@]}" --spec eagle3 --no-commit-memory
