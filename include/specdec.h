@@ -709,6 +709,19 @@ SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 SPECDEC_API specdec_status specdec_generate_params_check(const specdec_context *ctx,
                                                          const specdec_generate_params *params, specdec_error *err);
 
+/* Allocates now the target's hidden-state rows that a call with params
+ * drafts from (an EAGLE-3 head's target layers, the MTP block's input, a
+ * DFlash drafter's layers: n_ctx rows of 4-byte floats, n_embd per layer),
+ * as that call's start would; so a server can make them resident with the
+ * rest before its first request (specdec_batch_commit_memory commits them
+ * when allocated). Nothing for params that draft without a head. The rows
+ * stay while calls draft with that head; a call that drafts without one
+ * still frees them (they cost a copy in every forward). Call while no
+ * generation runs on ctx. Errors: SPECDEC_ERR_ARG (NULL ctx or params, a
+ * mode check of specdec_generate_params_check), SPECDEC_ERR_NOMEM. */
+SPECDEC_API specdec_status specdec_context_reserve_hidden(specdec_context *ctx, const specdec_generate_params *params,
+                                                          specdec_error *err);
+
 /* Why generation ended. */
 typedef enum specdec_stop_reason {
     SPECDEC_STOP_LENGTH = 0, /* n_predict tokens */
@@ -1503,7 +1516,8 @@ SPECDEC_API bool specdec_batch_slot_is_free(const specdec_batch *b, int32_t slot
 SPECDEC_API specdec_context *specdec_batch_slot_context(specdec_batch *b, int32_t slot);
 
 /* Makes the batch's memory resident now, contents unchanged: every slot's
- * KV caches (target and draft) and hidden-state rows, the draft contexts'
+ * KV caches (target and draft) and hidden-state rows (those allocated:
+ * specdec_context_reserve_hidden allocates a head's before), the draft contexts'
  * activations, the step's activations and the logits of its largest step
  * (grown to n_slots * n_batch rows now, not as verify windows first ask).
  * Untouched, those pages come in as each slot first reaches a position or

@@ -203,6 +203,18 @@ static sd_status keep_head_rows(specdec_context *c, const specdec_generate_param
     return sd_context_request_hidden(c->tctx, ids, n, err);
 }
 
+specdec_status specdec_context_reserve_hidden(specdec_context *ctx, const specdec_generate_params *params,
+                                              specdec_error *err) {
+    if (!ctx || !params) return sd_api_fail(err, SPECDEC_ERR_ARG, "specdec_context_reserve_hidden: NULL context or params");
+    specdec_status rc = check_params(ctx, params, err);
+    if (rc != SPECDEC_OK) return rc;
+    const int32_t *ids;
+    if (head_layers(ctx, params, &ids) == 0) return SPECDEC_OK; /* no head: nothing to reserve, nothing turned off */
+    sd_err e = {0};
+    if (keep_head_rows(ctx, params, &e) != SD_OK) return sd_api_error(err, &e);
+    return SPECDEC_OK;
+}
+
 /* The drafter kind a spec mode asks for on context c. */
 static sd_drafter_kind drafter_kind(const specdec_context *c, specdec_spec_mode spec) {
     switch (spec) {

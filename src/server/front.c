@@ -42,6 +42,9 @@ static void usage(FILE *f, const specdec_options *defaults) {
                "                           shared by the --parallel slots\n"
                "  --drain-timeout SECONDS  on SIGTERM, stop accepting and let in-flight requests finish for up\n"
                "                           to this long, then exit 0, [0, 86400] (default 30; SIGINT: at once)\n"
+               "  --no-commit-memory       do not make the slots' KV caches, hidden rows and step buffers\n"
+               "                           resident at start (default: they are, so the RSS starts at its\n"
+               "                           working size instead of creeping up to it as requests grow)\n"
                "  --suffix-tokens N        memory of earlier outputs for suffix drafting (--spec suffix, auto),\n"
                "                           in tokens, LRU; [0, 2147483647] (default 16384; 0 = none);\n"
                "                           shared by the --parallel slots\n"
@@ -129,7 +132,7 @@ static bool is_own_flag(const char *a) {
                                       "--sse-ping", "--parallel", "--cache-ram", "--drain-timeout", "--suffix-tokens",
                                       "--api-key", "--api-key-file", "--cors-origin", "--max-prompt",
                                       "--max-tokens", "--request-timeout", "--write-timeout", "--max-conns",
-                                      "--max-conns-per-ip", "--metrics-public"};
+                                      "--max-conns-per-ip", "--metrics-public", "--no-commit-memory"};
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (!strcmp(a, own[i])) return true;
     return false;
@@ -164,6 +167,7 @@ int front_parse(int argc, char **argv, server_opts *o) {
         bool own = !opt && is_own_flag(a);
         if (!opt && !own) { fprintf(stderr, "specdec: unknown option %s (see specdec serve --help)\n", a); return 2; }
         if (own && !strcmp(a, "--metrics-public")) { o->auth.metrics_public = true; continue; } /* takes no value */
+        if (own && !strcmp(a, "--no-commit-memory")) { o->no_commit_memory = true; continue; }
         const char *v = opt && opt->type == SPECDEC_OPTION_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
         if (own && !v) { fprintf(stderr, "specdec: %s needs a value (see specdec serve --help)\n", a); return 2; }
         if (own && own_flag(o, a, v) != 0) return 2;
@@ -219,13 +223,6 @@ bool front_load(server *s) {
         fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
         return false;
     }
-    /* Every slot's KV cache and the step's buffers resident from the start: a
-     * slot's pages would otherwise come in as its longest request so far grows,
-     * and the RSS creep up for hours to the same bound (docs/SERVER.md). */
-    if (specdec_batch_commit_memory(s->batch, &err)) {
-        fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
-        return false;
-    }
     specdec_context *c0 = specdec_batch_slot_context(s->batch, 0);
     s->n_ctx = specdec_context_n_ctx(c0);
     if (s->opts.n_ctx > specdec_model_n_ctx_train(s->model)) /* as generate warns */
@@ -238,6 +235,22 @@ bool front_load(server *s) {
     if (specdec_generate_params_check(c0, &g0, &err)) { /* e.g. --spec eagle3 without a head */
         fprintf(stderr, "specdec: %s\n", err.message);
         return false;
+    }
+    /* Every slot's KV cache, the hidden rows its default drafter reads (an
+     * EAGLE-3 head, MTP) and the step's buffers resident from the start: a
+     * slot's pages would otherwise come in as its longest request so far grows,
+     * and the RSS creep up for hours to the same bound (docs/SERVER.md).
+     * --no-commit-memory leaves them to come in as they are first written. */
+    if (!s->opts.no_commit_memory) {
+        for (int i = 0; i < s->opts.parallel; i++)
+            if (specdec_context_reserve_hidden(specdec_batch_slot_context(s->batch, i), &s->opts.gen, &err)) {
+                fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
+                return false;
+            }
+        if (specdec_batch_commit_memory(s->batch, &err)) {
+            fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
+            return false;
+        }
     }
     if (s->opts.suffix_tokens > 0 && specdec_suffix_cache_init(s->opts.suffix_tokens, &s->suffix, &err)) {
         fprintf(stderr, "specdec: %s\n", err.message);

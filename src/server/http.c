@@ -287,6 +287,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
          * keeps the last, others the first), so a proxy that checked one copy
          * could pass a request whose other copy we would act on. */
         json_t *body = json_loadb(r->body.s ? r->body.s : "", r->body.len, JSON_REJECT_DUPLICATES, &je);
+        /* The bytes are not needed once parsed: a request that then waits for
+         * its answer does not keep up to --max-body of them meanwhile. */
+        sd_strbuf_free(&r->body);
         if (!body) {
             http_err e = {0};
             /* jansson names its own flag for a \u0000 escape; say what the client sent */
@@ -294,9 +297,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             http_fail(&e, 400, NULL, "malformed JSON body: %s (line %d, column %d)", why, je.line, je.column);
             return http_send_error(c, &e);
         }
-        enum MHD_Result rc = route_post(s, c, url, body);
-        json_decref(body);
-        return rc;
+        return route_post(s, c, url, body); /* takes the tree */
     }
     http_err e = {0};
     http_fail(&e, 404, NULL, "no route for %s %s", method, url);

@@ -63,6 +63,8 @@ double now_mono(void);
 /* The methods a known route takes ("GET, HEAD" or "POST", for the Allow header), NULL for an unknown path. */
 const char *route_allow(const char *url);
 enum MHD_Result route_get(server *s, struct MHD_Connection *c, const char *url);
+/* route_post and oai_handle take body (the parsed request, owned): a completion
+ * releases it once parsed, before it waits for its answer. */
 enum MHD_Result route_post(server *s, struct MHD_Connection *c, const char *url, json_t *body);
 enum MHD_Result oai_handle(server *s, struct MHD_Connection *c, job_kind kind, json_t *body);
 

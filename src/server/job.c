@@ -43,9 +43,43 @@ void job_release(job *j) {
 
 /* The decode loop's streaming callback: append the piece, wake the
  * connection thread, and go on unless the client has gone. */
+/* Appends p to the last piece, which the connection has not formatted yet
+ * (drain keeps j->n_pieces at 0 once it has formatted them all); false when
+ * out of memory. */
+static bool merge_last(job *j, const specdec_piece *p) {
+    job_piece *l = &j->pieces[j->n_pieces - 1];
+    char *t = realloc(l->text, l->len + p->len + 1);
+    if (!t) return false;
+    l->text = t;
+    memcpy(t + l->len, p->text, p->len);
+    l->len += p->len;
+    t[l->len] = 0;
+    if (p->n_logprobs > 0) {
+        specdec_token_logprob *lp = realloc(l->lp, (size_t)(l->n_lp + p->n_logprobs) * sizeof *lp);
+        if (!lp) return false;
+        memcpy(lp + l->n_lp, p->logprobs, (size_t)p->n_logprobs * sizeof *lp);
+        l->lp = lp;
+        l->n_lp += p->n_logprobs;
+    }
+    l->n_tokens += p->n_tokens;
+    l->n_drafted += p->n_drafted;
+    return true;
+}
+
 bool job_on_piece(const specdec_piece *p, void *user) {
     job *j = user;
     pthread_mutex_lock(&j->mu);
+    /* A client far behind (a slow or stalled reader) gets the rest of what it
+     * has not read as one piece: the job holds the answer's text, not a piece
+     * (and an allocation) per token. The text and counts are unchanged; only
+     * how it is cut into stream events differs. */
+    if (j->n_pieces >= JOB_PIECES_BEHIND) {
+        bool ok = merge_last(j, p);
+        j->stats = *p->stats;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        return ok && !atomic_load(&j->cancel);
+    }
     if (j->n_pieces == j->cap_pieces) {
         size_t cap = j->cap_pieces ? j->cap_pieces * 2 : 64;
         job_piece *np = realloc(j->pieces, cap * sizeof *np);

@@ -86,7 +86,9 @@ json_t *oai_usage(const specdec_stats *st);
 /* "stop" or "length" for a stop reason. */
 const char *oai_finish_reason(specdec_stop_reason reason);
 
-/* Answers a queued job: an SSE stream, or one JSON body when it is done. */
-enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j);
+/* Answers a queued job: an SSE stream, or one JSON body when it is done.
+ * Takes body (the parsed request r borrows from): released once the
+ * response is set up, before the answer is waited for. */
+enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j, json_t *body);
 
 #endif

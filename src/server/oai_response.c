@@ -234,7 +234,7 @@ static void on_text(resp *p, const char *text, size_t len, bool flush, bool stre
  * client that reads slowly or not at all does not make its connection hold
  * the whole answer's events (~1 KB a token with timings_per_token), nor
  * each send move all of them up (sd_strbuf_consume). */
-#define SSE_AHEAD (32 * 1024)
+#define SSE_AHEAD (16 * 1024) /* MHD asks for at most 16 KB a call (oai_respond) */
 
 /* Formats new pieces of the job (caller holds j->mu); at the end, the closing events. */
 static void drain(resp *p, bool stream) {
@@ -247,7 +247,10 @@ static void drain(resp *p, bool stream) {
         p->pend_drafted += pc->n_drafted;
         hold_logprobs(p, pc);
         on_text(p, pc->text, pc->len, false, stream);
+        free(pc->text), free(pc->lp); /* formatted: the piece is not read again */
+        pc->text = NULL, pc->lp = NULL;
     }
+    if (p->next == j->n_pieces) p->next = j->n_pieces = 0; /* all formatted: the room is reused */
     if (!j->done || p->finished) return;
     on_text(p, "", 0, true, stream);
     p->finished = true;
@@ -337,6 +340,7 @@ static bool wait_done(resp *p) {
         ts.tv_nsec += 200 * 1000000L;
         if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        drain(p, false); /* the answer's text as it comes: the job does not pile up pieces */
         if (!gone && !j->done) {
             pthread_mutex_unlock(&j->mu);
             gone = http_peer_closed(p->c);
@@ -387,10 +391,11 @@ static enum MHD_Result send_whole(resp *p) {
     return http_send_json(p->c, 200, o);
 }
 
-enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j) {
+enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *r, job *j, json_t *body) {
     static atomic_ulong counter;
     resp *p = calloc(1, sizeof *p);
     if (!p) { /* the job is queued already: cancel it, or it would run for nobody */
+        json_decref(body);
         atomic_store(&j->cancel, true);
         job_release(j);
         return MHD_NO;
@@ -404,8 +409,12 @@ enum MHD_Result oai_respond(server *s, struct MHD_Connection *c, const oai_req *
         oai_calls_init(&p->calls, s, r); /* r->tools is still valid here (oai.h) */
     }
     p->stream = r->stream;
-    p->r.tools = NULL; /* borrowed from the body, which does not outlive this call */
+    p->r.tools = NULL; /* borrowed from the body, released here */
     p->r.tool_name = NULL;
+    /* Nothing reads the request's tree from here on: a request that waits in
+     * the queue or for its answer does not hold it (deeply nested or
+     * many-element bodies parse to many times their size). */
+    json_decref(body);
     if (!r->stream) {
         enum MHD_Result rc = wait_done(p) ? send_whole(p) : MHD_NO;
         resp_free(p);

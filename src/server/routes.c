@@ -196,25 +196,23 @@ enum MHD_Result oai_handle(server *s, struct MHD_Connection *c, job_kind kind, j
     job *j = job_new(kind);
     if (!j) return MHD_NO;
     if (!oai_parse(s, body, &r, j, &e)) {
+        json_decref(body);
         job_release(j);
         metrics_reject(&s->m);
         return http_send_error(c, &e);
     }
     if (!server_submit(s, j)) {
+        json_decref(body);
         job_release(j);
         metrics_reject(&s->m);
         if (server_draining(s)) http_fail(&e, 503, NULL, "the server is shutting down (SIGTERM): retry on another replica");
         else http_fail(&e, 503, NULL, "the server is busy: %d requests are waiting (--queue)", s->opts.queue_max);
         return http_send_error(c, &e);
     }
-    return oai_respond(s, c, &r, j); /* takes the reference */
+    return oai_respond(s, c, &r, j, body); /* takes the reference and the body */
 }
 
-enum MHD_Result route_post(server *s, struct MHD_Connection *c, const char *url, json_t *body) {
-    if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions"))
-        return oai_handle(s, c, JOB_CHAT, body);
-    if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
-        return oai_handle(s, c, JOB_COMPLETION, body);
+static enum MHD_Result post_other(server *s, struct MHD_Connection *c, const char *url, json_t *body) {
     if (!json_is_object(body)) {
         http_err e = {0};
         http_fail(&e, 400, NULL, "the request body must be a JSON object");
@@ -226,4 +224,14 @@ enum MHD_Result route_post(server *s, struct MHD_Connection *c, const char *url,
     http_err e = {0};
     http_fail(&e, 404, NULL, "no route for POST %s", url);
     return http_send_error(c, &e);
+}
+
+enum MHD_Result route_post(server *s, struct MHD_Connection *c, const char *url, json_t *body) {
+    if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions"))
+        return oai_handle(s, c, JOB_CHAT, body);
+    if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
+        return oai_handle(s, c, JOB_COMPLETION, body);
+    enum MHD_Result rc = post_other(s, c, url, body);
+    json_decref(body);
+    return rc;
 }

@@ -31,6 +31,7 @@ typedef struct server_opts {
     int n_ctx, n_threads, queue_max, max_body;
     specdec_cache_type cache_type_k, cache_type_v; /* the slots' KV cache types (--cache-type-k / -v) */
     bool no_repack;                 /* --no-repack */
+    bool no_commit_memory;          /* --no-commit-memory: the slots' memory comes in as first written */
     int parallel;                   /* requests served at once: the batch's slots (--parallel) */
     double sse_ping_s;              /* keep-alive comment after this many idle seconds */
     double cache_ram_mib;           /* prefix cache budget (MiB); 0 = off */
@@ -55,6 +56,10 @@ typedef struct job_piece {
     specdec_token_logprob *lp; /* the piece's tokens' log-probabilities (n_lp), or NULL */
     int32_t n_lp;
 } job_piece;
+
+/* Pieces a job keeps apart while its connection has not formatted them;
+ * beyond, new ones are appended to the last (job_on_piece). */
+#define JOB_PIECES_BEHIND 64
 
 typedef enum job_kind { JOB_CHAT, JOB_COMPLETION } job_kind;
 

@@ -268,6 +268,11 @@ static void test_batch_refusals(void **state) {
     assert_null(specdec_batch_slot_context(b, 2));
     assert_null(specdec_batch_slot_context(NULL, 0));
     assert_int_equal(specdec_batch_commit_memory(NULL, &err), SPECDEC_ERR_ARG);
+    gp = specdec_generate_default_params();
+    assert_int_equal(specdec_context_reserve_hidden(NULL, &gp, &err), SPECDEC_ERR_ARG);
+    assert_int_equal(specdec_context_reserve_hidden(specdec_batch_slot_context(b, 0), NULL, &err), SPECDEC_ERR_ARG);
+    /* no head to draft with: nothing to reserve, no error */
+    assert_int_equal(specdec_context_reserve_hidden(specdec_batch_slot_context(b, 0), &gp, &err), SPECDEC_OK);
     assert_true(specdec_batch_slot_is_free(b, 0) && specdec_batch_slot_is_free(b, 1));
     assert_false(specdec_batch_slot_is_free(b, 2) || specdec_batch_slot_is_free(b, -1) ||
                  specdec_batch_slot_is_free(NULL, 0));
