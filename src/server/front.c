@@ -243,7 +243,7 @@ bool front_load(server *s) {
      * --no-commit-memory leaves them to come in as they are first written. */
     if (!s->opts.no_commit_memory) {
         for (int i = 0; i < s->opts.parallel; i++)
-            if (specdec_context_reserve_hidden(specdec_batch_slot_context(s->batch, i), &s->opts.gen, &err)) {
+            if (specdec_context_reserve_hidden(specdec_batch_slot_context(s->batch, i), &g0, &err)) {
                 fprintf(stderr, "specdec: --parallel %d: %s\n", s->opts.parallel, err.message);
                 return false;
             }
