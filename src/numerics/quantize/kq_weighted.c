@@ -16,13 +16,19 @@
  *    rounding, then the weighted least-squares (a, b) for those levels; b
  *    kept <= 0 for the k-quant mins). This is Lloyd's alternating
  *    minimisation (S. P. Lloyd, "Least squares quantization in PCM", IEEE
- *    Trans. Inf. Theory 28(2), 1982) restricted to a uniform grid.
+ *    Trans. Inf. Theory 28(2), 1982) restricted to a uniform grid. Then,
+ *    at the best offset, the scales where some value changes level (all of
+ *    them for Q2_K and Q3_K, those within 15 % of the best scale for the
+ *    rest), each followed by the least-squares (a, b): for the symmetric
+ *    types with few levels this tries every level assignment rounding can
+ *    give.
  * 2. The super-block scales: trial D (and Dmin) from the largest sub-block
  *    scale (and min) times 0.76 ... 1.04, rounded to fp16; per sub-block
  *    the integer sc (and m) is the rounded a_j / D (b_j / Dmin) or a
  *    neighbour, whichever gives the least sub-block error with every level
  *    re-rounded. The best trial is then refined: the weighted least-squares
- *    (D, Dmin) for its integers, rounded to fp16, integers re-chosen; twice.
+ *    (D, Dmin) for its integers, rounded to fp16, integers re-chosen; twice;
+ *    then the fp16 neighbours of D and Dmin within 2 units in the last place.
  * 3. Legacy types: the fp16 d (and m) of step 1 and its fp16 neighbours
  *    within 3 units in the last place, levels re-rounded each time.
  * Last, the block is dequantized by the reference dequantizer and compared
@@ -181,8 +187,41 @@ static double fit_sub(const float *x, const float *w, int n, int lmin, int lmax,
             *pb = b;
         }
     }
+    /* the scales where some value changes level (the offset held), each
+     * followed by the least-squares (a, b): with few levels (Q2_K, Q3_K) all
+     * of them, so every level assignment that rounding can give at that
+     * offset is tried; with more, those within 15 % of the best scale. */
+    if (best > 0 && *pa != 0) {
+        const bool all = (lmax - lmin + 2) * n <= 160;
+        const float a0 = *pa, b0 = *pb;
+        for (int i = 0; i < n; i++) {
+            if (x[i] == b0)
+                continue;
+            int h0 = lmin, h1 = lmax + 1;
+            if (!all) {
+                const float r = (x[i] - b0) / a0, lo = r / 1.15f + 0.5f, hi = r * 1.15f + 0.5f;
+                h0 = clampi((int)floorf(fminf(lo, hi)), lmin, lmax + 1);
+                h1 = clampi((int)ceilf(fmaxf(lo, hi)), lmin, lmax + 1);
+            }
+            for (int h = h0; h <= h1; h++) {
+                float a = (x[i] - b0) / ((float)h - 0.5f) * (1 - 1e-5f), b = b0;
+                if (!(a != 0) || !isfinite(a) || (mode == 1 && a < 0))
+                    continue;
+                levels_err(x, w, n, a, b, lmin, lmax, L);
+                ls_fit(x, w, n, L, mode, &a, &b);
+                const double e = levels_err(x, w, n, a, b, lmin, lmax, L);
+                if (e < best) {
+                    best = e;
+                    *pa = a;
+                    *pb = b;
+                }
+            }
+        }
+    }
     return best;
 }
+
+static float fp16_step(float v, int steps);
 
 /* ---- k-quant super-blocks ---- */
 
@@ -307,6 +346,21 @@ static void search_k(const kspec *k, const float *x, const float *w, kblock *bes
             break;
         *best = kb;
     }
+    /* the fp16 neighbours of D (and Dmin) */
+    const kblock base = *best;
+    const int rm = k->mode == 1 && base.M != 0 ? 2 : 0;
+    for (int dd = -2; dd <= 2; dd++)
+        for (int dm = -rm; dm <= rm; dm++) {
+            if (!dd && !dm)
+                continue;
+            kb.D = fp16_step(base.D, dd);
+            kb.M = rm ? fp16_step(base.M, dm) : base.M;
+            if (!isfinite(kb.D) || !isfinite(kb.M) || kb.M < 0)
+                continue;
+            choose_ints(k, x, w, a, b, &kb);
+            if (kb.err < best->err)
+                *best = kb;
+        }
 }
 
 static void pack_2bit(const uint8_t *L, uint8_t *qs) {
