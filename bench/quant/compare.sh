@@ -10,6 +10,8 @@
 # start from the same floats. Dense: models/fixture-target.gguf with
 # tests/data/iq/imatrix.gguf; MoE (MXFP4_MOE and the override mix):
 # models/fixture-moe-target.gguf with an imatrix llama-imatrix makes here.
+# mix-kquants puts every k-quant and legacy type the weighted search writes
+# (Q2_K..Q6_K, Q4_0, Q4_1, Q5_0, Q5_1) on the dense fixture's matrices.
 set -euo pipefail
 : "${LLAMA_BIN:?LLAMA_BIN=DIR with llama-quantize and llama-imatrix}"
 out=${1:-bench/quant/tables.md}
@@ -64,6 +66,9 @@ run mix-dynamic moe "$tmp/moe-imatrix.gguf" IQ2_XXS --tensor-type 'ffn_.*_exps=i
   --token-embedding-type q6_k --output-tensor-type q8_0
 run mix-dense dense "$im" IQ2_XXS --tensor-type 'ffn_(up|gate)=iq2_xxs' --tensor-type 'ffn_down=iq3_xxs' \
   --tensor-type 'attn_.*=q4_k' --token-embedding-type q6_k --output-tensor-type q8_0
+run mix-kquants dense "$im" Q4_K_M --tensor-type 'attn_q=q2_k' --tensor-type 'attn_k=q3_k' \
+  --tensor-type 'attn_v=q5_k' --tensor-type 'attn_output=q6_k' --tensor-type 'blk\.0\.ffn_.*=q4_0' \
+  --tensor-type 'blk\.1\.ffn_.*=q4_1' --tensor-type 'blk\.2\.ffn_.*=q5_0' --tensor-type 'blk\.3\.ffn_.*=q5_1'
 
 {
   echo "## Summary"

@@ -15,14 +15,16 @@
 #include "core/checked.h"
 #include "numerics/quant.h"
 #include "numerics/quantize/iq_quantize.h"
+#include "numerics/quantize/kq_weighted.h"
 
 /* ---- converting one tensor ---- */
 
 /* Converts the n_rows rows of t into type `to` at out (row_out bytes each),
  * rows in parallel. imat: the tensor's importance weights, rows_per_mat rows
  * per ne0 of them (one slice per expert), or NULL. Weighted types
- * (iq_quantize.h) go through the weighted search, the rest through the
- * reference row quantizers. Returns false if a row buffer could not be
+ * (iq_quantize.h) go through the weighted search, and so do the k-quant and
+ * legacy types (kq_weighted.h) when the tensor has importance weights; the
+ * rest through the reference row quantizers. Returns false if a row buffer could not be
  * allocated. */
 static bool convert_rows(const gguf_tensor_info *t, uint32_t to, uint8_t *out, int64_t n_rows,
                          uint64_t row_in, uint64_t row_out, int n_threads, const float *imat,
@@ -41,6 +43,8 @@ static bool convert_rows(const gguf_tensor_info *t, uint32_t to, uint8_t *out, i
                 continue;
             sd_dequantize_row(t->type, (const uint8_t *)t->data + r * row_in, row, n);
             const float *w = imat ? imat + (r / rows_per_mat) * n : NULL;
+            if (w && sd_kquant_row_weighted(to, row, out + r * row_out, n, w))
+                continue;
             if (!weighted || !sd_quantize_row_weighted(to, row, out + r * row_out, n, w))
                 sd_quantize_row(to, row, out + r * row_out, n);
         }

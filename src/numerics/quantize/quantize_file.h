@@ -2,8 +2,10 @@
  * general.file_type set to the plan's LLAMA_FTYPE (llama.cpp include/llama.h)
  * and general.quantization_version to 2 (GGML_QNT_VERSION); each tensor in
  * the type numerics/quantize/quantize_mix.c chooses for it, converted row by row
- * (dequantize to f32, then the reference row quantizer of numerics/quant.h).
- * Checked against llama.cpp's llama_model_quantize with
+ * (dequantize to f32, then the reference row quantizer of numerics/quant.h;
+ * with an importance matrix entry for the tensor, the weighted searches of
+ * iq_quantize.h and kq_weighted.h). Without an importance matrix, checked
+ * against llama.cpp's llama_model_quantize with
  * tests/data/quant/compare_llamacpp.py: identical tensors, bytes included. */
 #ifndef SD_NUMERICS_QUANTIZE_FILE_H
 #define SD_NUMERICS_QUANTIZE_FILE_H
