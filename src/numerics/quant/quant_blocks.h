@@ -197,6 +197,27 @@ static inline void sd_get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uin
     }
 }
 
+/* The inverse of sd_get_scale_min_k4: ORs sub-block j's 6-bit scale and min
+ * into the 12 packed bytes, which the caller zeroes first. */
+static inline void sd_set_scale_min_k4(int j, uint8_t sc, uint8_t m, uint8_t *q) {
+    if (j < 4) {
+        q[j] |= sc;
+        q[j + 4] |= m;
+    } else {
+        q[j + 4] = (uint8_t)((sc & 0xF) | ((m & 0xF) << 4));
+        q[j - 4] |= (uint8_t)((sc >> 4) << 6);
+        q[j] |= (uint8_t)((m >> 4) << 6);
+    }
+}
+
+/* Packs 2-bit values L[256] (0..3) into Q2_K / Q3_K qs: in each half of 128,
+ * byte l holds elements l, l+32, l+64, l+96 at bits 0, 2, 4, 6. */
+static inline void sd_pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < QK_K; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+}
+
 /* Unpacks the 16 six-bit scales of a Q3_K block into sc[16] (0..63; the
  * dequantizer subtracts 32). Sub-block j keeps its low 4 bits in byte j % 8
  * (low nibble for j < 8, high nibble for j >= 8) and its top 2 bits in byte

@@ -319,15 +319,6 @@ static float make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-/* Packs 2-bit values L[256] (0..3) into Q2_K / Q3_K qs: in each half of 128,
- * byte l holds elements l, l+32, l+64, l+96 at bits 0, 2, 4, 6. */
-static void pack_2bit(const uint8_t *L, uint8_t *qs) {
-    for (int j = 0; j < QK_K; j += 128)
-        for (int l = 0; l < 32; l++)
-            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
-                                      (L[j + l + 96] << 6));
-}
-
 /* ---- Q2_K / Q3_K ---- */
 
 void sd_quantize_row_q2_K(const float *x, block_q2_K *y, int64_t k) {
@@ -371,7 +362,7 @@ void sd_quantize_row_q2_K(const float *x, block_q2_K *y, int64_t k) {
                 L[16 * j + ii] = (uint8_t)(l < 0 ? 0 : l > 3 ? 3 : l);
             }
         }
-        pack_2bit(L, y[i].qs);
+        sd_pack_2bit(L, y[i].qs);
     }
 }
 
@@ -421,7 +412,7 @@ void sd_quantize_row_q3_K(const float *x, block_q3_K *y, int64_t k) {
                 y[i].hmask[e % 32] |= (uint8_t)(1u << (e / 32));
             low[e] = (uint8_t)(L[e] & 3);
         }
-        pack_2bit(low, y[i].qs);
+        sd_pack_2bit(low, y[i].qs);
     }
 }
 
@@ -465,14 +456,7 @@ static void pack_scales_k(const float *scales, const float *mins, float max_scal
         uint8_t lm = (uint8_t)sd_nearest_int(inv_min * mins[j]);
         ls = ls > 63 ? 63 : ls;
         lm = lm > 63 ? 63 : lm;
-        if (j < 4) {
-            packed[j] = ls;
-            packed[j + 4] = lm;
-        } else {
-            packed[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-            packed[j - 4] |= (uint8_t)((ls >> 4) << 6);
-            packed[j] |= (uint8_t)((lm >> 4) << 6);
-        }
+        sd_set_scale_min_k4(j, ls, lm, packed);
     }
     *d = sd_fp32_to_fp16(max_scale / 63.f);
     *dmin = sd_fp32_to_fp16(max_min / 63.f);

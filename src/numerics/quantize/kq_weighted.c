@@ -363,26 +363,10 @@ static void search_k(const kspec *k, const float *x, const float *w, kblock *bes
         }
 }
 
-static void pack_2bit(const uint8_t *L, uint8_t *qs) {
-    for (int j = 0; j < QK_K; j += 128)
-        for (int l = 0; l < 32; l++)
-            qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
-}
-
-/* 6-bit scales and mins of Q4_K / Q5_K into 12 bytes (sd_get_scale_min_k4's inverse). */
+/* 6-bit scales and mins of Q4_K / Q5_K into their 12 bytes. */
 static void pack_k4_scales(const int *sc, const int *mn, uint8_t *p) {
     memset(p, 0, K_SCALE_SIZE);
-    for (int j = 0; j < 8; j++) {
-        const uint8_t ls = (uint8_t)sc[j], lm = (uint8_t)mn[j];
-        if (j < 4) {
-            p[j] |= ls;
-            p[j + 4] |= lm;
-        } else {
-            p[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-            p[j - 4] |= (uint8_t)((ls >> 4) << 6);
-            p[j] |= (uint8_t)((lm >> 4) << 6);
-        }
-    }
+    for (int j = 0; j < 8; j++) sd_set_scale_min_k4(j, (uint8_t)sc[j], (uint8_t)mn[j], p);
 }
 
 /* Writes kb (levels relative to lmin made unsigned) in type k->type at dst. */
@@ -394,7 +378,7 @@ static void pack_k(const kspec *k, const kblock *kb, void *dst) {
     case GGML_TYPE_Q2_K: {
         block_q2_K *y = dst;
         for (int j = 0; j < 16; j++) y->scales[j] = (uint8_t)(kb->sc[j] | (kb->mn[j] << 4));
-        pack_2bit(U, y->qs);
+        sd_pack_2bit(U, y->qs);
         y->d = d16;
         y->dmin = m16;
         break;
@@ -417,7 +401,7 @@ static void pack_k(const kspec *k, const kblock *kb, void *dst) {
                 y->hmask[e % 32] |= (uint8_t)(1u << (e / 32));
             low[e] = (uint8_t)(U[e] & 3);
         }
-        pack_2bit(low, y->qs);
+        sd_pack_2bit(low, y->qs);
         y->d = d16;
         break;
     }
