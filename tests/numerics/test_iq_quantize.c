@@ -33,14 +33,9 @@
 #include "numerics/quantize/imatrix.h"
 #include "numerics/quantize/iq_quantize.h"
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static double urand(void) {
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return ((double)(g_rng >> 11) + 0.5) / 9007199254740992.0;
-}
-static float grand(void) { return (float)(sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand())); }
+#define QT_SEED 0x9E3779B97F4A7C15ull
+#include "quant_test_rows.h"
+
 
 typedef struct tcase {
     const char *name;
@@ -64,15 +59,10 @@ static double rel_err(uint32_t t, const float *x, const float *w_q, const float 
     assert_non_null(y);
     assert_true(sd_quantize_row_weighted(t, x, q, N, w_q));
     sd_dequantize_row(t, q, y, N);
-    double num = 0, den = 0;
-    for (int j = 0; j < N; j++) {
-        assert_true(isfinite(y[j]));
-        num += (double)w[j] * ((double)x[j] - y[j]) * ((double)x[j] - y[j]);
-        den += (double)w[j] * (double)x[j] * x[j];
-    }
+    const double e = weighted_rel_err(x, y, w, N);
     free(q);
     free(y);
-    return num / den;
+    return e;
 }
 
 static void test_error_bounds(void **state) {
