@@ -41,8 +41,6 @@ void job_release(job *j) {
     atomic_fetch_sub(&jobs_live, 1);
 }
 
-/* The decode loop's streaming callback: append the piece, wake the
- * connection thread, and go on unless the client has gone. */
 /* Appends p to the last piece, which the connection has not formatted yet
  * (drain keeps j->n_pieces at 0 once it has formatted them all); false when
  * out of memory. */
@@ -66,6 +64,8 @@ static bool merge_last(job *j, const specdec_piece *p) {
     return true;
 }
 
+/* The decode loop's streaming callback: append the piece, wake the
+ * connection thread, and go on unless the client has gone. */
 bool job_on_piece(const specdec_piece *p, void *user) {
     job *j = user;
     pthread_mutex_lock(&j->mu);
