@@ -100,7 +100,15 @@ SPECDEC_API specdec_status specdec_error_set(specdec_error *err, specdec_status 
 SPECDEC_API void specdec_free(void *ptr);
 
 /* Online CPU cores: the thread count used when n_threads <= 0. More threads
- * than cores is slower (each barrier then waits for a descheduled thread). */
+ * than cores is slower (each barrier then waits for a descheduled thread).
+ * Threads are OpenMP's (libgomp). A process whose forwards run on more than
+ * one of its own threads (specdec_batch runs them on the caller's, and the
+ * model may have been loaded on another) holds one OpenMP pool per thread;
+ * once those hold more threads than there are cores, libgomp spins only 100
+ * iterations at a barrier before sleeping unless OMP_WAIT_POLICY is set
+ * (libgomp/env.c), which cost `specdec serve` a fifth of its decode speed on
+ * 2 cores. Set OMP_WAIT_POLICY=active GOMP_SPINCOUNT=1000 in the environment
+ * before the library loads (the `specdec` program does this itself). */
 SPECDEC_API int specdec_default_threads(void);
 
 /* ------------------------------------------------------------------------ */
