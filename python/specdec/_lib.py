@@ -301,7 +301,17 @@ def _candidates():
     return out
 
 
+def _bound_openmp_spinning():
+    """The OpenMP wait settings the specdec program gives itself (src/cli/main.c,
+    include/specdec.h at specdec_default_threads): libgomp reads them when it is
+    loaded, so they are set before the library is opened, unless the user chose."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "active"
+        os.environ["GOMP_SPINCOUNT"] = "1000"
+
+
 def _open():
+    _bound_openmp_spinning()
     tried = []
     for path in _candidates():
         if os.sep in path and not os.path.exists(path):

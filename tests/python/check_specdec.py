@@ -27,6 +27,7 @@ def read(name, mode="r"):
 # The ctypes structs' layout: the library's defaults read through them are the
 # documented ones up to the last field (a shifted field reads another's bytes).
 d = specdec._c.lib().specdec_generate_default_params()
+
 defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, ngram_max=3, gate=4, temperature=0.0,
                 top_k=0, top_p=1.0, min_p=0.0, seed=42, draft_sample=False, n_stop=0, stop_at_eog=True,
                 check_lossless=False, hybrid_rollback=0, hybrid_window=9, tree_nodes=0, tree_width=2,
@@ -34,6 +35,12 @@ defaults = dict(n_predict=128, spec=3, draft_max=8, fixed_k=False, ngram_min=1, 
                 logprobs=-1)
 for k, v in defaults.items():
     check(getattr(d, k) == v, "default %s is %r, the header says %r" % (k, getattr(d, k), v))
+
+# The OpenMP wait settings are in the environment before the library loaded
+# (python.test.sh runs this with neither set): libgomp reads them only then.
+check(os.environ.get("OMP_WAIT_POLICY") == "active" and os.environ.get("GOMP_SPINCOUNT") == "1000",
+      "after loading the library OMP_WAIT_POLICY=%r GOMP_SPINCOUNT=%r, not active and 1000"
+      % (os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT")))
 check(not d.abort and not d.stop and not d.suffix_cache and not d.grammar and not d.logit_bias,
       "default abort/stop/suffix_cache/grammar/logit_bias are not NULL")
 check(specdec.version() == specdec.__version__, "library %s, package %s" % (specdec.version(), specdec.__version__))

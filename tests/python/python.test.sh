@@ -43,7 +43,7 @@ gen --temp 0 -ctk q8_0 -ctv q4_0 --no-check >"$tmp/kvq.txt" 2>/dev/null || fail 
 "$bin" generate -m models/missing.gguf -p x 2>"$tmp/missing.err" >/dev/null && fail "a missing model did not fail"
 "$bin" tokenize -m "$T" -p "$prompt" >"$tmp/tokenize.txt" || fail "specdec tokenize failed"
 
-PYTHONPATH=$src/python "$PY" tests/python/check_specdec.py "$T" "$D" "$prompt" "$n" "$tmp" ||
+PYTHONPATH=$src/python env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$PY" tests/python/check_specdec.py "$T" "$D" "$prompt" "$n" "$tmp" ||
   fail "check_specdec.py: $? checks failed"
 
 # The first Python example of README.md and of docs/PYTHON.md, as they stand:
