@@ -11,6 +11,11 @@ usage:
   gguf_dump.py check FILE INSPECT.json
                                      compares `specdec inspect --json` output with
                                      this parser's reading; prints the differences
+  gguf_dump.py untie IN OUT          copies a file whose lm head is tied to
+      token_embd.weight and adds an output.weight of the same type and shape
+      holding token_embd's rows in reverse order (row i is token V-1-i's), so a
+      loader that reads the untied head gives the tied file's distribution with
+      the token order reversed
 """
 import json
 import math
@@ -151,6 +156,42 @@ def make_sample(path):
         f.write(out)
 
 
+def untie(src, dst):
+    with open(src, "rb") as f:
+        data = f.read()
+    info = dump(src)
+    if any(t["name"] == "output.weight" for t in info["tensors"]):
+        raise ValueError("%s already has an output.weight" % src)
+    emb = next(t for t in info["tensors"] if t["name"] == "token_embd.weight")
+    if emb["type"] not in GGML_TYPES:
+        raise ValueError("token_embd.weight type %d not in the table" % emb["type"])
+    # The tensor-info section ends where the last tensor's info ends: re-read up to it.
+    r = Reader(data)
+    r.take("<4s"), r.take("<I"), r.take("<Q"), r.take("<Q")
+    for _ in range(info["n_kv"]):
+        r.string()
+        r.value(r.take("<I"))
+    for _ in range(info["n_tensors"]):
+        r.string()
+        nd = r.take("<I")
+        r.pos += 8 * nd + 4 + 8
+    infos_end, align = r.pos, info["alignment"]
+    body = data[info["data_offset"]:]
+    body += bytes(-len(body) % align)
+    _, block, size = GGML_TYPES[emb["type"]]
+    row = emb["shape"][0] // block * size
+    old = data[info["data_offset"] + emb["offset"]:][:emb["bytes"]]
+    rows = [old[i:i + row] for i in range(0, len(old), row)]
+    name = b"output.weight"
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", info["version"], info["n_tensors"] + 1, info["n_kv"]))
+    out += data[24:infos_end]
+    out += struct.pack("<Q", len(name)) + name + struct.pack("<I", len(emb["shape"]))
+    out += b"".join(struct.pack("<q", n) for n in emb["shape"]) + struct.pack("<IQ", emb["type"], len(body))
+    out += bytes(-len(out) % align) + body + b"".join(reversed(rows))
+    with open(dst, "wb") as f:
+        f.write(out)
+
+
 def same(a, b):
     """Values equal; strings that needed U+FFFD replacement are not compared
     (the two replacement policies may differ), nor non-finite floats."""
@@ -213,6 +254,8 @@ if __name__ == "__main__":
         make_sample(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "untie":
+        untie(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 2:
         json.dump(dump(sys.argv[1]), sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")

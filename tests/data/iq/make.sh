@@ -11,6 +11,11 @@
 #  3. fixture-target-TYPE.gguf: llama-quantize --allow-requantize --imatrix of
 #     the Q8_0 fixture into llama.cpp's file types IQ2_XXS and IQ3_XXS (every
 #     matrix row is 256 or 768 wide, so each tensor may carry an IQ type).
+#     fixture-target-FTYPE-mix.gguf: llama.cpp's file types IQ2_M and IQ3_M with
+#     per-tensor overrides in the style of the published "dynamic" mixes
+#     (embeddings, attention and FFN up/gate/down each their own type), so that
+#     between them iq1_s, iq1_m, iq2_xs, iq2_s, iq3_s and mxfp4 each carry at
+#     least four tensors (the token embedding is also the tied output).
 #  4. llamacpp_ids.txt: per file and bench/prompts prompt, llama.cpp's prompt
 #     ids and its 32 greedy ids (bench/vs-llamacpp/greedy_ids.mjs, 1 thread).
 set -euo pipefail
@@ -23,8 +28,14 @@ for t in IQ2_XXS IQ3_XXS; do
   "$LLAMA_BIN/llama-quantize" --allow-requantize --imatrix "$d/imatrix.gguf" models/fixture-target.gguf \
     "$d/fixture-target-$t.gguf" "$t" 2
 done
+q=("$LLAMA_BIN/llama-quantize" --allow-requantize --imatrix "$d/imatrix.gguf")
+"${q[@]}" --token-embedding-type iq3_s --tensor-type attn_q=mxfp4 --tensor-type ffn_gate=iq1_s \
+  --tensor-type ffn_up=iq1_m --tensor-type ffn_down=iq2_xs models/fixture-target.gguf "$d/fixture-target-IQ2_M-mix.gguf" IQ2_M 2
+"${q[@]}" --token-embedding-type iq2_s --tensor-type 'blk\.[01]\.ffn_(gate|up)=iq1_m' \
+  --tensor-type 'blk\.[23]\.ffn_(gate|up)=iq1_s' --tensor-type attn_output=mxfp4 \
+  models/fixture-target.gguf "$d/fixture-target-IQ3_M-mix.gguf" IQ3_M 2
 : > "$d/llamacpp_ids.txt"
-for t in IQ2_XXS IQ3_XXS; do
+for t in IQ2_XXS IQ3_XXS IQ2_M-mix IQ3_M-mix; do
   for f in bench/prompts/*.txt; do
     if head -n 1 "$f" | grep -q '^class:'; then p=$(tail -n +2 "$f"); else p=$(cat "$f"); fi
     ids=$(SHOW_PROMPT_IDS=1 node bench/vs-llamacpp/greedy_ids.mjs "$d/fixture-target-$t.gguf" "$p" 32 1 2> "$d/.err")
