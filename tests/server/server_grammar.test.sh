@@ -31,5 +31,5 @@ print("--spec grammar: drafted %d, accepted %d, %d tokens in %d target forwards"
 PY
 done
 plain=$(ask "") || { echo "request without a grammar failed"; exit 1; }
-python3 -c 'import json,sys; t=json.loads(sys.argv[1])["timings"]; assert t["spec_mode"]=="none" and t["draft_n"]==0, t' "$plain" || exit 1
+python3 -c 'import json,sys; t=json.loads(sys.argv[1])["timings"]; assert t["spec_mode"]=="none" and t["draft_n"]==0 and t["speculative"] is False, t' "$plain" || exit 1
 stop_server "$SERVER_PID"
