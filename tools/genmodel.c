@@ -150,6 +150,8 @@ typedef struct gen {
     uint64_t seed;
     uint64_t n_tensors;
     uint64_t total_bytes;
+    const char *const *added; /* --add-token texts, appended to the vocabulary */
+    int n_added;
 } gen;
 
 static void *keep(gen *g, size_t bytes) {
@@ -430,15 +432,18 @@ static sd_status add_qwen35_hparams(gguf_writer *w, const shape *s) {
     return st;
 }
 
-/* tokenizer.ggml.tokens / token_type padded to n_rows entries with "[PAD<i>]",
- * type 5 (UNUSED), as llama.cpp's converter pads to a checkpoint's vocab_size. */
-static sd_status add_padded_vocab(gguf_writer *w, const gguf_ctx *vocab, int64_t n_rows, sd_err *err) {
+/* tokenizer.ggml.tokens / token_type: the vocab's, then the added tokens
+ * (type 4, USER_DEFINED: as Qwen3's <think> and </think> are in its GGUFs),
+ * then "[PAD<i>]" of type 5 (UNUSED) up to n_rows entries, as llama.cpp's
+ * converter pads to a checkpoint's vocab_size. */
+static sd_status add_padded_vocab(gguf_writer *w, const gguf_ctx *vocab, const char *const *added, int n_added,
+                                  int64_t n_rows, sd_err *err) {
     uint64_t n = 0, nt = 0;
     gguf_type et;
     const void *types = NULL;
     if (!gguf_get_arr_str_n(vocab, "tokenizer.ggml.tokens", &n) ||
         !gguf_get_arr_data(vocab, "tokenizer.ggml.token_type", &et, &nt, &types) || et != GGUF_TYPE_INT32 ||
-        nt != n || (int64_t)n > n_rows)
+        nt != n || (int64_t)n + n_added > n_rows)
         return sd_err_set(err, SD_ERR_FORMAT, "vocab: cannot pad tokens/token_type to %lld", (long long)n_rows);
     const char **strs = sd_malloc_array((size_t)n_rows, sizeof *strs);
     uint64_t *lens = sd_malloc_array((size_t)n_rows, sizeof *lens);
@@ -449,6 +454,8 @@ static sd_status add_padded_vocab(gguf_writer *w, const gguf_ctx *vocab, int64_t
         if (i < (int64_t)n) {
             gguf_get_arr_str(vocab, "tokenizer.ggml.tokens", (uint64_t)i, &strs[i], &lens[i]);
             memcpy(&tt[i], (const char *)types + 4 * i, 4);
+        } else if (i < (int64_t)n + n_added) {
+            strs[i] = added[i - (int64_t)n], lens[i] = strlen(strs[i]), tt[i] = 4;
         } else {
             char *p = pads + 16 * (i - (int64_t)n);
             lens[i] = (uint64_t)snprintf(p, 16, "[PAD%lld]", (long long)i);
@@ -480,8 +487,8 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
         st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
         st = st ? st : add_qwen35_hparams(w, s);
         if (st) return sd_err_set(err, st, "cannot set metadata");
-        bool pad = s->n_vocab_pad > 0;
-        if (pad && (st = add_padded_vocab(w, vocab, n_vocab, err))) return st;
+        bool pad = s->n_vocab_pad > 0 || g->n_added;
+        if (pad && (st = add_padded_vocab(w, vocab, g->added, g->n_added, n_vocab, err))) return st;
         for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
             const char *key = gguf_kv_key(vocab, i);
             if (strncmp(key, "tokenizer.", 10) != 0) continue;
@@ -509,21 +516,24 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     st = st ? st : add_moe_hparams(w, arch, s);
     if (st) return sd_err_set(err, st, "cannot set metadata");
     bool has_add_bos = false;
+    if (g->n_added && (st = add_padded_vocab(w, vocab, g->added, g->n_added, n_vocab, err))) return st;
     for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
         const char *key = gguf_kv_key(vocab, i);
         if (strncmp(key, "tokenizer.", 10) != 0) continue;
+        if (g->n_added && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.token_type")))
+            continue;
         has_add_bos |= !strcmp(key, "tokenizer.ggml.add_bos_token");
         if ((st = gguf_writer_copy_kv(w, vocab, i))) return sd_err_set(err, st, "cannot copy %s", key);
     }
     /* Qwen3's own GGUFs say this explicitly: no BOS is prepended. */
     if (!has_add_bos && (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)))
         return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
-    (void)n_vocab;
     return SD_OK;
 }
 
 static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, int64_t expert_pool,
-                          const char *vocab_path, const char *out, uint64_t seed, sd_err *err) {
+                          const char *vocab_path, const char *const *added, int n_added, const char *out,
+                          uint64_t seed, sd_err *err) {
     gguf_ctx *vocab = NULL;
     sd_status st = gguf_open(vocab_path, &vocab, err);
     if (st) return st;
@@ -532,6 +542,7 @@ static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, i
         gguf_close(vocab);
         return sd_err_set(err, SD_ERR_FORMAT, "%s: no tokenizer.ggml.tokens", vocab_path);
     }
+    n_vocab += (uint64_t)n_added;
     if (s->hybrid && s->n_vocab_pad > 0) {
         if ((int64_t)n_vocab > s->n_vocab_pad) {
             gguf_close(vocab);
@@ -541,7 +552,7 @@ static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, i
         n_vocab = (uint64_t)s->n_vocab_pad;
     }
     gen g = {.w = gguf_writer_init(), .type = type, .expert_type = expert_type, .expert_pool = expert_pool,
-             .seed = seed};
+             .seed = seed, .added = added, .n_added = n_added};
     if (!g.w) st = sd_err_set(err, SD_ERR_NOMEM, "out of memory");
     if (!st) st = add_metadata(&g, s, vocab, (int64_t)n_vocab, err);
     /* Tied output (Qwen3-0.6B/1.7B and Qwen3.5-0.8B/2B tie_word_embeddings): no output.weight. */
@@ -565,7 +576,7 @@ static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, i
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sd-genmodel --shape NAME [--type TYPE] -o OUT.gguf [--vocab VOCAB.gguf] [--seed N]\n"
-            "                   [--expert-type TYPE] [--expert-pool P]\n"
+            "                   [--expert-type TYPE] [--expert-pool P] [--add-token TEXT]...\n"
             "  random-weight qwen3 / qwen35 / MoE model with a real tokenizer, for speed measurements\n"
             "  --shape   qwen3-0.6b | qwen3-1.7b | draft | tiny            (qwen3)\n"
             "            qwen35-0.8b | qwen35-2b | qwen35-draft | qwen35-tiny (qwen35)\n"
@@ -577,6 +588,8 @@ static void usage(FILE *f) {
             "  --vocab   vocab-only GGUF whose tokenizer.* keys are copied (default\n"
             "            tests/data/tokenizer/ggml-vocab-qwen2.gguf, ggml-vocab-qwen35.gguf for qwen35)\n"
             "  --seed    random seed (default 1)\n"
+            "  --add-token TEXT  append TEXT to the vocabulary as a user-defined token, one token\n"
+            "            wherever it occurs (as Qwen3's <think> and </think>); up to 8\n"
             "  --expert-type TYPE  type of the ffn_*_exps tensors (default: --type), e.g. q3_k\n"
             "            beside --type q4_k to fit a full MoE shape in memory\n"
             "  --expert-pool P     draw each expert row from a pool of P random rows (16..1048576):\n"
@@ -597,6 +610,8 @@ int main(int argc, char **argv) {
     int64_t expert_pool = 0;
     const char *vocab = NULL;
     uint64_t seed = 1;
+    const char *added[8];
+    int n_added = 0;
     for (int i = 1; i < argc; i++) /* a trained model inside a realistic shape: tools/grow/grow.c */
         if (!strcmp(argv[i], "--grow")) return grow_main(argc, argv);
     for (int i = 1; i < argc; i++) {
@@ -609,6 +624,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--vocab")) vocab = argv[++i];
         else if (!strcmp(a, "--seed")) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(a, "--expert-type")) expert_type_name = argv[++i];
+        else if (!strcmp(a, "--add-token")) {
+            if (n_added == 8 || !*argv[i + 1]) return fprintf(stderr, "sd-genmodel: --add-token: 1 to 8 non-empty texts\n"), 2;
+            added[n_added++] = argv[++i];
+        }
         else if (!strcmp(a, "--expert-pool")) {
             char *end;
             long long v = strtoll(argv[++i], &end, 10);
@@ -632,7 +651,7 @@ int main(int argc, char **argv) {
     if ((expert_type_name || expert_pool) && !s->n_expert)
         return fprintf(stderr, "sd-genmodel: --expert-type/--expert-pool need a MoE shape\n"), 2;
     sd_err err = {0};
-    if (generate(s, (uint32_t)t, (uint32_t)te, expert_pool, vocab, out, seed, &err)) {
+    if (generate(s, (uint32_t)t, (uint32_t)te, expert_pool, vocab, added, n_added, out, seed, &err)) {
         fprintf(stderr, "sd-genmodel: %s\n", err.msg);
         return 1;
     }

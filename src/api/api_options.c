@@ -29,12 +29,13 @@ typedef struct option_field {
 static const specdec_option TABLE[] = {
     {"--model", "-m", NULL, SPECDEC_OPTION_PATH, 0, 0, false, false, NULL, "FILE", "target model"},
     {"--model-draft", "-md", NULL, SPECDEC_OPTION_PATH, 0, 0, false, false, NULL, "FILE",
-     "draft model (same vocabulary as the target), an EAGLE-3 head (--spec\n"
-     "eagle3), a DFlash block drafter (--spec dflash), or an MTP sidecar: a\n"
-     "qwen35 mtp-*.gguf holding only the nextn block (--spec mtp, for a\n"
-     "target without its own). Without -m,\n"
-     "auto and draft pair the fixture draft even where this says none\n"
-     "(see the end of this help)"},
+     /* the last line is long enough to put the default on a line of its own */
+     "the drafter's file, one of (--spec auto takes each):\n"
+     "  a draft model with the target's vocabulary (--spec draft)\n"
+     "  an EAGLE-3 head (--spec eagle3)\n"
+     "  a DFlash block drafter (--spec dflash)\n"
+     "  an MTP block (mtp-*.gguf) for a qwen35 target without it (--spec mtp)\n"
+     "Without -m, auto and draft pair the fixture draft (end of this help)"},
     {"--n-predict", "-n", "n_predict", INT(-1, MAX_TOKENS), "N",
      "tokens to generate; -1 = until an end-of-generation token or a full context"},
     {"--ctx-size", "-c", NULL, INT(0, MAX_TOKENS), "N",

@@ -81,8 +81,12 @@ sd_status sd_tool_parser_init(sd_tool_parser *p, sd_tool_syntax s, const char *t
  * a call tag is held back until a later feed decides it. */
 void sd_tool_parser_feed(sd_tool_parser *p, const char *s, size_t n);
 /* The answer ended: the events of what was held back. A call cut off inside
- * its arguments is closed with what arrived (XML), or given back as content
- * when it never became a call (Hermes / Llama 3 JSON that does not parse). */
+ * its arguments is closed with what arrived (XML); one cut off before it
+ * could be read (an XML call before its <function=NAME> tag closed, Hermes
+ * JSON that does not parse yet, a Llama 3 call after the first, the start of
+ * an opener after a call) is dropped, so content never carries call markup.
+ * Text after an opener that does not begin a JSON object (Hermes), and a
+ * first Llama 3 object that is not a call, are given back as content. */
 void sd_tool_parser_flush(sd_tool_parser *p);
 void sd_tool_parser_free(sd_tool_parser *p);
 

@@ -225,8 +225,8 @@ static void reasoning_prefix(const sd_tool_gbnf_opts *o, sd_strbuf *out) {
     if (o->think == SD_THINK_OPEN && !o->think_tokens) /* spelled out: reasoning without "</", then the tag */
         sd_strbuf_puts(out, "pre ::= xml-text \"</think>\" gap\n");
     else if (!o->think_tokens || o->think == SD_THINK_NONE) sd_strbuf_puts(out, "pre ::= \"\"\n");
-    else if (o->think == SD_THINK_OPEN) sd_strbuf_puts(out, "pre ::= (!<</think>>)* <</think>> gap\n");
-    else sd_strbuf_puts(out, "pre ::= ( <<think>> (!<</think>>)* <</think>> gap )?\n");
+    else if (o->think == SD_THINK_OPEN) sd_strbuf_puts(out, "pre ::= (!</think>)* </think> gap\n");
+    else sd_strbuf_puts(out, "pre ::= ( <think> (!</think>)* </think> gap )?\n");
 }
 
 static sd_status build(json_t *tools, const sd_tool_gbnf_opts *o, sd_strbuf *out, sd_err *err) {

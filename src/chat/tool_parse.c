@@ -447,6 +447,13 @@ static void run(sd_tool_parser *p) {
     }
 }
 
+/* s[0..n) is blanks, or blanks and the start of a JSON object: a call's body cut off. */
+static bool cut_json(const char *s, size_t n) {
+    size_t k = 0;
+    while (k < n && blank(s[k])) k++;
+    return k == n || s[k] == '{';
+}
+
 static void reset_events(sd_tool_parser *p) {
     p->n_ev = 0;
     sd_strbuf_clear(&p->ev_text);
@@ -465,7 +472,7 @@ void sd_tool_parser_flush(sd_tool_parser *p) {
     const char *s = sd_strbuf_str(&p->in);
     size_t n = p->in.len;
     switch (p->state) {
-    case ST_XML_FN: not_a_call(p); emit(p, SD_TOOL_EV_CONTENT, s, n); break;
+    case ST_XML_FN: break; /* cut off before its <function=NAME> tag closed: markup, dropped */
     case ST_XML_BODY: {
         size_t off, len;
         if (tag_with_name(p, "<parameter=", &off, &len) == 1) {
@@ -476,13 +483,19 @@ void sd_tool_parser_flush(sd_tool_parser *p) {
         break;
     }
     case ST_HERMES: /* whole JSON, cut off before or inside its closing tag: still the call */
-        if (!json_call(p, s, n - partial_tail(s, n, CLOSE))) { not_a_call(p); emit(p, SD_TOOL_EV_CONTENT, s, n); }
+        if (json_call(p, s, n - partial_tail(s, n, CLOSE))) break;
+        /* A call cut off inside its JSON is markup, dropped; text that never
+         * began a JSON object goes back as content. */
+        if (!cut_json(s, n)) { not_a_call(p); emit(p, SD_TOOL_EV_CONTENT, s, n); }
         break;
-    case ST_LLAMA_JSON:
-        if (!json_call(p, s, n)) emit(p, SD_TOOL_EV_CONTENT, s, n);
+    case ST_LLAMA_JSON: /* a second call cut off is dropped; a first may be a JSON answer */
+        if (!json_call(p, s, n) && !p->n_calls) emit(p, SD_TOOL_EV_CONTENT, s, n);
         break;
     case ST_XML_END: break;
-    default: /* blanks after the last call are layout */
+    default:
+        /* After a call: the start of a next call's opener, cut off, is
+         * markup, and blanks are layout; both dropped. */
+        if (p->n_calls && p->state == ST_TEXT) n -= partial_tail(s, n, OPEN);
         if (!(p->n_calls && all_blank(s, n))) emit(p, SD_TOOL_EV_CONTENT, s, n);
     }
     sd_strbuf_clear(&p->in);

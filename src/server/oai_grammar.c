@@ -21,7 +21,7 @@
 /* after </think>: nothing, a space, or a newline or two and some indentation
  * before the answer; never unbounded whitespace (src/chat/tool_grammar.c) */
 static const char reasoning_rule[] =
-    "\n" REASONING_ROOT " ::= (!<</think>>)* <</think>> ( \" \" | \"\\n\"{1,2} [ \\t]{0,20} )? root\n";
+    "\n" REASONING_ROOT " ::= (!</think>)* </think> ( \" \" | \"\\n\"{1,2} [ \\t]{0,20} )? root\n";
 
 /* True when the vocabulary has a </think> token (the reasoning wrap needs it). */
 static bool has_think_end(const specdec_model *m) {

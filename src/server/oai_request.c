@@ -285,8 +285,12 @@ bool oai_parse(server *s, json_t *body, oai_req *r, job *j, http_err *e) {
     if (ok) ok = oai_get_grammar(s, body, j, r->kind == JOB_CHAT && opens_reasoning(&prompt), e);
     if (ok && r->kind == JOB_CHAT) ok = oai_tool_grammar(s, body, r, j, e);
     /* --spec grammar drafts only what the request's grammar forces: without
-     * one there is nothing to draft, and the request decodes plainly. */
-    if (ok && j->gp.spec == SPECDEC_SPEC_GRAMMAR && !j->gp.grammar) j->gp.spec = SPECDEC_SPEC_NONE;
+     * one there is nothing to draft, and the request decodes plainly (and
+     * its timings say so: speculative false). */
+    if (ok && j->gp.spec == SPECDEC_SPEC_GRAMMAR && !j->gp.grammar) {
+        j->gp.spec = SPECDEC_SPEC_NONE;
+        r->speculative = false;
+    }
     sd_strbuf_free(&prompt);
     if (!ok) return false;
     int n_ctx = s->n_ctx;

@@ -120,6 +120,10 @@ static void test_xml_adversarial(void **state) {
            "C[]S0[get_weather]A0[{\"days\":12}]");
     /* missing </function>: the closing tag ends the call; text after it is content */
     expect(SD_TOOL_XML, "<tool_call>\n<function=now>\n</tool_call> done", "C[ done]S0[now]A0[{}]");
+    /* cut off before the function's name is whole: markup, dropped (content never carries it) */
+    expect(SD_TOOL_XML, "Here. <tool_call>\n<function=get_we", "C[Here.]");
+    expect(SD_TOOL_XML, "<tool_call>\n<function=now>\n</function>\n</tool_call>\n<tool_call>\n<func", "C[]S0[now]A0[{}]");
+    expect(SD_TOOL_XML, "<tool_call>\n<function=now>\n</function>\n</tool_call>\n<tool_c", "C[]S0[now]A0[{}]");
 }
 
 static void test_hermes(void **state) {
@@ -135,7 +139,14 @@ static void test_hermes(void **state) {
     /* cut off before </tool_call>: a call when the JSON is whole */
     expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}", "C[]S0[now]A0[{}]");
     expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_ca", "C[]S0[now]A0[{}]");
-    expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"argu", "C[<tool_call>\n{\"name\": \"now\", \"argu]");
+    /* cut off inside its JSON: dropped, never content; text that begins no JSON object is content */
+    expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\", \"argu", "C[]");
+    expect(SD_TOOL_HERMES, "Sure. <tool_call>\n", "C[Sure.]");
+    expect(SD_TOOL_HERMES, "<tool_call> is a tag", "C[<tool_call> is a tag]");
+    /* a second call cut off after a whole one: the first stays, the rest is dropped */
+    expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\"}\n</tool_call>\n<tool_call>\n{\"name\": \"get_w",
+           "C[]S0[now]A0[{}]");
+    expect(SD_TOOL_HERMES, "<tool_call>\n{\"name\": \"now\"}\n</tool_call>\n<tool_", "C[]S0[now]A0[{}]");
     /* XML markup in a Hermes answer is text */
     expect(SD_TOOL_HERMES, "<function=now></function>", "C[<function=now></function>]");
 }
@@ -149,6 +160,8 @@ static void test_llama3(void **state) {
     expect(SD_TOOL_LLAMA3, "The answer is {x}.", "C[The answer is {x}.]");
     expect(SD_TOOL_LLAMA3, "{\"city\": 1} is JSON", "C[{\"city\": 1} is JSON]");
     expect(SD_TOOL_LLAMA3, "{\"name\": \"now\", \"para", "C[{\"name\": \"now\", \"para]");
+    /* a call after the first, cut off: dropped */
+    expect(SD_TOOL_LLAMA3, "{\"name\": \"now\", \"parameters\": {}}; {\"name\": \"no", "C[]S0[now]A0[{}]");
 }
 
 static void test_syntax_detect(void **state) {

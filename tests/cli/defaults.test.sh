@@ -39,6 +39,19 @@ for c in tokenize bench generate; do
   "$bin" $c --help >"$tmp/help" && grep -q "default $T" "$tmp/help" || fail "$c --help does not name the default model"
 done
 "$bin" bench --help | grep "default models/fixture-draft.gguf" >/dev/null || fail "bench --help does not name the default draft"
+# -md in the shared option table (generate, serve, chat): one line per kind
+# of drafter file naming its --spec mode, the default on a line of its own,
+# no line past 100 columns.
+for c in generate serve chat; do
+  "$bin" $c --help >"$tmp/help" 2>&1 || true
+  sed -n '/^  -md, --model-draft/,/^  -n, --n-predict/p' "$tmp/help" | sed '$d' >"$tmp/md"
+  for mode in draft eagle3 dflash mtp; do
+    [ "$(grep -c -- "(--spec $mode)\$" "$tmp/md")" = 1 ] || fail "$c --help: -md has no line of its own for --spec $mode"
+  done
+  grep -q -x ' *default none' "$tmp/md" || fail "$c --help: -md's default is not on a line of its own"
+  grep -q 'Without -m, auto and draft pair the fixture draft' "$tmp/md" || fail "$c --help: -md does not say when the fixture draft is paired"
+  awk 'length > 100 { exit 1 }' "$tmp/md" || fail "$c --help: an -md line is longer than 100 columns"
+done
 
 # Outside the repository root: exit 1, one line naming the default path.
 for cmd in "tokenize -p hi" "bench -n 2 --reps 1"; do

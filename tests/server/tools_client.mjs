@@ -6,7 +6,9 @@
 // stream's deltas come as OpenAI sends them (index, id, type and name first
 // with arguments "", then pieces of arguments) and assemble to the
 // non-streamed calls; arguments parse as JSON and fit the tool's schema;
-// finish_reason is "tool_calls" and content null. Then a round trip (the
+// finish_reason is "tool_calls" and content null. Content never carries call
+// markup, also when max_tokens cuts a call (parallel calls cut just after the
+// first, finish_reason "length"). Then a round trip (the
 // call, the tool's result, an answer with tool_choice "none"), and 400s for
 // arguments that are not JSON and for bad tool fields.
 // usage: node tools_client.mjs BASE_URL SYNTAX   (SYNTAX: what the template teaches, for the log)
@@ -100,8 +102,10 @@ const all_cases = [
 // Under the sanitizers (SD_ASAN, ~100x slower): two of them.
 const cases = process.env.SD_ASAN ? [all_cases[0], all_cases[3]] : all_cases;
 let finished = 0, firstCall = null, multiPiece = 0;
+const answers = {};
 for (const [name, extra] of cases) {
   const on = await client.chat.completions.create({ ...base_req, ...extra });
+  answers[name] = on;
   const off = await client.chat.completions.create({ ...base_req, ...extra, speculative: false });
   const son = await streamed(extra);
   const soff = await streamed({ ...extra, speculative: false });
@@ -116,6 +120,9 @@ for (const [name, extra] of cases) {
     assert.match(c.id, /^call_/);
     assert.equal(c.type, "function");
   }
+  // finished or cut off, a forced answer's content never carries call markup
+  for (const c of [m.content ?? "", son.content, soff.content])
+    assert.doesNotMatch(c, /<tool_call|<function|<parameter/, `${name}: call markup in content`);
   if (extra.parallel_tool_calls === false) assert.equal(want.length, 1, `${name}: one call only`);
   if (extra.tool_choice?.function) for (const c of want) assert.equal(c.name, extra.tool_choice.function.name);
   if (on.choices[0].finish_reason === "tool_calls") {
@@ -129,6 +136,28 @@ for (const [name, extra] of cases) {
   log(`${name}: ${JSON.stringify(want)} (${on.choices[0].finish_reason}; ${son.pieces} argument pieces; drafted ${on.timings.draft_n}, accepted ${on.timings.draft_n_accepted})`);
 }
 assert.ok(finished >= cases.length - 1, "too few forced calls finished");
+
+// max_tokens cutting parallel calls just after the first one ends (where, the
+// one-call answer says): the whole call stays, the cut one's markup (an opener,
+// a name, JSON) is dropped, never content (null; "" streamed); finish_reason "length".
+if (answers["required"] && answers["required, parallel"]) {
+  const single = answers["required"];
+  assert.equal(single.choices[0].finish_reason, "tool_calls");
+  const n1 = single.usage.completion_tokens, first = plain(single.choices[0].message.tool_calls)[0];
+  for (const k of [2, 12, 24]) {
+    const extra = { tool_choice: "required", max_tokens: n1 + k };
+    const r = await client.chat.completions.create({ ...base_req, ...extra });
+    const s = await streamed(extra);
+    const m = r.choices[0].message, at = `cut at ${n1 + k} tokens`;
+    assert.equal(r.choices[0].finish_reason, "length", `${at}: finish_reason`);
+    assert.equal(s.finish, "length", `${at}: streamed finish_reason`);
+    assert.deepEqual(plain(m.tool_calls)[0], first, `${at}: the whole first call`);
+    assert.deepEqual(plain(s.calls), plain(m.tool_calls), `${at}: stream and message differ`);
+    assert.equal(m.content, null, `${at}: content ${JSON.stringify(m.content)}`);
+    assert.equal(s.content, "", `${at}: streamed content ${JSON.stringify(s.content)}`);
+  }
+  log(`cut after the first of parallel calls (${n1} + 2, 12, 24 tokens): content null`);
+}
 if (syntax === "xml") assert.ok(multiPiece > 0, "XML calls stream their arguments parameter by parameter");
 
 // Round trip: the call, the tool's answer, and the model's reply to it.
