@@ -279,12 +279,15 @@ static void def_common(js_conv *c, int r, enum js_common which) {
         js_t(c, r, "[^\"\\\\\\u0000-\\u001F] | \"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))");
         break;
     case JS_NUMBER:
-        /* at most 20 integer and 20 fraction digits, positive exponents up
-         * to 287: every accepted number is finite as a double */
-        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?");
+        /* at most 18 integer and 20 fraction digits, positive exponents up
+         * to 287: every accepted number is finite as a double, and one
+         * without a fraction or exponent fits a signed 64-bit integer, which
+         * is how JSON readers (jansson among them) read it: a 20-digit
+         * integer made the reader refuse the whole document */
+        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,17}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?");
         break;
-    case JS_INTEGER:
-        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,19})");
+    case JS_INTEGER: /* at most 18 digits: every one fits a signed 64-bit integer */
+        js_t(c, r, "\"-\"? (\"0\" | [1-9] [0-9]{0,17})");
         break;
     case JS_BOOLEAN: js_t(c, r, "\"true\" | \"false\""); break;
     case JS_NULL: js_t(c, r, "\"null\""); break;

@@ -11,9 +11,12 @@
 
 #include "grammar/json_schema_impl.h"
 
-/* Digits a number may have (what also keeps a model from writing digits
- * forever, and keeps every accepted number finite as a double). */
-#define INT_DIGITS 20
+/* Digits the integer part of a number may have where no bound limits it:
+ * what keeps a model from writing digits forever, and every integer a signed
+ * 64-bit one, as JSON readers read it (the unbounded `integer` of
+ * json_schema_build.c has the same limit). */
+#define INT_DIGITS 18
+#define INT_UNBOUNDED_MAX 999999999999999999LL /* the largest of INT_DIGITS digits */
 
 static bool all_char(const char *s, size_t n, char ch) {
     for (size_t i = 0; i < n; i++)
@@ -86,6 +89,9 @@ static void uint_range(sd_strbuf *out, uint64_t a, bool has_b, uint64_t b) {
 }
 
 void js_int_range(sd_strbuf *out, bool has_lo, int64_t lo, bool has_hi, int64_t hi) {
+    /* an open side past INT_DIGITS digits ends at the 64-bit limit instead */
+    if (!has_hi && has_lo && lo > INT_UNBOUNDED_MAX) { has_hi = true; hi = INT64_MAX; }
+    if (!has_lo && has_hi && hi < -INT_UNBOUNDED_MAX) { has_lo = true; lo = -INT64_MAX; }
     bool neg = !has_lo || lo < 0, nonneg = !has_hi || hi >= 0;
     sd_strbuf_puts(out, "(");
     if (neg) { /* "-" then magnitudes in [max(1, -hi), -lo] */

@@ -82,7 +82,7 @@ static void test_shapes(void **state) {
                              "char ::= [^\"\\\\\\u0000-\\u001F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] | [dD] [0-7] [0-9a-fA-F] [0-9a-fA-F] | [dD] [89abAB] [0-9a-fA-F] [0-9a-fA-F] \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F] [0-9a-fA-F]))\n"
                              "value ::= object | array | string | number | boolean | null\n"
                              "array ::= \"[\" ws (value ws (\",\" ws value ws)*)? \"]\"\n"
-                             "number ::= \"-\"? (\"0\" | [1-9] [0-9]{0,19}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?\n"
+                             "number ::= \"-\"? (\"0\" | [1-9] [0-9]{0,17}) (\".\" [0-9]{1,20})? ([eE] (\"-\" [0-9]{1,3} | \"+\"? ([0-9]{1,2} | \"1\" [0-9] [0-9] | \"2\" [0-7] [0-9] | \"28\" [0-7])))?\n"
                              "boolean ::= \"true\" | \"false\"\n"
                              "null ::= \"null\"\n");
     sd_strbuf_free(&g);
@@ -205,6 +205,21 @@ static void test_accepts(void **state) {
         {"{\"type\":\"number\",\"maximum\":1}", false, "1.001", false},
         {"{\"type\":\"number\"}", false, "-1.5e+300", false}, /* beyond the exponents kept finite */
         {"{\"type\":\"number\"}", false, "-1.5e+30", true},
+        /* unbounded integers fit a signed 64-bit integer (a JSON reader refuses more): 18 digits, not 19 */
+        {"{\"type\":\"integer\"}", false, "-999999999999999999", true},
+        {"{\"type\":\"integer\"}", false, "1000000000000000000", false},
+        {"{\"type\":\"integer\"}", false, "52757477986764905359", false},
+        {"{\"type\":\"number\"}", false, "999999999999999999", true},
+        {"{\"type\":\"number\"}", false, "52757477986764905359", false},
+        {"{\"type\":\"number\"}", false, "5.2757477986764905359e+19", true},
+        {"{\"type\":\"integer\",\"minimum\":0}", false, "999999999999999999", true},
+        {"{\"type\":\"integer\",\"minimum\":0}", false, "1000000000000000000", false},
+        {"{\"type\":\"integer\",\"minimum\":1000000000000000000}", false, "9223372036854775807", true},
+        {"{\"type\":\"integer\",\"minimum\":1000000000000000000}", false, "9223372036854775808", false},
+        {"{\"type\":\"integer\",\"maximum\":-1000000000000000000}", false, "-9223372036854775807", true},
+        {"{\"type\":\"integer\",\"maximum\":-1000000000000000000}", false, "-9223372036854775808", false},
+        {"{\"type\":\"number\",\"minimum\":0}", false, "999999999999999999.5", true},
+        {"{\"type\":\"number\",\"minimum\":0}", false, "1000000000000000000", false},
         /* strings: escapes, surrogate pairs, lengths in characters */
         {"{\"type\":\"string\",\"maxLength\":1}", false, "\"\\ud83d\\ude00\"", true},
         {"{\"type\":\"string\",\"maxLength\":1}", false, "\"\\ud83d\"", false},
