@@ -49,10 +49,10 @@ static const specdec_option TABLE[] = {
     {"--seed", NULL, "seed", SPECDEC_OPTION_UINT64, 0, 18446744073709551615.0, false, false, NULL, "S",
      "sampling seed; the same seed gives the same text"},
     {"--spec", NULL, NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, SPEC_NAMES, "MODE",
-     "who drafts: " SPEC_NAMES " (auto: n-gram\n"
-     "lookup, plus the -md file or the target's MTP block; suffix:\n"
-     "SuffixDecoding over the context and, in serve, earlier outputs;\n"
-     "grammar: only the text a grammar forces)"},
+     "who drafts, one of:\n" SPEC_NAMES "\n"
+     "(auto: n-gram lookup, plus the -md file or the target's MTP block;\n"
+     "suffix: SuffixDecoding over the context and, in serve, earlier\n"
+     "outputs; grammar: only the text a grammar forces)"},
     {"--draft-max", NULL, "speculative.n_max", INT(1, 64), "K", "most draft tokens per verify round"},
     {"--fixed-k", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
      "every round drafts --draft-max tokens (no adaptive K)"},
@@ -85,11 +85,13 @@ static const specdec_option TABLE[] = {
     {"--repeat-last-n", NULL, "repeat_last_n", INT(-1, MAX_TOKENS), "N",
      "the repeat penalty's window in tokens; 0 = off, -1 = all"},
     {"--cache-type-k", "-ctk", NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, CACHE_NAMES, "TYPE",
-     "element type of the KV cache's keys (llama.cpp's names); the\n"
+     "element type of the KV cache's keys (llama.cpp's names):\n"
+     CACHE_NAMES "; the\n"
      "quantized ones are written once and read exactly, so speculation\n"
      "stays lossless against plain decoding with the same cache"},
     {"--cache-type-v", "-ctv", NULL, SPECDEC_OPTION_NAME, 0, 0, false, false, CACHE_NAMES, "TYPE",
-     "element type of the KV cache's values (no flash attention switch needed)"},
+     "element type of the KV cache's values, the same names as -ctk\n"
+     "(no flash attention switch needed)"},
     {"--no-repack", NULL, NULL, SPECDEC_OPTION_FLAG, 0, 0, false, false, NULL, NULL,
      "read the weights from the mapped file, no repacked copy (slower; what\n"
      "happens by itself when the file and the KV cache would not fit in\n"
@@ -261,7 +263,9 @@ static void help_entry(sd_strbuf *b, const specdec_options *d, const specdec_opt
     sd_strbuf_printf(b, "  %s%s%s%s%s", t->alias ? t->alias : "", t->alias ? ", " : "", t->flag,
                      t->value_name ? " " : "", t->value_name ? t->value_name : "");
     size_t used = b->len - start;
-    sd_strbuf_printf(b, "%*s", used < HELP_COLUMN - 1 ? (int)(HELP_COLUMN - used) : 1, "");
+    /* a name too wide for the column puts its help under it, aligned with the others */
+    if (used < HELP_COLUMN - 1) sd_strbuf_printf(b, "%*s", (int)(HELP_COLUMN - used), "");
+    else sd_strbuf_printf(b, "\n%*s", HELP_COLUMN, "");
     size_t line = b->len; /* where the current output line's help starts */
     for (const char *h = t->help; *h; h++) {
         if (*h == '\n') {
