@@ -469,6 +469,27 @@ static sd_status add_padded_vocab(gguf_writer *w, const gguf_ctx *vocab, const c
     return st;
 }
 
+/* The vocab's tokenizer.* keys, tokens and token_type rewritten by
+ * add_padded_vocab when replace (padding, --add-token), and add_bos_token
+ * false unless the vocab says: Qwen3's own GGUFs say so explicitly, no BOS
+ * is prepended. */
+static sd_status add_tokenizer(gguf_writer *w, const gguf_ctx *vocab, const gen *g, int64_t n_vocab, bool replace,
+                               sd_err *err) {
+    sd_status st;
+    if (replace && (st = add_padded_vocab(w, vocab, g->added, g->n_added, n_vocab, err))) return st;
+    for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
+        const char *key = gguf_kv_key(vocab, i);
+        if (strncmp(key, "tokenizer.", 10) != 0) continue;
+        if (replace && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.token_type")))
+            continue;
+        if ((st = gguf_writer_copy_kv(w, vocab, i))) return sd_err_set(err, st, "cannot copy %s", key);
+    }
+    if (gguf_find_key(vocab, "tokenizer.ggml.add_bos_token") < 0 &&
+        (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)))
+        return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
+    return SD_OK;
+}
+
 /* Metadata: qwen3 / qwen35 hparams + every tokenizer.* key of the vocab file
  * (tokens and token_type padded to n_vocab rows if the shape asks for it). */
 static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int64_t n_vocab, sd_err *err) {
@@ -487,19 +508,7 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
         st = st ? st : gguf_writer_set_u32(w, "general.quantization_version", 2);
         st = st ? st : add_qwen35_hparams(w, s);
         if (st) return sd_err_set(err, st, "cannot set metadata");
-        bool pad = s->n_vocab_pad > 0 || g->n_added;
-        if (pad && (st = add_padded_vocab(w, vocab, g->added, g->n_added, n_vocab, err))) return st;
-        for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
-            const char *key = gguf_kv_key(vocab, i);
-            if (strncmp(key, "tokenizer.", 10) != 0) continue;
-            if (pad && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.token_type")))
-                continue;
-            if ((st = gguf_writer_copy_kv(w, vocab, i))) return sd_err_set(err, st, "cannot copy %s", key);
-        }
-        if (gguf_find_key(vocab, "tokenizer.ggml.add_bos_token") < 0 &&
-            (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)))
-            return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
-        return SD_OK;
+        return add_tokenizer(w, vocab, g, n_vocab, s->n_vocab_pad > 0 || g->n_added, err);
     }
     const char *arch = s->n_expert ? "qwen3moe" : "qwen3";
     char k[96];
@@ -515,20 +524,7 @@ static sd_status add_metadata(gen *g, const shape *s, const gguf_ctx *vocab, int
     st = st ? st : tool_write_qwen3_shape(w, &q3);
     st = st ? st : add_moe_hparams(w, arch, s);
     if (st) return sd_err_set(err, st, "cannot set metadata");
-    bool has_add_bos = false;
-    if (g->n_added && (st = add_padded_vocab(w, vocab, g->added, g->n_added, n_vocab, err))) return st;
-    for (int64_t i = 0; i < gguf_n_kv(vocab); i++) {
-        const char *key = gguf_kv_key(vocab, i);
-        if (strncmp(key, "tokenizer.", 10) != 0) continue;
-        if (g->n_added && (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.token_type")))
-            continue;
-        has_add_bos |= !strcmp(key, "tokenizer.ggml.add_bos_token");
-        if ((st = gguf_writer_copy_kv(w, vocab, i))) return sd_err_set(err, st, "cannot copy %s", key);
-    }
-    /* Qwen3's own GGUFs say this explicitly: no BOS is prepended. */
-    if (!has_add_bos && (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)))
-        return sd_err_set(err, st, "cannot set tokenizer.ggml.add_bos_token");
-    return SD_OK;
+    return add_tokenizer(w, vocab, g, n_vocab, g->n_added > 0, err);
 }
 
 static sd_status generate(const shape *s, uint32_t type, uint32_t expert_type, int64_t expert_pool,
