@@ -144,7 +144,7 @@ static sd_status skip_value(cursor *c, const char *what, uint32_t t, int depth) 
     if (n > left(c) / min_elem)
         return sd_err_set(c->err, SD_ERR_FORMAT,
                           "%s: array of %" PRIu64 " %s at offset %" PRIu64
-                          " does not fit in the %" PRIu64 " bytes left in the file",
+                          " does not fit in the %" PRIu64 " bytes left in the file: truncated or corrupt file",
                           what, n, gguf_type_name((gguf_type)elem), c->pos - 12, left(c));
     if (es) {
         if (elem == GGUF_TYPE_BOOL && (st = check_bools(c, what, n))) return st;
@@ -420,7 +420,7 @@ static sd_status place_tensors(cursor *c, gguf_ctx *ctx) {
                             shown(ti->name, nb), ti->offset, ctx->alignment);
         else if (!sd_add_u64(ctx->data_offset, ti->offset, &begin) || !sd_add_u64(begin, ti->nbytes, &end) ||
                  end > c->size)
-            st = sd_err_set(c->err, SD_ERR_FORMAT, "tensor '%s': data [%" PRIu64 ", %" PRIu64 ") past end of file (size %" PRIu64 ")",
+            st = sd_err_set(c->err, SD_ERR_FORMAT, "tensor '%s': data [%" PRIu64 ", %" PRIu64 ") past end of file (size %" PRIu64 "): truncated or corrupt file",
                             shown(ti->name, nb), ctx->data_offset + ti->offset, ctx->data_offset + ti->offset + ti->nbytes, c->size);
         else {
             ti->data = c->p + begin;
