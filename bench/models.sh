@@ -19,6 +19,8 @@
 #                      types; SHAPE:TYPE alone: all TYPE). These shapes draw their expert rows
 #                      from a pool of 4096 (sd-genmodel --expert-pool): minutes, not half an hour.
 #   bench/models.sh qwen3-30b-a3b:q4_k+q3_k qwen35-35b-a3b:q4_k+q3_k    (13.4 / 15.7 GB, ~2.5 / 3.5 min)
+#   bench/models.sh qwen3-30b-a3b:q4_k+iq2_xxs qwen3-30b-a3b:q4_k+iq3_xxs qwen35-35b-a3b:q4_k+iq3_s
+#                   (experts in an importance-matrix type as the low-bit files have them; pool of 256 rows)
 #   bench/models.sh                 # the default set below
 #   bench/models.sh qwen3-0.6b:q8_0 grown-draft:q8_0 ...
 #   bench/models.sh qwen35-0.8b:q8_0 qwen35-0.8b:q4_k qwen35-2b:q8_0 qwen35-draft:q8_0   (Qwen3.5 hybrids)
@@ -65,7 +67,9 @@ for spec in "${specs[@]}"; do
   case $shape in
     grown-draft) "$gen" --grow models/fixture-draft.gguf --shape draft --type "$type" -o "$out" ;;
     grown-*) "$gen" --grow models/fixture-target.gguf --shape "${shape#grown-}" --type "$type" -o "$out" ;;
-    *a3b*) "$gen" --shape "$shape" --type "${type%+*}" --expert-type "${type#*+}" --expert-pool 4096 -o "$out" ;;
+    *a3b*) # the IQ quantizers search grids (~0.5 M values/s per core): a smaller pool keeps them to minutes
+      pool=4096; case ${type#*+} in iq*) pool=256 ;; esac
+      "$gen" --shape "$shape" --type "${type%+*}" --expert-type "${type#*+}" --expert-pool "$pool" -o "$out" ;;
     *) "$gen" --shape "$shape" --type "$type" -o "$out" ;;
   esac
 done

@@ -48,6 +48,7 @@
 #include "format/gguf.h"
 #include "grow/grow.h"
 #include "numerics/quant.h"
+#include "numerics/quantize/iq_quantize.h"
 
 typedef struct shape {
     const char *name;
@@ -181,8 +182,10 @@ static bool random_rows(const gen *g, uint8_t *dst, uint64_t row_bytes, int64_t 
         for (int64_t r = 0; r < n_rows; r++) {
             if (!row) continue;
             normal_row(row, n_in, 0.02f, g->seed, tensor, r);
-            if (g->type == GGML_TYPE_F32) memcpy(dst + (size_t)r * row_bytes, row, (size_t)row_bytes);
-            else sd_quantize_row(g->type, row, dst + (size_t)r * row_bytes, n_in);
+            uint8_t *out = dst + (size_t)r * row_bytes;
+            if (g->type == GGML_TYPE_F32) memcpy(out, row, (size_t)row_bytes);
+            else if (sd_type_quantizable(g->type)) sd_quantize_row(g->type, row, out, n_in);
+            else sd_quantize_row_weighted(g->type, row, out, n_in, NULL); /* IQ types: unit weights */
         }
         free(row);
     }
@@ -587,7 +590,8 @@ static void usage(FILE *f) {
             "  --add-token TEXT  append TEXT to the vocabulary as a user-defined token, one token\n"
             "            wherever it occurs (as Qwen3's <think> and </think>); up to 8\n"
             "  --expert-type TYPE  type of the ffn_*_exps tensors (default: --type), e.g. q3_k\n"
-            "            beside --type q4_k to fit a full MoE shape in memory\n"
+            "            beside --type q4_k to fit a full MoE shape in memory, or iq2_xxs /\n"
+            "            iq3_xxs / iq3_s as the low-bit files have them (unit importance weights)\n"
             "  --expert-pool P     draw each expert row from a pool of P random rows (16..1048576):\n"
             "            the file is written at disk speed (minutes, not half an hour, for a\n"
             "            full MoE shape) and expert tensors are never held in memory\n"
@@ -595,10 +599,13 @@ static void usage(FILE *f) {
             "  a trained small qwen3 model grown to a realistic shape (sd-genmodel --grow x --help)\n");
 }
 
-/* The ggml type named, if sd-genmodel can write it (f32 or a quantizable type), else -1. */
+/* The ggml type named, if sd-genmodel can write it (f32, a type with a reference
+ * quantizer, or one of the importance-matrix types, written with unit weights:
+ * random rows have no activations to weigh them by), else -1. */
 static int writable_type(const char *name) {
     int t = ggml_type_from_name(name);
-    return t >= 0 && (t == GGML_TYPE_F32 || sd_type_quantizable((uint32_t)t)) ? t : -1;
+    return t >= 0 && (t == GGML_TYPE_F32 || sd_type_quantizable((uint32_t)t) || sd_quantize_weighted_has((uint32_t)t, false))
+               ? t : -1;
 }
 
 int main(int argc, char **argv) {
