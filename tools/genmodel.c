@@ -47,8 +47,7 @@
 #include "core/status.h"
 #include "format/gguf.h"
 #include "grow/grow.h"
-#include "numerics/quant.h"
-#include "numerics/quantize/iq_quantize.h"
+#include "numerics/quantize/quantize_file.h"
 
 typedef struct shape {
     const char *name;
@@ -184,8 +183,7 @@ static bool random_rows(const gen *g, uint8_t *dst, uint64_t row_bytes, int64_t 
             normal_row(row, n_in, 0.02f, g->seed, tensor, r);
             uint8_t *out = dst + (size_t)r * row_bytes;
             if (g->type == GGML_TYPE_F32) memcpy(out, row, (size_t)row_bytes);
-            else if (sd_type_quantizable(g->type)) sd_quantize_row(g->type, row, out, n_in);
-            else sd_quantize_row_weighted(g->type, row, out, n_in, NULL); /* IQ types: unit weights */
+            else sd_quantize_row_any(g->type, row, out, n_in, NULL); /* IQ types: unit weights */
         }
         free(row);
     }
@@ -604,8 +602,7 @@ static void usage(FILE *f) {
  * random rows have no activations to weigh them by), else -1. */
 static int writable_type(const char *name) {
     int t = ggml_type_from_name(name);
-    return t >= 0 && (t == GGML_TYPE_F32 || sd_type_quantizable((uint32_t)t) || sd_quantize_weighted_has((uint32_t)t, false))
-               ? t : -1;
+    return t >= 0 && (t == GGML_TYPE_F32 || sd_quantize_can_write((uint32_t)t)) ? t : -1;
 }
 
 int main(int argc, char **argv) {

@@ -8,8 +8,6 @@
 
 #include "api/api_internal.h"
 #include "format/ggml_type.h"
-#include "numerics/quant.h"
-#include "numerics/quantize/iq_quantize.h"
 #include "numerics/quantize/quantize_file.h"
 #include "numerics/quantize/quantize_mix.h"
 
@@ -24,8 +22,7 @@ bool specdec_quantize_type_find(const char *name, const char **canonical, uint32
 /* A ggml type name the quantizer can write, as GGML_TYPE_* + 1; 0 if not. */
 static uint32_t writable_type(const char *name) {
     int t = name ? ggml_type_from_name(name) : -1;
-    if (t < 0 || !(sd_type_quantizable((uint32_t)t) || sd_quantize_weighted_has((uint32_t)t, false)))
-        return 0;
+    if (t < 0 || !sd_quantize_can_write((uint32_t)t)) return 0;
     return (uint32_t)t + 1;
 }
 

@@ -17,6 +17,18 @@
 #include "numerics/quantize/iq_quantize.h"
 #include "numerics/quantize/kq_weighted.h"
 
+/* ---- converting one row ---- */
+
+bool sd_quantize_can_write(uint32_t t) {
+    return sd_type_quantizable(t) || sd_quantize_weighted_has(t, false);
+}
+
+void sd_quantize_row_any(uint32_t t, const float *x, void *dst, int64_t n, const float *w) {
+    if (w && sd_kquant_row_weighted(t, x, dst, n, w)) return;
+    if (sd_quantize_weighted_has(t, w != NULL) && sd_quantize_row_weighted(t, x, dst, n, w)) return;
+    sd_quantize_row(t, x, dst, n);
+}
+
 /* ---- converting one tensor ---- */
 
 /* Converts the n_rows rows of t into type `to` at out (row_out bytes each),
@@ -30,7 +42,6 @@ static bool convert_rows(const gguf_tensor_info *t, uint32_t to, uint8_t *out, i
                          uint64_t row_in, uint64_t row_out, int n_threads, const float *imat,
                          int64_t rows_per_mat) {
     const int64_t n = t->ne[0];
-    const bool weighted = sd_quantize_weighted_has(to, imat != NULL);
     bool ok = true;
 #pragma omp parallel num_threads(n_threads) reduction(&& : ok)
     {
@@ -42,11 +53,7 @@ static bool convert_rows(const gguf_tensor_info *t, uint32_t to, uint8_t *out, i
             if (!row)
                 continue;
             sd_dequantize_row(t->type, (const uint8_t *)t->data + r * row_in, row, n);
-            const float *w = imat ? imat + (r / rows_per_mat) * n : NULL;
-            if (w && sd_kquant_row_weighted(to, row, out + r * row_out, n, w))
-                continue;
-            if (!weighted || !sd_quantize_row_weighted(to, row, out + r * row_out, n, w))
-                sd_quantize_row(to, row, out + r * row_out, n);
+            sd_quantize_row_any(to, row, out + r * row_out, n, imat ? imat + (r / rows_per_mat) * n : NULL);
         }
         free(row);
     }
@@ -92,7 +99,7 @@ static sd_status convert_tensor(const gguf_tensor_info *t, uint32_t to, int n_th
         *nbytes = t->nbytes;
         return SD_OK;
     }
-    if (!sd_type_supported(t->type) || !(sd_type_quantizable(to) || sd_quantize_weighted_has(to, false)))
+    if (!sd_type_supported(t->type) || !sd_quantize_can_write(to))
         return sd_err_set(err, SD_ERR_UNSUPPORTED, "tensor %s: cannot convert %s to %s", t->name,
                           ggml_type_get(t->type)->name, ggml_type_get(to)->name);
     uint64_t n_elems = 1, row_in, row_out, n_rows;

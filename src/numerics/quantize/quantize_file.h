@@ -24,6 +24,19 @@ typedef struct sd_quantize_totals {
     char fallbacks[1024];           /* the first of them: "name (row N) from->to, ..." */
 } sd_quantize_totals;
 
+/* Whether the quantizer can write type t without an importance matrix: a
+ * reference row quantizer (numerics/quant.h) or a weighted search that takes
+ * unit weights (iq_quantize.h: the grid types and MXFP4). */
+bool sd_quantize_can_write(uint32_t t);
+
+/* Quantizes one row of n floats (n a multiple of t's block) into t at dst,
+ * with the quantizer a file conversion uses: w (n importance weights, or NULL)
+ * through the weighted k-quant / legacy search (kq_weighted.h) when given, the
+ * weighted grid search (iq_quantize.h) where t has one, else the reference
+ * quantizer. Precondition: sd_quantize_can_write(t). Deterministic and
+ * thread-safe. */
+void sd_quantize_row_any(uint32_t t, const float *x, void *dst, int64_t n, const float *w);
+
 /* Called before tensor i of n is converted, with its name and the ggml type
  * names before and after. */
 typedef void (*sd_quantize_progress)(void *user, int64_t i, int64_t n, const char *name, const char *from,
